@@ -1,0 +1,58 @@
+/** What went wrong, so that a flow can branch on it (msg.error.kind in a Catch node). */
+export type AssetErrorKind =
+  | 'auth'          // HTTP 401: cookie missing, wrong or expired
+  | 'permission'    // success:false saying permission is denied
+  | 'rejected'      // any other success:false answer
+  | 'http'          // another unexpected HTTP status
+  | 'network'       // connection refused, reset, DNS, TLS
+  | 'timeout'       // no answer within the timeout
+  | 'invalid-input' // refused before anything was sent
+  | 'aborted';      // the caller aborted (e.g. node closed)
+
+/** Operation names, as used in error messages. */
+export type AssetOperation =
+  | 'registerSubscription' | 'getSubscription' | 'deleteSubscription'
+  | 'upload' | 'download' | 'exportMetadata';
+
+/**
+ * The one error type of the client. Holds no request config, headers or cookie:
+ * only the fields below, so it is safe to log, put on a msg or serialise.
+ */
+export class AssetApiError extends Error {
+  readonly kind: AssetErrorKind;
+  readonly operation?: AssetOperation;
+  /** HTTP status when a response was received. */
+  readonly status?: number;
+  /** The server's own message (`error`, `errorInfo` or `errorCode`). */
+  readonly serverMessage?: string;
+  /** For invalid-input: the field that broke a rule. */
+  readonly field?: string;
+  /** Low-level code such as ECONNREFUSED, when there is one. */
+  readonly code?: string;
+
+  constructor(kind: AssetErrorKind, message: string, details: {
+    operation?: AssetOperation; status?: number; serverMessage?: string; field?: string; code?: string;
+  } = {}) {
+    super(message);
+    this.name = 'AssetApiError';
+    this.kind = kind;
+    if (details.operation !== undefined) this.operation = details.operation;
+    if (details.status !== undefined) this.status = details.status;
+    if (details.serverMessage !== undefined) this.serverMessage = details.serverMessage;
+    if (details.field !== undefined) this.field = details.field;
+    if (details.code !== undefined) this.code = details.code;
+  }
+
+  /** Plain object for msg.error and JSON. */
+  toJSON(): Record<string, unknown> {
+    return {
+      name: this.name, message: this.message, kind: this.kind, operation: this.operation,
+      status: this.status, serverMessage: this.serverMessage, field: this.field, code: this.code
+    };
+  }
+}
+
+/** Shorthand for a validation failure naming the field and the rule. */
+export function invalidInput(field: string, rule: string, operation?: AssetOperation): AssetApiError {
+  return new AssetApiError('invalid-input', `${field}: ${rule}`, { field, operation });
+}
