@@ -1,0 +1,6 @@
+/** Receiving asset-change callbacks: payload parsing, body reading, secret check, duplicate filter. */
+export * from './json';
+export * from './payload';
+export * from './body';
+export * from './secret';
+export * from './dedup';

@@ -1,0 +1,61 @@
+/**
+ * JSON parsing that keeps integers beyond 2^53 exact.
+ *
+ * A revision number (rrn) is a 64-bit long on the server (public-facts.md) and
+ * `JSON.parse` would silently round it. Integer literals outside
+ * Number.MAX_SAFE_INTEGER are turned into strings before parsing; everything
+ * else parses exactly as `JSON.parse` would. (Node 20 has no reviver source
+ * access, hence the scan.)
+ */
+
+/** Fast check: only a run of 16+ digits can be an unsafe integer. */
+const LONG_DIGIT_RUN = /\d{16}/;
+
+export function parseJsonKeepingBigIntegers(text: string): unknown {
+  if (!LONG_DIGIT_RUN.test(text)) return JSON.parse(text);
+  return JSON.parse(quoteUnsafeIntegers(text));
+}
+
+/**
+ * Returns `text` with every integer literal that is outside the safe range
+ * (and not inside a string) wrapped in quotes. Numbers with a fraction or an
+ * exponent are left alone: they are not revision numbers.
+ */
+export function quoteUnsafeIntegers(text: string): string {
+  let out = '';
+  let copiedUpTo = 0;
+  let i = 0;
+  const n = text.length;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      // Skip a string literal, honouring backslash escapes.
+      i++;
+      while (i < n) {
+        const s = text.charCodeAt(i);
+        if (s === 0x5c /* \ */) i += 2;
+        else if (s === 0x22) { i++; break; }
+        else i++;
+      }
+      continue;
+    }
+    if (c === 0x2d /* - */ || (c >= 0x30 && c <= 0x39)) {
+      const start = i;
+      i++;
+      while (i < n && isNumberChar(text.charCodeAt(i))) i++;
+      const literal = text.slice(start, i);
+      if (/^-?\d{16,}$/.test(literal) && !Number.isSafeInteger(Number(literal))) {
+        out += text.slice(copiedUpTo, start) + '"' + literal + '"';
+        copiedUpTo = i;
+      }
+      continue;
+    }
+    i++;
+  }
+  return copiedUpTo === 0 ? text : out + text.slice(copiedUpTo);
+}
+
+function isNumberChar(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || c === 0x2e /* . */ || c === 0x65 /* e */ || c === 0x45 /* E */
+    || c === 0x2b /* + */ || c === 0x2d /* - */;
+}

@@ -1,0 +1,89 @@
+/**
+ * Callback payload (spec 2.3) -> entries, read tolerantly:
+ * `success` may be a boolean or "true"/"false"; an entry may be an empty
+ * object; numbers may arrive as strings; an rrn beyond 2^53 stays a string.
+ */
+import type { CallbackEntry } from '../api/types';
+
+export type ParsedCallback =
+  | { ok: true; id?: string; success?: boolean; entries: CallbackEntry[] }
+  | { ok: false; reason: string };
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Reads a boolean that may come as a string. undefined when absent, null when unreadable. */
+export function readBooleanFlag(v: unknown): boolean | undefined | null {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v === 'boolean') return v;
+  if (typeof v === 'string') {
+    const s = v.trim().toLowerCase();
+    if (s === 'true') return true;
+    if (s === 'false') return false;
+  }
+  return null;
+}
+
+/**
+ * An integer id that may come as a number or a numeric string. Safe integers
+ * become numbers; larger ones stay strings (never rounded); anything else is
+ * returned unchanged, so nothing the server sent is lost.
+ */
+export function readInteger(v: unknown): unknown {
+  if (typeof v === 'string' && /^\s*-?\d+\s*$/.test(v)) {
+    const n = Number(v);
+    return Number.isSafeInteger(n) ? n : v.trim();
+  }
+  return v;
+}
+
+/** Normalises one entry; keeps fields the spec does not list. */
+export function normaliseEntry(raw: Record<string, unknown>): CallbackEntry {
+  const entry: Record<string, unknown> = { ...raw };
+  if ('assetId' in entry) entry.assetId = readInteger(entry.assetId);
+  if ('rrn' in entry) entry.rrn = readInteger(entry.rrn);
+  return entry as CallbackEntry;
+}
+
+export function isEmptyEntry(entry: CallbackEntry): boolean {
+  return Object.keys(entry).length === 0;
+}
+
+/** Checks the 2.3 shape of an already parsed JSON body and returns its entries. */
+export function parseCallbackPayload(body: unknown): ParsedCallback {
+  if (!isPlainObject(body)) return { ok: false, reason: 'body: must be a JSON object (spec 2.3)' };
+
+  const success = readBooleanFlag(body.success);
+  if (success === null) return { ok: false, reason: 'success: must be true or false' };
+
+  let id: string | undefined;
+  if (typeof body.id === 'string') id = body.id;
+  else if (typeof body.id === 'number') id = String(body.id);
+  else if (body.id !== undefined && body.id !== null) return { ok: false, reason: 'id: must be a string' };
+
+  if (!isPlainObject(body.data)) return { ok: false, reason: 'data: must be an object holding entry (spec 2.3)' };
+  const rawEntries = body.data.entry;
+  let list: unknown[];
+  if (rawEntries === undefined || rawEntries === null) list = [];
+  else if (Array.isArray(rawEntries)) list = rawEntries;
+  else if (isPlainObject(rawEntries)) list = [rawEntries]; // a lone entry not wrapped in an array
+  else return { ok: false, reason: 'data.entry: must be an array of objects' };
+
+  const entries: CallbackEntry[] = [];
+  for (let i = 0; i < list.length; i++) {
+    const item = list[i];
+    if (!isPlainObject(item)) return { ok: false, reason: `data.entry[${i}]: must be an object` };
+    entries.push(normaliseEntry(item));
+  }
+  const result: ParsedCallback = { ok: true, entries };
+  if (id !== undefined) result.id = id;
+  if (success !== undefined) result.success = success;
+  return result;
+}
+
+/** Identity of an entry for the duplicate filter: subscription id, assetId, rrn, action. */
+export function entryKey(subscriptionId: string | undefined, entry: CallbackEntry): string {
+  const part = (v: unknown) => (v === undefined || v === null ? '' : String(v));
+  return [part(subscriptionId), part(entry.assetId), part(entry.rrn), part(entry.action)].join('\u0000');
+}
