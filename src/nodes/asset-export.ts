@@ -1,0 +1,41 @@
+/**
+ * asset-export: exports an asset's metadata (spec 4.4); msg.payload is the parsed
+ * JSON, or the text for other formats.
+ */
+import type { ExportOptions } from '../api/client';
+import { clientFor } from './asset-server';
+import { asIntegerId, asString, handleInput, required, resolveField } from './common';
+import type { Node, NodeAPI } from './node-red';
+
+/** Editor properties. TypedInput fields come as value + `<name>Type`. */
+export interface AssetExportConfig {
+  id: string;
+  name?: string;
+  server?: string;
+  fuid?: string; fuidType?: string;
+  rrn?: string; rrnType?: string;
+  exportType?: string; exportTypeType?: string;
+}
+
+export default function register(RED: NodeAPI): void {
+  function AssetExportNode(this: Node, config: AssetExportConfig) {
+    RED.nodes.createNode(this, config);
+    const node = this;
+
+    handleInput(RED, node, async (msg, request) => {
+      const fuidField = await resolveField(RED, node, msg, { field: 'fuid', msgProperty: 'fuid', value: config.fuid, type: config.fuidType });
+      const options: ExportOptions = { fuid: required(fuidField, asIntegerId(fuidField)), signal: request.signal };
+      const rrn = asIntegerId(await resolveField(RED, node, msg, { field: 'rrn', msgProperty: 'rrn', value: config.rrn, type: config.rrnType || 'num' }));
+      if (rrn !== undefined) options.rrn = rrn;
+      const type = asString(await resolveField(RED, node, msg, { field: 'type', msgProperty: 'type', value: config.exportType, type: config.exportTypeType }));
+      if (type !== undefined) options.type = type;
+
+      const outcome = await clientFor(RED, config.server).exportMetadata(options);
+      msg.payload = outcome.data;
+      msg.contentType = outcome.contentType;
+      return RED._('asset-export.status.exported');
+    });
+  }
+
+  RED.nodes.registerType('asset-export', AssetExportNode);
+}

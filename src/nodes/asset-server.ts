@@ -1,0 +1,123 @@
+/**
+ * asset-server: configuration node. Holds the base URL, the session cookie (a
+ * credential), timeout and TLS settings, and ONE {@link AssetClient} shared by every
+ * node that uses this configuration. The client is closed when the node closes.
+ */
+import { AssetClient, type AssetClientOptions } from '../api/client';
+import { AssetApiError, invalidInput } from '../api/errors';
+import type { Node, NodeAPI, TlsConfigNode } from './node-red';
+
+/** Editor properties of an asset-server node. */
+export interface AssetServerConfig {
+  id: string;
+  name?: string;
+  baseUrl?: string;
+  /** Request timeout in seconds; 0 = none. */
+  timeout?: number | string;
+  /** Used when no tls-config node is selected. Default true. */
+  rejectUnauthorized?: boolean;
+  /** Optional id of a core tls-config node. */
+  tls?: string;
+  publicBaseUrl?: string;
+}
+
+/**
+ * What an asset-server node offers to the nodes that use it
+ * (`RED.nodes.getNode(config.server) as AssetServerConfigNode`).
+ */
+export interface AssetServerConfigNode extends Node {
+  /** The shared client; undefined when the configuration is invalid (see {@link configError}). */
+  client?: AssetClient;
+  /** Why there is no client (missing base URL or cookie, bad TLS config...). Never holds the cookie. */
+  configError?: AssetApiError;
+  /** Server base URL as configured (no secret in it). */
+  baseUrl: string;
+  /**
+   * Public base URL under which this Node-RED can be reached by the server,
+   * e.g. `http://node-red.example:1880`; empty string when not configured.
+   * Used to build callback URLs (asset-event-in).
+   */
+  publicBaseUrl: string;
+  /** The client, or throws {@link configError}. */
+  getClient(): AssetClient;
+}
+
+/** Default request timeout, seconds. */
+export const DEFAULT_TIMEOUT_S = 30;
+
+/**
+ * Finds the client for a node's `server` property, or throws an invalid-input
+ * error naming the field: the node has no server selected, or it is misconfigured.
+ */
+export function clientFor(RED: NodeAPI, serverId: string | undefined): AssetClient {
+  const server = serverId ? RED.nodes.getNode(serverId) as AssetServerConfigNode | null : null;
+  if (!server || typeof server.getClient !== 'function') {
+    throw invalidInput('server', 'select an asset-server configuration node');
+  }
+  return server.getClient();
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+/** Builds the client options; throws invalid-input naming the field that is wrong. */
+function clientOptions(RED: NodeAPI, config: AssetServerConfig, cookie: string | undefined): AssetClientOptions {
+  const baseUrl = (config.baseUrl || '').trim();
+  if (!baseUrl) throw invalidInput('baseUrl', 'is required');
+  if (!isHttpUrl(baseUrl)) throw invalidInput('baseUrl', 'must be an http:// or https:// URL');
+  if (!cookie || !cookie.trim()) throw invalidInput('cookie', 'is required (the session cookie, Name=value or a bare value)');
+  const timeoutText = config.timeout === undefined || config.timeout === '' ? String(DEFAULT_TIMEOUT_S) : String(config.timeout);
+  const timeoutS = Number(timeoutText);
+  if (!Number.isFinite(timeoutS) || timeoutS < 0) throw invalidInput('timeout', 'must be a number of seconds, 0 or more');
+
+  const options: AssetClientOptions = { baseUrl, cookie: cookie.trim(), timeout: Math.round(timeoutS * 1000) };
+  if (config.tls) {
+    const tlsNode = RED.nodes.getNode(config.tls) as TlsConfigNode | null;
+    if (!tlsNode || typeof tlsNode.addTLSOptions !== 'function') throw invalidInput('tls', 'the selected TLS configuration node is missing');
+    if (tlsNode.valid === false) throw invalidInput('tls', 'the selected TLS configuration is invalid (see its log message)');
+    const tls = tlsNode.addTLSOptions({}) as Record<string, any>;
+    if (tls.ca) options.ca = tls.ca;
+    if (tls.cert) options.cert = tls.cert;
+    if (tls.key) options.key = tls.key;
+    if (tls.passphrase) options.passphrase = tls.passphrase;
+    options.rejectUnauthorized = tls.rejectUnauthorized !== false;
+  } else {
+    options.rejectUnauthorized = config.rejectUnauthorized !== false;
+  }
+  return options;
+}
+
+export default function register(RED: NodeAPI): void {
+  function AssetServerNode(this: AssetServerConfigNode, config: AssetServerConfig) {
+    RED.nodes.createNode(this, config);
+    const node = this;
+    node.name = config.name;
+    node.baseUrl = (config.baseUrl || '').trim();
+    node.publicBaseUrl = (config.publicBaseUrl || '').trim();
+    try {
+      node.client = new AssetClient(clientOptions(RED, config, node.credentials?.cookie));
+    } catch (err) {
+      node.configError = err instanceof AssetApiError
+        ? err
+        : new AssetApiError('invalid-input', `asset-server: ${(err as Error).message}`);
+      node.error(node.configError.message);
+    }
+    node.getClient = () => {
+      if (node.client) return node.client;
+      throw node.configError ?? invalidInput('server', 'configuration is invalid');
+    };
+    node.on('close', (_removed: boolean, done: () => void) => {
+      try { node.client?.close(); } finally { node.client = undefined; done(); }
+    });
+  }
+
+  RED.nodes.registerType('asset-server', AssetServerNode, {
+    credentials: { cookie: { type: 'password' } }
+  });
+}

@@ -1,0 +1,103 @@
+/**
+ * asset-subscribe: registers, reads or deletes a change subscription (spec 4.1).
+ */
+import type { SubscriptionFields } from '../api/types';
+import { invalidInput } from '../api/errors';
+import { clientFor } from './asset-server';
+import { asInteger, asString, handleInput, required, resolveField } from './common';
+import type { Node, NodeAPI, NodeMessage } from './node-red';
+
+export type SubscribeAction = 'register' | 'get' | 'delete';
+const ACTIONS: readonly SubscribeAction[] = ['register', 'get', 'delete'];
+
+/** Editor properties. TypedInput fields come as value + `<name>Type`. */
+export interface AssetSubscribeConfig {
+  id: string;
+  name?: string;
+  server?: string;
+  action?: SubscribeAction;
+  subscriptionId?: string; subscriptionIdType?: string;
+  callback?: string; callbackType?: string;
+  /** '' = server default (GET). */
+  method?: string;
+  successCode?: string; successCodeType?: string;
+  retryCount?: string; retryCountType?: string;
+  requestType?: string; requestTypeType?: string;
+  /** '' = server default (OR). */
+  logicalOperand?: string;
+  header?: string[];
+  queryParam?: string[];
+  watchPath?: string[];
+  watchMetadata?: string[];
+}
+
+/** Repeated fields of spec 2.1, in the order the editor lists them. */
+const LIST_FIELDS = ['header', 'queryParam', 'watchPath', 'watchMetadata'] as const;
+
+function nonEmptyStrings(list: unknown): string[] {
+  return Array.isArray(list) ? list.filter((v): v is string => typeof v === 'string' && v.trim() !== '') : [];
+}
+
+export default function register(RED: NodeAPI): void {
+  function AssetSubscribeNode(this: Node, config: AssetSubscribeConfig) {
+    RED.nodes.createNode(this, config);
+    const node = this;
+
+    /** Editor values + evaluated TypedInputs, then msg.subscription merged over them. */
+    async function subscriptionFields(msg: NodeMessage): Promise<SubscriptionFields> {
+      const fields: Record<string, unknown> = {};
+      const callback = asString(await resolveField(RED, node, msg, { field: 'callback', value: config.callback, type: config.callbackType }));
+      if (callback !== undefined) fields.callback = callback;
+      if (config.method) fields.method = config.method;
+      const successCode = asInteger(await resolveField(RED, node, msg, { field: 'successCode', value: config.successCode, type: config.successCodeType || 'num' }));
+      if (successCode !== undefined) fields.successCode = successCode;
+      const retryCount = asInteger(await resolveField(RED, node, msg, { field: 'retryCount', value: config.retryCount, type: config.retryCountType || 'num' }));
+      if (retryCount !== undefined) fields.retryCount = retryCount;
+      const requestType = asString(await resolveField(RED, node, msg, { field: 'requestType', value: config.requestType, type: config.requestTypeType }));
+      if (requestType !== undefined) fields.requestType = requestType;
+      if (config.logicalOperand) fields.logicalOperand = config.logicalOperand;
+      for (const name of LIST_FIELDS) {
+        const values = nonEmptyStrings(config[name]);
+        if (values.length) fields[name] = values;
+      }
+
+      const override = msg.subscription;
+      if (override !== undefined && override !== null) {
+        if (typeof override !== 'object' || Array.isArray(override)) {
+          throw invalidInput('msg.subscription', 'must be an object with the subscription field names (callback, method, watchPath, ...)');
+        }
+        Object.assign(fields, override);
+      }
+      if (fields.callback === undefined || fields.callback === '') {
+        throw invalidInput('callback', 'is required to register (set it in the editor or in msg.subscription.callback)');
+      }
+      return fields as unknown as SubscriptionFields;
+    }
+
+    handleInput(RED, node, async (msg, request) => {
+      const actionField = await resolveField(RED, node, msg, { field: 'action', msgProperty: 'action', value: config.action || 'register', type: 'str' });
+      const actionText = required(actionField, asString(actionField)).toLowerCase();
+      if (!ACTIONS.includes(actionText as SubscribeAction)) {
+        throw invalidInput(actionField.label, `must be one of ${ACTIONS.join(', ')}, got "${actionText.slice(0, 30)}"`);
+      }
+      const action = actionText as SubscribeAction;
+      const idField = await resolveField(RED, node, msg, { field: 'subscriptionId', msgProperty: 'subscriptionId', value: config.subscriptionId, type: config.subscriptionIdType });
+      const id = required(idField, asString(idField));
+      const client = clientFor(RED, config.server);
+      const call = { signal: request.signal };
+
+      if (action === 'register') {
+        msg.payload = await client.registerSubscription(id, await subscriptionFields(msg), call);
+      } else if (action === 'get') {
+        msg.payload = await client.getSubscription(id, call);
+      } else {
+        msg.payload = await client.deleteSubscription(id, call);
+      }
+      msg.subscriptionId = id;
+      msg.action = action;
+      return RED._(`asset-subscribe.status.${action}`);
+    });
+  }
+
+  RED.nodes.registerType('asset-subscribe', AssetSubscribeNode);
+}
