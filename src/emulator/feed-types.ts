@@ -50,6 +50,8 @@ export interface DeliveryRecord {
   lastAttemptAt?: string;
   /** Status of the last attempt, or the network error code. */
   lastResult?: number | string;
+  /** When the next attempt of a failed delivery is due (ISO time); only in state failed. */
+  nextAttemptAt?: string;
 }
 
 export interface SubscriptionHubOptions {
