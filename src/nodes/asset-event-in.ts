@@ -1,0 +1,447 @@
+/**
+ * asset-event-in: the HTTP endpoint the asset server calls back (spec 2.3, 4.1 rule 12, section 6).
+ *
+ * - A route on RED.httpNode (so httpNodeRoot, httpNodeAuth and httpNodeMiddleware
+ *   apply), removed on close.
+ * - Checks: shared-secret header (401), content type / JSON / 2.3 shape / payload id
+ *   (400), size (413). Then one msg per entry (or one per callback), then the success status.
+ * - Optionally owns its subscription: registers it once the route is up, retries
+ *   with backoff, deletes it when the node is removed from the flow.
+ */
+import { randomBytes, createHash } from 'crypto';
+import type { IncomingMessage, ServerResponse } from 'http';
+import type { AssetClient } from '../api/client';
+import { AssetApiError } from '../api/errors';
+import type { CallbackEntry, SubscriptionFields } from '../api/types';
+import {
+  DuplicateFilter, contentTypeProblem, entryKey, isEmptyEntry, parseCallbackPayload, readJsonBody, secretMatches
+} from '../events';
+import type { AssetServerConfigNode } from './asset-server';
+import type { Node, NodeAPI, NodeMessage, NodeStatus } from './node-red';
+
+/** Editor properties. */
+export interface AssetEventInConfig {
+  id: string;
+  name?: string;
+  /** Route path under httpNodeRoot. */
+  path?: string;
+  /** 'post' (default) or 'get'. */
+  method?: string;
+  /** Status answered once the messages are sent. Default 200. */
+  successCode?: string | number;
+  /** 'entry' (default): one msg per entry; 'callback': one msg per callback, payload = array. */
+  output?: string;
+  /** Emit entries that are empty objects. Default false (dropped, counted in the status). */
+  emitEmpty?: boolean;
+  /** Body size limit in MB (10^6 bytes). Default 50. */
+  maxBodyMB?: string | number;
+  /** Header carrying the shared secret. Default X-DAM-Secret. */
+  secretHeader?: string;
+  /** Fixed subscription id; blank = derived from the node id (`nr-<id>`) when managing. */
+  subscriptionId?: string;
+  /** Answer 400 when the payload's id is not the subscription id. Default true. */
+  checkId?: boolean;
+  /** Duplicate filter. Default true. */
+  dedup?: boolean;
+  /** Duplicate window in seconds. Default 600. */
+  dedupWindow?: string | number;
+  /** Most remembered entries. Default 10000. */
+  dedupMax?: string | number;
+  /** asset-server config node id. */
+  server?: string;
+  /** Register / delete the subscription with the node. */
+  manage?: boolean;
+  watchPath?: string[];
+  watchMetadata?: string[];
+  /** '' = server default (OR). */
+  logicalOperand?: string;
+  /** '' = server default (3). */
+  retryCount?: string | number;
+}
+
+/** Settings read from the editor properties, checked. */
+interface Settings {
+  path: string;
+  method: 'post' | 'get';
+  successCode: number;
+  perCallback: boolean;
+  emitEmpty: boolean;
+  maxBodyBytes: number;
+  secretHeader: string;
+  subscriptionId?: string;
+  checkId: boolean;
+  dedup?: { windowMs: number; maxKeys: number };
+  manage: boolean;
+}
+
+export const DEFAULTS = {
+  successCode: 200,
+  maxBodyMB: 50,
+  secretHeader: 'X-DAM-Secret',
+  dedupWindowS: 600,
+  dedupMax: 10000
+} as const;
+
+/** Backoff between registration attempts: 5 s, doubling, at most 5 min. */
+export const RETRY_FIRST_MS = 5000;
+export const RETRY_MAX_MS = 300000;
+/** Deleting the subscription on removal must finish inside Node-RED's 15 s close timeout. */
+const DELETE_TIMEOUT_MS = 5000;
+/** At most one warning per this interval for rejected callbacks (a hostile caller must not flood the log). */
+const WARN_INTERVAL_MS = 60000;
+
+const SUBSCRIPTION_ID = /^[A-Za-z0-9-]{8,40}$/;
+
+/** Thrown for a bad editor property; the message names the property and the rule. */
+class ConfigError extends Error {}
+
+function numberSetting(value: unknown, field: string, fallback: number, check: (n: number) => boolean, rule: string): number {
+  if (value === undefined || value === null || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || !check(n)) throw new ConfigError(`${field}: ${rule}`);
+  return n;
+}
+
+function readSettings(config: AssetEventInConfig, nodeId: string): Settings {
+  let path = (config.path || '').trim();
+  if (!path) throw new ConfigError('path: is required');
+  if (!path.startsWith('/')) path = '/' + path;
+  const method = (config.method || 'post').toLowerCase();
+  if (method !== 'post' && method !== 'get') throw new ConfigError('method: must be POST or GET');
+  const successCode = numberSetting(config.successCode, 'successCode', DEFAULTS.successCode,
+    (n) => Number.isInteger(n) && n >= 200 && n <= 299, 'must be an HTTP status from 200 to 299');
+  const maxBodyMB = numberSetting(config.maxBodyMB, 'maxBodyMB', DEFAULTS.maxBodyMB, (n) => n > 0, 'must be a number of MB above 0');
+  const secretHeader = (config.secretHeader || DEFAULTS.secretHeader).trim();
+  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(secretHeader)) throw new ConfigError('secretHeader: must be a valid HTTP header name');
+  const manage = config.manage === true;
+  let subscriptionId = (config.subscriptionId || '').trim() || undefined;
+  if (subscriptionId === undefined && manage) subscriptionId = derivedSubscriptionId(nodeId);
+  if (subscriptionId !== undefined && !SUBSCRIPTION_ID.test(subscriptionId)) {
+    throw new ConfigError('subscriptionId: must be 8 to 40 characters of a-z, A-Z, 0-9 and hyphen (spec 2.1)');
+  }
+  const settings: Settings = {
+    path, method, successCode, manage, secretHeader, subscriptionId,
+    perCallback: config.output === 'callback',
+    emitEmpty: config.emitEmpty === true,
+    maxBodyBytes: Math.floor(maxBodyMB * 1e6),
+    checkId: config.checkId !== false
+  };
+  if (config.dedup !== false) {
+    const windowS = numberSetting(config.dedupWindow, 'dedupWindow', DEFAULTS.dedupWindowS, (n) => n >= 0, 'must be a number of seconds, 0 or more');
+    const maxKeys = numberSetting(config.dedupMax, 'dedupMax', DEFAULTS.dedupMax, (n) => Number.isInteger(n) && n >= 1, 'must be a whole number, 1 or more');
+    settings.dedup = { windowMs: windowS * 1000, maxKeys };
+  }
+  return settings;
+}
+
+/** `nr-` + the node id, valid per spec 2.1 (8..40 of [A-Za-z0-9-]); hashed when the id does not fit. */
+export function derivedSubscriptionId(nodeId: string): string {
+  const candidate = 'nr-' + nodeId.replace(/[^A-Za-z0-9-]/g, '-');
+  if (SUBSCRIPTION_ID.test(candidate)) return candidate;
+  return 'nr-' + createHash('sha256').update(nodeId).digest('hex').slice(0, 16);
+}
+
+/** publicBaseUrl + httpNodeRoot + path, with exactly one slash at each joint. */
+export function callbackUrl(publicBaseUrl: string, httpNodeRoot: string | undefined, path: string): string {
+  const parts = [publicBaseUrl.replace(/\/+$/, ''), (httpNodeRoot || '/').replace(/^\/+|\/+$/g, ''), path.replace(/^\/+/, '')];
+  return parts.filter((p, i) => i === 0 || p !== '').join('/');
+}
+
+/** Removes every route of `app` whose handlers include `handler` (express 4 `_router`, express 5 `router`). */
+function removeRoute(app: any, handler: Function): void {
+  const router = app && (app._router || app.router);
+  const stack: any[] | undefined = router && router.stack;
+  if (!Array.isArray(stack)) return;
+  for (let i = stack.length - 1; i >= 0; i--) {
+    const route = stack[i] && stack[i].route;
+    if (route && Array.isArray(route.stack) && route.stack.some((layer: any) => layer.handle === handler)) stack.splice(i, 1);
+  }
+}
+
+function reply(res: ServerResponse, status: number, body: Record<string, unknown>): void {
+  if (res.headersSent) return;
+  res.statusCode = status;
+  if (status === 204 || status === 205) { res.end(); return; }
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.end(JSON.stringify(body));
+}
+
+/** Replaces every occurrence of the secret (should a message ever echo it) with ***. */
+function redact(text: string, secret: string | undefined): string {
+  return secret ? text.split(secret).join('***') : text;
+}
+
+function clockTime(date: Date): string {
+  return date.toTimeString().slice(0, 8);
+}
+
+export default function register(RED: NodeAPI): void {
+  /** Locale string with an English fallback (the test helper's RED._ returns the key). */
+  function t(key: string, english: string, params: Record<string, unknown> = {}): string {
+    const full = `asset-event-in.${key}`;
+    let text: string | undefined;
+    try { text = RED._(full, params); } catch { text = undefined; }
+    if (!text || text.endsWith(full)) text = english.replace(/__(\w+)__/g, (_m, p: string) => String(params[p] ?? ''));
+    return text;
+  }
+
+  function AssetEventInNode(this: Node, config: AssetEventInConfig) {
+    RED.nodes.createNode(this, config);
+    const node = this;
+    const secret = node.credentials?.secret || undefined;
+
+    let settings: Settings;
+    try {
+      settings = readSettings(config, node.id);
+    } catch (err) {
+      const message = err instanceof ConfigError ? err.message : String(err);
+      node.error(t('errors.config', 'configuration: __message__', { message }));
+      node.status({ fill: 'red', shape: 'ring', text: message.slice(0, 60) });
+      return;
+    }
+    if (RED.settings.httpNodeRoot === false) {
+      node.warn(t('errors.no-http', 'httpNodeRoot is false in the settings: no HTTP routes can be registered'));
+      node.status({ fill: 'red', shape: 'ring', text: t('status.no-http', 'no httpNode') });
+      return;
+    }
+
+    const filter = settings.dedup ? new DuplicateFilter(settings.dedup) : undefined;
+    const state = {
+      closed: false,
+      lastEventAt: undefined as Date | undefined,
+      duplicates: 0,
+      empties: 0,
+      rejected: 0,
+      lastWarnAt: 0,
+      subscription: 'none' as 'none' | 'registering' | 'registered' | 'failed',
+      subscriptionError: ''
+    };
+
+    function showStatus(): void {
+      if (state.closed) return;
+      const parts: string[] = [];
+      if (settings.subscriptionId) parts.push(settings.subscriptionId);
+      if (state.subscription === 'failed') {
+        node.status({ fill: 'red', shape: 'ring', text: [...parts, state.subscriptionError].join(' · ') });
+        return;
+      }
+      if (state.subscription === 'registering') parts.push(t('status.registering', 'registering'));
+      if (state.lastEventAt) parts.push(t('status.last', 'last event __time__', { time: clockTime(state.lastEventAt) }));
+      if (state.duplicates) parts.push(t('status.duplicates', '__count__ dup dropped', { count: state.duplicates }));
+      if (state.empties) parts.push(t('status.empties', '__count__ empty dropped', { count: state.empties }));
+      if (state.rejected) parts.push(t('status.rejected', '__count__ rejected', { count: state.rejected }));
+      if (!parts.length) { node.status({}); return; }
+      const fill = state.subscription === 'registering' ? 'yellow' : 'green';
+      const shape = state.subscription === 'registering' ? 'ring' : 'dot';
+      node.status({ fill, shape, text: parts.join(' · ') } as NodeStatus);
+    }
+
+    function rejectCall(res: ServerResponse, status: 400 | 401 | 413, reason: string): void {
+      state.rejected++;
+      const now = Date.now();
+      if (now - state.lastWarnAt >= WARN_INTERVAL_MS) {
+        state.lastWarnAt = now;
+        node.warn(t('errors.rejected', 'callback rejected with __status__: __reason__', { status, reason }));
+      }
+      reply(res, status, { success: false, error: reason });
+      showStatus();
+    }
+
+    /** Emits the entries of one callback and returns how many messages went out. */
+    function emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): number {
+      const kept: CallbackEntry[] = [];
+      for (const entry of entries) {
+        if (isEmptyEntry(entry)) {
+          if (!settings.emitEmpty) { state.empties++; continue; }
+        } else if (filter && filter.isDuplicate(entryKey(subscriptionId, entry))) {
+          state.duplicates++;
+          continue;
+        }
+        kept.push(entry);
+      }
+      if (kept.length === 0) return 0;
+      const common: NodeMessage = { receivedAt };
+      if (subscriptionId !== undefined) common.subscriptionId = subscriptionId;
+      if (settings.perCallback) {
+        node.send({ ...common, payload: kept });
+        return 1;
+      }
+      const partsId = randomBytes(8).toString('hex');
+      const msgs = kept.map((entry, index) => {
+        const msg: NodeMessage = { ...common, payload: entry };
+        if (typeof entry.action === 'string') msg.topic = entry.action;
+        // type/len let a core join node in automatic mode rebuild the array of entries.
+        msg.parts = { id: partsId, index, count: kept.length, type: 'array', len: 1 };
+        return msg;
+      });
+      node.send([msgs]);
+      return msgs.length;
+    }
+
+    async function handle(req: IncomingMessage & { query?: Record<string, unknown> }, res: ServerResponse): Promise<void> {
+      const receivedAt = new Date();
+      if (secret && !secretMatches(req.headers[settings.secretHeader.toLowerCase()], secret)) {
+        return rejectCall(res, 401, `shared secret header ${settings.secretHeader} missing or wrong`);
+      }
+      if (settings.method === 'get') {
+        // A GET callback carries no body (spec 4.1 rule 12): one msg with the query parameters.
+        const msg: NodeMessage = { payload: {}, query: { ...(req.query || {}) }, receivedAt: receivedAt.toISOString() };
+        if (settings.subscriptionId) msg.subscriptionId = settings.subscriptionId;
+        node.send(msg);
+        state.lastEventAt = receivedAt;
+        reply(res, settings.successCode, { success: true });
+        showStatus();
+        return;
+      }
+      const typeProblem = contentTypeProblem(req.headers['content-type']);
+      if (typeProblem) { req.resume(); return rejectCall(res, 400, typeProblem); }
+      const body = await readJsonBody(req, settings.maxBodyBytes);
+      if (!body.ok) return rejectCall(res, body.status, body.reason);
+      const parsed = parseCallbackPayload(body.value);
+      if (!parsed.ok) return rejectCall(res, 400, parsed.reason);
+      if (settings.checkId && settings.subscriptionId && parsed.id !== settings.subscriptionId) {
+        return rejectCall(res, 400, 'id: does not match the subscription of this endpoint');
+      }
+      if (state.closed) {
+        // Redeployed while reading: the server will retry and reach the new node.
+        reply(res, 503, { success: false, error: 'endpoint is closing' });
+        return;
+      }
+      const sent = emitEntries(parsed.entries, parsed.id ?? settings.subscriptionId, receivedAt.toISOString());
+      state.lastEventAt = receivedAt;
+      reply(res, settings.successCode, { success: true, received: parsed.entries.length, emitted: sent });
+      showStatus();
+    }
+
+    // ---- the route
+    const route = (req: any, res: ServerResponse, next: (err?: unknown) => void) => {
+      if (state.closed) { next(); return; } // removed from the router, but a request may already be routed
+      handle(req, res).catch((err: unknown) => {
+        node.error(redact(t('errors.internal', 'could not handle a callback: __message__', { message: (err as Error)?.message ?? String(err) }), secret));
+        reply(res, 500, { success: false, error: 'internal error' });
+      });
+    };
+    const configured = RED.settings.httpNodeMiddleware;
+    const middleware = typeof configured === 'function' || Array.isArray(configured) ? [configured] : [];
+    RED.httpNode[settings.method](settings.path, ...middleware, route);
+
+    // ---- the owned subscription
+    let owner: OwnedSubscription | undefined;
+    if (settings.manage) {
+      try {
+        owner = new OwnedSubscription(ownedSubscriptionSetup(), (s, error) => {
+          state.subscription = s;
+          state.subscriptionError = error ? redact(error, secret) : '';
+          showStatus();
+        }, (message) => node.error(redact(message, secret)));
+      } catch (err) {
+        const message = err instanceof ConfigError || err instanceof AssetApiError ? err.message : String(err);
+        state.subscription = 'failed';
+        state.subscriptionError = message.slice(0, 60);
+        node.error(redact(t('errors.subscription-config', 'cannot manage the subscription: __message__', { message }), secret));
+      }
+      owner?.start(); // after the route: the server may call at once
+    }
+    showStatus();
+
+    function ownedSubscriptionSetup(): { client: AssetClient; id: string; fields: SubscriptionFields; t: typeof t } {
+      const server = config.server ? RED.nodes.getNode(config.server) as AssetServerConfigNode | null : null;
+      if (!server || typeof server.getClient !== 'function') throw new ConfigError('server: select an asset-server configuration node');
+      const client = server.getClient();
+      if (!server.publicBaseUrl) {
+        throw new ConfigError('server: the asset-server node has no public base URL, so no callback URL can be built');
+      }
+      const fields: SubscriptionFields = {
+        callback: callbackUrl(server.publicBaseUrl, RED.settings.httpNodeRoot, settings.path),
+        method: settings.method.toUpperCase(),
+        successCode: settings.successCode
+      };
+      if (secret) fields.header = [`${settings.secretHeader}: ${secret}`];
+      const list = (v: unknown) => Array.isArray(v) ? v.filter((s): s is string => typeof s === 'string' && s.trim() !== '') : [];
+      if (list(config.watchPath).length) fields.watchPath = list(config.watchPath);
+      if (list(config.watchMetadata).length) fields.watchMetadata = list(config.watchMetadata);
+      if (config.logicalOperand) fields.logicalOperand = config.logicalOperand;
+      if (config.retryCount !== undefined && config.retryCount !== '') {
+        fields.retryCount = numberSetting(config.retryCount, 'retryCount', 3, (n) => Number.isInteger(n) && n >= 0, 'must be a whole number, 0 or more');
+      }
+      return { client, id: settings.subscriptionId as string, fields, t };
+    }
+
+    node.on('close', (removed: boolean, done: () => void) => {
+      state.closed = true;
+      removeRoute(RED.httpNode, route);
+      node.status({});
+      if (!owner) { done(); return; }
+      owner.close(removed).then(done, done);
+    });
+  }
+
+  /**
+   * A subscription the node owns: registered on start (same id replaces an old
+   * registration), retried with backoff, deleted on close when the node is removed.
+   */
+  class OwnedSubscription {
+    private timer: NodeJS.Timeout | undefined;
+    private abort: AbortController | undefined;
+    private delayMs = RETRY_FIRST_MS;
+    private closed = false;
+
+    constructor(
+      private readonly setup: { client: AssetClient; id: string; fields: SubscriptionFields; t: typeof t },
+      private readonly onState: (state: 'registering' | 'registered' | 'failed', error?: string) => void,
+      private readonly logError: (message: string) => void
+    ) {}
+
+    start(): void {
+      if (this.closed) return;
+      this.timer = undefined;
+      this.onState('registering');
+      this.abort = new AbortController();
+      const { client, id, fields } = this.setup;
+      client.registerSubscription(id, fields, { signal: this.abort.signal }).then(() => {
+        if (this.closed) return;
+        this.delayMs = RETRY_FIRST_MS;
+        this.onState('registered');
+      }, (err: unknown) => {
+        if (this.closed) return;
+        const kind = err instanceof AssetApiError ? err.kind : 'error';
+        const message = err instanceof Error ? err.message : String(err);
+        // A rule broken in the node's own settings will not heal by waiting.
+        const retry = kind !== 'invalid-input';
+        this.logError(this.setup.t('errors.register', 'registering subscription __id__ failed (__kind__): __message__', { id, kind, message })
+          + (retry ? ' ' + this.setup.t('errors.retry', '(retry in __seconds__ s)', { seconds: Math.round(this.delayMs / 1000) }) : ''));
+        this.onState('failed', `${kind}: ${message}`.slice(0, 60));
+        if (retry) {
+          this.timer = setTimeout(() => this.start(), this.delayMs);
+          this.delayMs = Math.min(this.delayMs * 2, RETRY_MAX_MS);
+        }
+      });
+    }
+
+    /** Stops retrying; when the node was removed, deletes the subscription (bounded in time). */
+    async close(removed: boolean): Promise<void> {
+      this.closed = true;
+      if (this.timer) clearTimeout(this.timer);
+      this.abort?.abort();
+      if (!removed) return; // redeploy or restart: the new node registers the same id again
+      const { client, id } = this.setup;
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          client.deleteSubscription(id, { timeout: DELETE_TIMEOUT_MS }),
+          new Promise((_resolve, reject) => {
+            timer = setTimeout(() => reject(new Error(`no answer within ${DELETE_TIMEOUT_MS / 1000} s`)), DELETE_TIMEOUT_MS + 500);
+          })
+        ]);
+      } catch (err) {
+        this.logError(this.setup.t('errors.delete', 'deleting subscription __id__ failed: __message__', { id, message: (err as Error)?.message ?? String(err) }));
+      } finally {
+        if (timer) clearTimeout(timer);
+      }
+    }
+  }
+
+  RED.nodes.registerType('asset-event-in', AssetEventInNode, {
+    credentials: { secret: { type: 'password' } }
+  });
+}

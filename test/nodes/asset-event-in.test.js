@@ -1,0 +1,315 @@
+'use strict';
+// asset-event-in in the test helper: the route on the captured httpNode app, hit with supertest.
+require('should');
+const helper = require('node-red-node-test-helper');
+const request = require('supertest');
+const eventIn = require('../../nodes/asset-event-in.js');
+
+helper.init(require.resolve('node-red'));
+
+const SECRET = 'webhook-shared-s3cret-value';
+
+function entry(assetId, rrn, action = 'added') {
+  return { assetId, rrn, path: `/inbox/file-${assetId}.txt`, owner: 'alice', action };
+}
+function payload(entries, id = 'sub-test-0001') {
+  return { success: true, data: { entry: entries }, id };
+}
+
+describe('asset-event-in (test helper)', function () {
+  let app;
+  let received;
+
+  before(() => helper.startServer());
+  after(() => helper.stopServer());
+  afterEach(async () => {
+    loaded = false;
+    await helper.unload();
+    helper.settings({}); // back to defaults
+  });
+
+  /** Loads an asset-event-in (id n1) wired to a helper node (id h1) that records messages. */
+  let loaded = false;
+  async function load(props = {}, credentials = {}) {
+    if (loaded) await helper.unload(); // a second load in one test
+    loaded = true;
+    const flow = [
+      Object.assign({ id: 'n1', type: 'asset-event-in', name: 'events', path: '/dam/events', wires: [['h1']] }, props),
+      { id: 'h1', type: 'helper' }
+    ];
+    await helper.load((RED) => { app = RED.httpNode; return eventIn(RED); }, flow, { n1: credentials });
+    received = [];
+    helper.getNode('h1').on('input', (msg) => received.push(msg));
+    return helper.getNode('n1');
+  }
+
+  /** Waits until `count` messages arrived (sending is asynchronous), then a little more to catch extras. */
+  async function messages(count, settleMs = 50) {
+    for (let i = 0; i < 200 && received.length < count; i++) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, settleMs));
+    return received;
+  }
+
+  function lastStatus(node) {
+    return node.status.lastCall ? node.status.lastCall.args[0] : undefined;
+  }
+
+  describe('receiving', function () {
+    it('emits one message per entry with topic, subscriptionId, parts and receivedAt, then answers 200', async function () {
+      await load();
+      const before = Date.now();
+      const res = await request(app).post('/dam/events').send(payload([entry(1, 10), entry(2, 11, 'modified'), entry(3, 12, 'deleted')]));
+      res.status.should.equal(200);
+      res.body.should.eql({ success: true, received: 3, emitted: 3 });
+      const msgs = await messages(3);
+      msgs.should.have.length(3);
+      msgs.map((m) => m.topic).should.eql(['added', 'modified', 'deleted']);
+      msgs[1].payload.should.eql(entry(2, 11, 'modified'));
+      msgs.forEach((m, i) => {
+        m.subscriptionId.should.equal('sub-test-0001');
+        m.parts.should.eql({ id: msgs[0].parts.id, index: i, count: 3, type: 'array', len: 1 });
+        Date.parse(m.receivedAt).should.be.within(before - 1000, Date.now());
+        m.receivedAt.should.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      });
+      // The status shows the time of the last event.
+      lastStatus(helper.getNode('n1')).text.should.match(/last event \d\d:\d\d:\d\d/);
+    });
+
+    it('reads tolerantly: success as a string, numbers as strings, an rrn beyond 2^53 kept exact', async function () {
+      await load();
+      const body = '{"success":"true","id":"sub-test-0001","data":{"entry":[{"assetId":"7","rrn":18446744073709551615,"action":"added"}]}}';
+      const res = await request(app).post('/dam/events').set('Content-Type', 'application/json').send(body);
+      res.status.should.equal(200);
+      const [msg] = await messages(1);
+      msg.payload.should.eql({ assetId: 7, rrn: '18446744073709551615', action: 'added' });
+    });
+
+    it('drops empty entries by default and counts them in the status; parts count only what is sent', async function () {
+      const node = await load();
+      const res = await request(app).post('/dam/events').send(payload([{}, entry(1, 10), {}]));
+      res.status.should.equal(200);
+      res.body.emitted.should.equal(1);
+      const msgs = await messages(1);
+      msgs.should.have.length(1);
+      msgs[0].parts.should.containEql({ index: 0, count: 1 });
+      lastStatus(node).text.should.match(/2 empty dropped/);
+    });
+
+    it('emits empty entries when asked to', async function () {
+      await load({ emitEmpty: true });
+      await request(app).post('/dam/events').send(payload([{}, entry(1, 10)])).expect(200);
+      const msgs = await messages(2);
+      msgs.should.have.length(2);
+      msgs[0].payload.should.eql({});
+      msgs[0].should.not.have.property('topic');
+      msgs[1].topic.should.equal('added');
+    });
+
+    it('answers 200 with no message for a callback whose entries are all empty', async function () {
+      await load();
+      await request(app).post('/dam/events').send(payload([{}, {}])).expect(200);
+      (await messages(0, 100)).should.have.length(0);
+    });
+
+    it('can emit one message per callback with the entries as an array', async function () {
+      await load({ output: 'callback' });
+      await request(app).post('/dam/events').send(payload([entry(1, 10), {}, entry(2, 11)])).expect(200);
+      const msgs = await messages(1);
+      msgs.should.have.length(1);
+      msgs[0].payload.should.eql([entry(1, 10), entry(2, 11)]);
+      msgs[0].subscriptionId.should.equal('sub-test-0001');
+      msgs[0].should.not.have.property('parts');
+    });
+
+    it('answers with the configured success status', async function () {
+      await load({ successCode: '202' });
+      await request(app).post('/dam/events').send(payload([entry(1, 10)])).expect(202);
+      await load({ successCode: 204 });
+      const res = await request(app).post('/dam/events').send(payload([entry(1, 10)]));
+      res.status.should.equal(204);
+      res.text.should.equal('');
+    });
+
+    it('turns a GET callback into one message with msg.query and an empty payload', async function () {
+      await load({ method: 'get', path: '/dam/ping', subscriptionId: 'sub-get-0001' });
+      await request(app).get('/dam/ping?source=dam&n=2').expect(200);
+      const msgs = await messages(1);
+      msgs.should.have.length(1);
+      msgs[0].payload.should.eql({});
+      msgs[0].query.should.eql({ source: 'dam', n: '2' });
+      msgs[0].subscriptionId.should.equal('sub-get-0001');
+      // POST is not routed on a GET endpoint.
+      await request(app).post('/dam/ping').send(payload([entry(1, 1)])).expect(404);
+    });
+  });
+
+  describe('bad input: documented status, no message', function () {
+    async function expectRejected(req, status, reason) {
+      const res = await req;
+      res.status.should.equal(status);
+      res.body.success.should.equal(false);
+      res.body.error.should.match(reason);
+      (await messages(0, 100)).should.have.length(0);
+      return res;
+    }
+
+    it('400 for malformed JSON', async function () {
+      const node = await load();
+      await expectRejected(request(app).post('/dam/events').set('Content-Type', 'application/json').send('{"data":{"entry":[{'), 400, /not valid JSON/);
+      lastStatus(node).text.should.match(/1 rejected/);
+    });
+
+    it('400 for a content type that is not JSON', async function () {
+      await load();
+      await expectRejected(request(app).post('/dam/events').type('form').send({ a: 1 }), 400, /content type application\/x-www-form-urlencoded is not JSON/);
+      await expectRejected(request(app).post('/dam/events').set('Content-Type', 'application/xml').send('<a/>'), 400, /is not JSON/);
+    });
+
+    it('400 for JSON that is not the 2.3 shape, naming the field', async function () {
+      await load();
+      await expectRejected(request(app).post('/dam/events').send([entry(1, 1)]), 400, /^body: must be a JSON object/);
+      await expectRejected(request(app).post('/dam/events').send({ success: true, id: 'x' }), 400, /^data:/);
+      await expectRejected(request(app).post('/dam/events').send({ data: { entry: [1] } }), 400, /^data\.entry\[0\]/);
+      await expectRejected(request(app).post('/dam/events').set('Content-Type', 'application/json').send(''), 400, /body is empty/);
+    });
+
+    it('413 past the size limit, declared or chunked', async function () {
+      await load({ maxBodyMB: 0.001 }); // 1000 bytes
+      const big = payload([{ ...entry(1, 1), path: '/inbox/' + 'x'.repeat(2000) }]);
+      await expectRejected(request(app).post('/dam/events').send(big), 413, /larger than 1000 bytes/);
+      const chunked = request(app).post('/dam/events').set('Content-Type', 'application/json');
+      chunked.write(JSON.stringify(big).slice(0, 800));
+      chunked.write(JSON.stringify(big).slice(800));
+      await expectRejected(chunked, 413, /larger than 1000 bytes/);
+      // Under the limit still works.
+      await request(app).post('/dam/events').send(payload([entry(2, 2)])).expect(200);
+    });
+
+    it('401 for a missing or wrong shared secret; the secret is never shown', async function () {
+      const node = await load({ secretHeader: 'X-Hook-Secret' }, { secret: SECRET });
+      await expectRejected(request(app).post('/dam/events').send(payload([entry(1, 1)])), 401, /X-Hook-Secret missing or wrong/);
+      await expectRejected(request(app).post('/dam/events').set('X-Hook-Secret', SECRET + 'x').send(payload([entry(1, 1)])), 401, /missing or wrong/);
+      await expectRejected(request(app).post('/dam/events').set('X-Hook-Secret', SECRET.slice(0, -1)).send(payload([entry(1, 1)])), 401, /missing or wrong/);
+      const ok = await request(app).post('/dam/events').set('x-hook-secret', SECRET).send(payload([entry(1, 1)]));
+      ok.status.should.equal(200);
+      (await messages(1)).should.have.length(1);
+      const seen = JSON.stringify([node.status.args, node.warn.args, node.error.args, node.log.args, received]);
+      seen.should.not.containEql(SECRET);
+    });
+
+    it('401 on GET endpoints too', async function () {
+      await load({ method: 'get' }, { secret: SECRET });
+      await request(app).get('/dam/events').expect(401);
+      await request(app).get('/dam/events').set('X-DAM-Secret', SECRET).expect(200);
+    });
+
+    it('400 when the payload id is not the subscription id (check on by default)', async function () {
+      await load({ subscriptionId: 'sub-expected-1' });
+      await expectRejected(request(app).post('/dam/events').send(payload([entry(1, 1)], 'sub-other-0001')), 400, /^id: does not match/);
+      await expectRejected(request(app).post('/dam/events').send({ success: true, data: { entry: [entry(1, 1)] } }), 400, /^id:/);
+      await request(app).post('/dam/events').send(payload([entry(1, 1)], 'sub-expected-1')).expect(200);
+    });
+
+    it('accepts any id when the check is off', async function () {
+      await load({ subscriptionId: 'sub-expected-1', checkId: false });
+      await request(app).post('/dam/events').send(payload([entry(1, 1)], 'sub-other-0001')).expect(200);
+      (await messages(1))[0].subscriptionId.should.equal('sub-other-0001');
+    });
+
+    it('warns about rejected callbacks at most once a minute', async function () {
+      const node = await load();
+      for (let i = 0; i < 5; i++) await request(app).post('/dam/events').type('text/html').send('<html/>').expect(400);
+      node.warn.callCount.should.equal(1);
+      lastStatus(node).text.should.match(/5 rejected/);
+    });
+  });
+
+  describe('duplicate filter', function () {
+    it('drops an entry seen before with the same subscription id, assetId, rrn and action', async function () {
+      const node = await load();
+      await request(app).post('/dam/events').send(payload([entry(1, 10), entry(2, 10)])).expect(200);
+      // The server retries a delivery it thinks failed, with one new change appended.
+      const res = await request(app).post('/dam/events').send(payload([entry(1, 10), entry(2, 10), entry(1, 11, 'modified')]));
+      res.body.should.eql({ success: true, received: 3, emitted: 1 });
+      const msgs = await messages(3);
+      msgs.should.have.length(3);
+      msgs[2].payload.should.eql(entry(1, 11, 'modified'));
+      msgs[2].parts.should.containEql({ index: 0, count: 1 });
+      lastStatus(node).text.should.match(/2 dup dropped/);
+      // Same asset and rrn under another subscription id is not a duplicate.
+      await request(app).post('/dam/events').send(payload([entry(1, 10)], 'sub-test-0002')).expect(200);
+      (await messages(4)).should.have.length(4);
+    });
+
+    it('lets an entry through again after the window', async function () {
+      await load({ dedupWindow: 0.2 });
+      await request(app).post('/dam/events').send(payload([entry(1, 10)])).expect(200);
+      await request(app).post('/dam/events').send(payload([entry(1, 10)])).expect(200);
+      (await messages(1)).should.have.length(1);
+      await new Promise((r) => setTimeout(r, 250));
+      await request(app).post('/dam/events').send(payload([entry(1, 10)])).expect(200);
+      (await messages(2)).should.have.length(2);
+    });
+
+    it('forgets the oldest entries past its cap', async function () {
+      await load({ dedupMax: 2 });
+      await request(app).post('/dam/events').send(payload([entry(1, 1), entry(2, 2), entry(3, 3)])).expect(200);
+      await request(app).post('/dam/events').send(payload([entry(1, 1), entry(3, 3)])).expect(200);
+      const msgs = await messages(4);
+      msgs.map((m) => m.payload.assetId).should.eql([1, 2, 3, 1]);
+    });
+
+    it('can be switched off', async function () {
+      await load({ dedup: false });
+      await request(app).post('/dam/events').send(payload([entry(1, 10)])).expect(200);
+      await request(app).post('/dam/events').send(payload([entry(1, 10)])).expect(200);
+      (await messages(2)).should.have.length(2);
+    });
+  });
+
+  describe('route lifecycle', function () {
+    it('removes the route on close', async function () {
+      await load();
+      await request(app).post('/dam/events').send(payload([entry(1, 1)])).expect(200);
+      await helper.unload();
+      await request(app).post('/dam/events').send(payload([entry(1, 1)])).expect(404);
+      const routes = (app._router || app.router).stack.filter((l) => l.route);
+      routes.should.have.length(0);
+    });
+
+    it('leaves no stale route after a redeploy with a new path', async function () {
+      await load();
+      await helper.setFlows([
+        { id: 'n1', type: 'asset-event-in', path: '/dam/renamed', wires: [['h1']] },
+        { id: 'h1', type: 'helper' }
+      ]);
+      await request(app).post('/dam/events').send(payload([entry(1, 1)])).expect(404);
+      await request(app).post('/dam/renamed').send(payload([entry(1, 1)])).expect(200);
+      const paths = (app._router || app.router).stack.filter((l) => l.route).map((l) => l.route.path);
+      paths.should.eql(['/dam/renamed']);
+    });
+
+    it('runs httpNodeMiddleware before the node, as core http in does', async function () {
+      helper.settings({ httpNodeMiddleware: (req, res, next) => (req.headers['x-block'] ? res.status(418).end() : next()) });
+      await load();
+      await request(app).post('/dam/events').set('X-Block', '1').send(payload([entry(1, 1)])).expect(418);
+      await request(app).post('/dam/events').send(payload([entry(1, 1)])).expect(200);
+    });
+
+    it('uses a body that a middleware already parsed', async function () {
+      helper.settings({ httpNodeMiddleware: require('express').json() });
+      await load();
+      await request(app).post('/dam/events').send(payload([entry(5, 50)])).expect(200);
+      (await messages(1))[0].payload.should.eql(entry(5, 50));
+    });
+
+    it('registers no route and says why for an invalid configuration', async function () {
+      const node = await load({ subscriptionId: 'a_b' });
+      node.error.lastCall.args[0].should.match(/subscriptionId: must be 8 to 40 characters/);
+      lastStatus(node).should.containEql({ fill: 'red', shape: 'ring' });
+      await request(app).post('/dam/events').send(payload([entry(1, 1)])).expect(404);
+      const noPath = await load({ path: '' });
+      noPath.error.lastCall.args[0].should.match(/path: is required/);
+    });
+  });
+});
