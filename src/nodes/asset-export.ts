@@ -27,7 +27,9 @@ export default function register(RED: NodeAPI): void {
       const options: ExportOptions = { fuid: required(fuidField, asIntegerId(fuidField)), signal: request.signal };
       const rrn = asIntegerId(await resolveField(RED, node, msg, { field: 'rrn', msgProperty: 'rrn', value: config.rrn, type: config.rrnType || 'num' }));
       if (rrn !== undefined) options.rrn = rrn;
-      const type = asString(await resolveField(RED, node, msg, { field: 'type', msgProperty: 'type', value: config.exportType, type: config.exportTypeType }));
+      // `fmt` is the editor's pick list of formats: a plain string.
+      const exportTypeType = config.exportTypeType === 'fmt' ? 'str' : config.exportTypeType;
+      const type = asString(await resolveField(RED, node, msg, { field: 'type', msgProperty: 'type', value: config.exportType, type: exportTypeType }));
       if (type !== undefined) options.type = type;
 
       const outcome = await clientFor(RED, config.server).exportMetadata(options);

@@ -1,0 +1,150 @@
+/*
+ * DamEditor: editor code shared by the @dam-assets/node-red nodes.
+ *
+ * Served by Node-RED from this package's resources/ folder; each editor file loads it with
+ *   <script src="resources/@dam-assets/node-red/dam-editor.js"></script>
+ * It may be loaded several times (once per editor file): it defines window.DamEditor once.
+ *
+ * API (all list values are the strings sent to the server, spec 2.1):
+ *
+ *   DamEditor.SUBSCRIPTION_ID      RegExp of a subscription id: 8 to 40 of a-z A-Z 0-9 and hyphen.
+ *   DamEditor.validateSubscriptionId(value)
+ *                                  true, or a short error text.
+ *   DamEditor.subscriptionIdValidator(typeField)
+ *                                  a `defaults.<prop>.validate` function for a TypedInput whose
+ *                                  type is stored in `typeField`: checks the id only when the
+ *                                  type is `str` and the value is not empty.
+ *   DamEditor.headerList(container, values)        values like "Name: value"
+ *   DamEditor.queryParamList(container, values)    values like "name=value"
+ *   DamEditor.pathList(container, values)          values like "* /dir", "+ /dir", "- /dir", "/dir/file"
+ *                                                  (prefix dropdown: none, *, +, -; then a path)
+ *   DamEditor.metadataList(container, values)      values like "Key=Value", "Key==*", "*==*"
+ *                                  Each turns `container` (an <ol>, selector or jQuery) into an
+ *                                  editable list filled with `values` (array of strings).
+ *   DamEditor.readList(container)  the list's values as an array of strings, empty rows left out.
+ *                                  Works for all four lists. (readPathList, readHeaderList,
+ *                                  readQueryParamList and readMetadataList are the same function.)
+ *
+ * Strings come from the asset-server node's catalogue (keys `asset-server.editor.*`), which is
+ * always installed with this package.
+ */
+(function () {
+    "use strict";
+    if (window.DamEditor) { return; }
+
+    var NS = "@dam-assets/node-red/asset-server:asset-server.editor.";
+    var SUBSCRIPTION_ID = /^[A-Za-z0-9-]{8,40}$/;
+    var PATH_PREFIXES = ["", "*", "+", "-"];
+
+    function t(key) { return RED._(NS + key); }
+
+    function validateSubscriptionId(value) {
+        if (typeof value !== "string" || !SUBSCRIPTION_ID.test(value)) {
+            return t("errors.subscriptionId");
+        }
+        return true;
+    }
+
+    function subscriptionIdValidator(typeField) {
+        return function (v) {
+            var type = $("#node-input-" + typeField).val() || this[typeField] || "str";
+            if (type !== "str" || v === "" || v === undefined) { return true; }
+            return validateSubscriptionId(v);
+        };
+    }
+
+    function textInput(row, cls, placeholder, value, flex) {
+        return $("<input/>", { type: "text", class: cls, placeholder: placeholder })
+            .css({ flex: flex || "1 1 auto", minWidth: 0, marginLeft: row.children().length ? "6px" : 0 })
+            .val(value || "")
+            .appendTo(row);
+    }
+
+    function rowOf(container) {
+        return $("<div/>").css({ display: "flex", alignItems: "center", width: "100%" }).appendTo(container);
+    }
+
+    /** Turns `container` into an editable list; buildRow(row, value) returns a function reading the row. */
+    function makeList(container, values, buildRow) {
+        var list = $(container);
+        list.css({ "min-height": "120px", "min-width": "420px" }).editableList({
+            addItem: function (itemContainer, index, data) {
+                var value = typeof data === "string" ? data : "";
+                itemContainer.data("damRead", buildRow(rowOf(itemContainer), value));
+            },
+            removable: true,
+            sortable: true,
+            addButton: t("list.add")
+        });
+        (values || []).forEach(function (v) { list.editableList("addItem", v); });
+        return list;
+    }
+
+    function readList(container) {
+        var result = [];
+        $(container).editableList("items").each(function () {
+            var read = $(this).data("damRead");
+            var value = read ? read() : "";
+            if (value) { result.push(value); }
+        });
+        return result;
+    }
+
+    function headerList(container, values) {
+        return makeList(container, values, function (row, value) {
+            var colon = value.indexOf(":");
+            var name = textInput(row, "dam-header-name", t("list.headerName"), colon < 0 ? value : value.slice(0, colon).trim(), "1 1 40%");
+            var val = textInput(row, "dam-header-value", t("list.headerValue"), colon < 0 ? "" : value.slice(colon + 1).trim(), "1 1 60%");
+            return function () {
+                var n = name.val().trim();
+                return n ? n + ": " + val.val().trim() : "";
+            };
+        });
+    }
+
+    function queryParamList(container, values) {
+        return makeList(container, values, function (row, value) {
+            var input = textInput(row, "dam-query-param", t("list.queryParam"), value);
+            return function () { return input.val().trim(); };
+        });
+    }
+
+    function pathList(container, values) {
+        return makeList(container, values, function (row, value) {
+            var match = /^([*+-])\s+(.*)$/.exec(value);
+            var select = $("<select/>", { class: "dam-path-prefix" }).css({ flex: "0 0 150px" }).appendTo(row);
+            PATH_PREFIXES.forEach(function (p) {
+                $("<option/>").val(p).text(t("list.prefix." + ({ "": "none", "*": "any", "+": "plus", "-": "minus" })[p])).appendTo(select);
+            });
+            select.val(match ? match[1] : "");
+            var input = textInput(row, "dam-path", t("list.path"), match ? match[2] : value);
+            return function () {
+                var path = input.val().trim();
+                if (!path) { return ""; }
+                return select.val() ? select.val() + " " + path : path;
+            };
+        });
+    }
+
+    function metadataList(container, values) {
+        return makeList(container, values, function (row, value) {
+            var input = textInput(row, "dam-metadata", t("list.metadata"), value);
+            return function () { return input.val().trim(); };
+        });
+    }
+
+    window.DamEditor = {
+        SUBSCRIPTION_ID: SUBSCRIPTION_ID,
+        validateSubscriptionId: validateSubscriptionId,
+        subscriptionIdValidator: subscriptionIdValidator,
+        headerList: headerList,
+        queryParamList: queryParamList,
+        pathList: pathList,
+        metadataList: metadataList,
+        readList: readList,
+        readPathList: readList,
+        readHeaderList: readList,
+        readQueryParamList: readList,
+        readMetadataList: readList
+    };
+})();
