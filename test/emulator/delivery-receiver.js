@@ -1,0 +1,71 @@
+'use strict';
+// A real HTTP callback receiver on 127.0.0.1:0 for the delivery tests: records every call
+// (method, url, headers, raw body, arrival time) and answers with `respond(call)`'s status.
+const http = require('http');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+async function startReceiver(respond = () => 200) {
+  const calls = [];
+  const waiters = [];
+  const receiver = {
+    calls,
+    respond,
+    url: '',
+    /** Resolves once `count` calls have arrived (rejects after `ms`). */
+    waitFor(count, ms = 5000) {
+      if (calls.length >= count) return Promise.resolve(calls.slice());
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`receiver got ${calls.length} of ${count} calls within ${ms} ms`)), ms);
+        waiters.push({ count, resolve: v => { clearTimeout(timer); resolve(v); } });
+      });
+    },
+    close() {
+      server.closeAllConnections();
+      return new Promise(resolve => server.close(() => resolve()));
+    }
+  };
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', c => chunks.push(c));
+    req.on('end', () => {
+      const call = { method: req.method, url: req.url, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+      calls.push(call);
+      for (const w of waiters.slice()) {
+        if (calls.length >= w.count) { waiters.splice(waiters.indexOf(w), 1); w.resolve(calls.slice()); }
+      }
+      const status = receiver.respond(call);
+      if (status === 'hang') return; // never answers: for timeouts
+      res.statusCode = status;
+      res.end();
+    });
+  });
+  await new Promise(resolve => server.listen(0, '127.0.0.1', resolve));
+  receiver.url = `http://127.0.0.1:${server.address().port}`;
+  receiver.port = server.address().port;
+  return receiver;
+}
+
+function tempDir() {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'dam-subs-'));
+}
+
+function removeDir(dir) {
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
+
+/** Polls `check` until it returns a truthy value (or fails after `ms`). */
+async function eventually(check, ms = 5000, what = 'condition') {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = check();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`${what} not reached within ${ms} ms`);
+    await sleep(20);
+  }
+}
+
+module.exports = { startReceiver, tempDir, removeDir, sleep, eventually };
