@@ -4,3 +4,6 @@ export * from './api/errors';
 export * from './api/client';
 export { startEmulator } from './emulator';
 export type { EmulatorOptions, EmulatorSession, RunningEmulator } from './emulator';
+export * from './api/validate';
+export { parseJsonKeepingBigInts } from './api/json';
+export { sanitizeFilename, filenameFromContentDisposition } from './api/filename';

@@ -1,23 +1,54 @@
 /**
- * CONTRACT STUB — the signatures below are fixed; the bodies are filled in by the
- * API-client work (issue 3). Nodes (src/nodes) are written against these signatures.
+ * Typed client of the asset server's web API (spec sections 4.1 to 4.4, 5, 7).
+ * No Node-RED dependency: usable from scripts and function nodes too.
+ *
+ * Signatures are a contract with the nodes (src/nodes); add, never change.
  */
+import axios, { type AxiosInstance, type AxiosRequestConfig, type AxiosResponse } from 'axios';
+import FormData from 'form-data';
+import { randomBytes } from 'crypto';
+import * as fs from 'fs';
+import * as fsp from 'fs/promises';
+import * as http from 'http';
+import * as https from 'https';
+import * as path from 'path';
+import * as tls from 'tls';
+import { Readable } from 'stream';
+import { pipeline } from 'stream/promises';
 import type { Agent as HttpAgent } from 'http';
 import type { Agent as HttpsAgent } from 'https';
-import type { Readable } from 'stream';
-import type {
-  SubscriptionFields, SubscriptionResult, SubscriptionDetails, UploadResult, ExportType
+import {
+  API_PATHS,
+  type SubscriptionFields, type SubscriptionResult, type SubscriptionDetails, type UploadResult, type ExportType
 } from './types';
+import { AssetApiError, invalidInput, type AssetOperation } from './errors';
+import {
+  type ErrorContext, errorForFailedAnswer, errorForFailure, errorForMalformedAnswer, errorForStatus,
+  isFailedAnswer, isPlainObject, tryParseJson
+} from './answers';
+import { filenameFromContentDisposition, sanitizeFilename } from './filename';
+import { ByteCounter, CallControl, peek, slices } from './transfer';
+import {
+  integerField, textField, validateFuid, validateRrn, validateSubscriptionFields, validateSubscriptionId,
+  validateUploadFields
+} from './validate';
 
 /** Options of an {@link AssetClient}. */
 export interface AssetClientOptions {
   /** Server base URL, e.g. `http://127.0.0.1:8873`; may carry a path prefix; trailing slash optional. */
   baseUrl: string;
-  /** Session cookie: `Name=value`, or a bare value sent as `JSESSIONID=value`. */
+  /**
+   * Session cookie: `Name=value` (sent as is), or a bare value sent as `JSESSIONID=value`.
+   * Empty: no Cookie header is sent (the server then answers 401, an `auth` error).
+   */
   cookie: string;
-  /** Request timeout in ms (0 = none). Default 30000. For uploads with wait, waitInMinutes is added. */
+  /**
+   * Inactivity timeout in ms (0 = none). Default 30000. A call fails with kind `timeout`
+   * when nothing is sent or received for this long; a transfer that keeps moving never
+   * times out. For uploads with `wait`, waitInMinutes is added once the file is sent.
+   */
   timeout?: number;
-  /** Extra CA certificate(s), PEM. */
+  /** Extra CA certificate(s), PEM, trusted on top of Node's built-in CAs. */
   ca?: string | Buffer | Array<string | Buffer>;
   /** Client certificate and key (PEM), for servers that ask for one. */
   cert?: string | Buffer;
@@ -25,23 +56,27 @@ export interface AssetClientOptions {
   passphrase?: string;
   /** Reject servers whose certificate does not verify. Default true. */
   rejectUnauthorized?: boolean;
-  /** Optional agent, e.g. a keep-alive agent. */
+  /** Optional agent, e.g. a keep-alive agent. When given, the TLS options above are not used. */
   agent?: HttpAgent | HttpsAgent;
 }
 
 /** Progress of a transfer. `total` is undefined when the length is not known. */
 export interface TransferProgress {
+  /** Bytes of the file sent or received so far. */
   bytes: number;
+  /** The file's length, when known. */
   total?: number;
 }
 
 /** Options common to every call. */
 export interface CallOptions {
+  /** Aborts the call; it then fails with kind `aborted`. */
   signal?: AbortSignal;
   /** Overrides the client's timeout for this call (ms). */
   timeout?: number;
 }
 
+/** Options of {@link AssetClient.upload} (spec 4.2). */
 export interface UploadOptions extends CallOptions {
   /** The file: a path on disk, a Readable stream, or a Buffer. */
   file: { path: string } | { stream: Readable; length?: number } | { buffer: Buffer };
@@ -49,13 +84,19 @@ export interface UploadOptions extends CallOptions {
   name?: string;
   /** Destination folder path on the server. destination or destinationFuid is required. */
   destination?: string;
+  /** Asset id of the destination folder (used when destination is not given). */
   destinationFuid?: number;
+  /** Collection the added files are assigned to. */
   collectionId?: number;
+  /** Wait for the ingest job to finish before answering. Server default false. */
   wait?: boolean;
+  /** Minutes the server waits for the ingest when wait is true. Server default 60. */
   waitInMinutes?: number;
+  /** Expand a zip file before ingest. Server default true. */
   expandZip?: boolean;
   /** MIME type sent for the file part; default from the name, else application/octet-stream. */
   contentType?: string;
+  /** Called as the file is sent (at most every 100 ms, and once at the end). */
   onProgress?: (p: TransferProgress) => void;
 }
 
@@ -63,6 +104,7 @@ export interface UploadOptions extends CallOptions {
 export interface UploadOutcome {
   /** The server's JSON body as received (spec 2.4). */
   result: UploadResult;
+  /** Asset ids of the added assets (empty when the server did not list them, e.g. wait false). */
   fuids: number[];
   /** Revision, kept as a string when it exceeds 2^53. */
   rrn?: number | string;
@@ -70,25 +112,33 @@ export interface UploadOutcome {
   jobId?: string;
 }
 
+/** Options of the download calls (spec 4.3). */
 export interface DownloadOptions extends CallOptions {
+  /** Asset id. */
   fuid: number | string;
   /** Default -1 (latest). */
   rrn?: number | string;
+  /** Sent as `collectionId` when given. */
   collectionId?: number | string;
+  /** Called as the file arrives (at most every 100 ms, and once at the end). */
   onProgress?: (p: TransferProgress) => void;
 }
 
+/** What the server said about a downloaded file. */
 export interface DownloadInfo {
   /** File name from Content-Disposition, sanitized (no separators, no `..`); undefined if none. */
   filename?: string;
+  /** Content-Type of the file. */
   contentType?: string;
   /** Content-Length when sent. */
   length?: number;
-  /** Response headers (lower-case names). */
+  /** Response headers (lower-case names), without Set-Cookie. */
   headers: Record<string, string>;
 }
 
+/** Options of {@link AssetClient.exportMetadata} (spec 4.4). */
 export interface ExportOptions extends CallOptions {
+  /** Asset id. */
   fuid: number | string;
   /** Default -1 (latest). */
   rrn?: number | string;
@@ -96,36 +146,587 @@ export interface ExportOptions extends CallOptions {
   type?: ExportType;
 }
 
+/** Result of a metadata export. */
 export interface ExportOutcome {
-  /** Parsed JSON when the server sent JSON, else the text. */
+  /** Parsed JSON when the server sent JSON (64-bit integers kept as strings), else the text. */
   data: unknown;
+  /** Content-Type of the answer. */
   contentType?: string;
+}
+
+/** Default timeout (ms) of a client. */
+export const DEFAULT_TIMEOUT_MS = 30000;
+/** Server default of waitInMinutes (spec 4.2), used to stretch the timeout of `wait` uploads. */
+const DEFAULT_WAIT_MINUTES = 60;
+/** How much of a JSON download or an error body is read to look for `success:false`. */
+const PEEK_LIMIT = 64 * 1024;
+const COOKIE_NAME_VALUE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+=(?!=*$)/;
+
+interface OpenDownload {
+  info: DownloadInfo;
+  body: ByteCounter;
+  control: CallControl;
+}
+
+interface UploadSource {
+  stream: Readable;
+  length?: number;
+  filename: string;
 }
 
 /** Typed client of the asset server's web API. No Node-RED dependency. */
 export class AssetClient {
-  constructor(_options: AssetClientOptions) { throw new Error('not implemented'); }
+  private readonly http: AxiosInstance;
+  /** Base URL without trailing slash. */
+  private readonly base: string;
+  /** Scheme, host and port, for messages. */
+  private readonly origin: string;
+  private readonly cookieHeader: string | undefined;
+  /** Strings that must never appear in an error. */
+  private readonly secrets: string[];
+  private readonly timeout: number;
+  private readonly ownAgents: Array<http.Agent> = [];
+
+  constructor(options: AssetClientOptions) {
+    if (options === null || typeof options !== 'object') throw invalidInput('options', 'must be an object with baseUrl and cookie');
+    const base = parseBaseUrl(options.baseUrl);
+    this.base = base.base;
+    this.origin = base.origin;
+    this.cookieHeader = cookieHeaderOf(options.cookie);
+    this.secrets = secretsOf(options.cookie, this.cookieHeader);
+    this.timeout = timeoutOf('timeout', options.timeout, DEFAULT_TIMEOUT_MS);
+
+    let httpAgent = options.agent as http.Agent | undefined;
+    let httpsAgent = options.agent as https.Agent | undefined;
+    if (!options.agent) {
+      httpAgent = new http.Agent({ keepAlive: true });
+      httpsAgent = new https.Agent({
+        keepAlive: true,
+        ca: options.ca === undefined ? undefined : [...tls.rootCertificates, ...([] as Array<string | Buffer>).concat(options.ca)],
+        cert: options.cert,
+        key: options.key,
+        passphrase: options.passphrase,
+        rejectUnauthorized: options.rejectUnauthorized !== false
+      });
+      this.ownAgents.push(httpAgent, httpsAgent);
+    }
+    this.http = axios.create({
+      httpAgent,
+      httpsAgent,
+      // Redirects are never followed: follow-redirects buffers request bodies, and a
+      // redirect could carry the cookie elsewhere. A 3xx becomes an `http` error.
+      maxRedirects: 0,
+      validateStatus: () => true,
+      // Our own inactivity timeout (CallControl) replaces axios' timeout.
+      timeout: 0,
+      transformResponse: [(data: unknown) => data],
+      headers: { 'User-Agent': '@dam-assets/node-red' }
+    });
+  }
 
   /** POST subscribe/:id. Validates id and fields first; throws AssetApiError kind `invalid-input`. */
-  registerSubscription(_id: string, _fields: SubscriptionFields, _opts?: CallOptions): Promise<SubscriptionResult> { throw new Error('not implemented'); }
-  /** GET subscribe/:id. */
-  getSubscription(_id: string, _opts?: CallOptions): Promise<SubscriptionDetails> { throw new Error('not implemented'); }
-  /** DELETE subscribe/:id. */
-  deleteSubscription(_id: string, _opts?: CallOptions): Promise<SubscriptionResult> { throw new Error('not implemented'); }
+  async registerSubscription(id: string, fields: SubscriptionFields, opts?: CallOptions): Promise<SubscriptionResult> {
+    const operation: AssetOperation = 'registerSubscription';
+    validateSubscriptionId(id, operation);
+    const form = new URLSearchParams();
+    for (const [name, value] of validateSubscriptionFields(fields, operation)) form.append(name, value);
+    const body = await this.jsonCall(operation, opts, {
+      method: 'POST',
+      url: this.url(API_PATHS.subscribe + encodeURIComponent(id)),
+      data: form.toString(),
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' }
+    });
+    return { ...body, id: typeof body.id === 'string' ? body.id : id, success: true } as SubscriptionResult;
+  }
 
-  /** Streaming multipart upload (4.2). */
-  upload(_opts: UploadOptions): Promise<UploadOutcome> { throw new Error('not implemented'); }
+  /** GET subscribe/:id. An unknown id is a `rejected` error (the server answers success false). */
+  async getSubscription(id: string, opts?: CallOptions): Promise<SubscriptionDetails> {
+    const operation: AssetOperation = 'getSubscription';
+    validateSubscriptionId(id, operation);
+    const body = await this.jsonCall(operation, opts, { method: 'GET', url: this.url(API_PATHS.subscribe + encodeURIComponent(id)) });
+    return { ...body, id: typeof body.id === 'string' ? body.id : id, success: true } as SubscriptionDetails;
+  }
+
+  /** DELETE subscribe/:id. An unknown id is a `rejected` error (the server answers success false). */
+  async deleteSubscription(id: string, opts?: CallOptions): Promise<SubscriptionResult> {
+    const operation: AssetOperation = 'deleteSubscription';
+    validateSubscriptionId(id, operation);
+    const body = await this.jsonCall(operation, opts, { method: 'DELETE', url: this.url(API_PATHS.subscribe + encodeURIComponent(id)) });
+    return { ...body, id: typeof body.id === 'string' ? body.id : id, success: true } as SubscriptionResult;
+  }
+
+  /**
+   * Streaming multipart upload (4.2). The file goes from disk (or the given stream)
+   * to the socket without being held in memory; Content-Length is sent when the
+   * length is known. The file part is sent after the other fields.
+   */
+  async upload(opts: UploadOptions): Promise<UploadOutcome> {
+    const operation: AssetOperation = 'upload';
+    if (opts === null || typeof opts !== 'object') throw invalidInput('options', 'must be an object with file and destination', operation);
+    const fields = validateUploadFields(opts, operation);
+    const contentType = opts.contentType === undefined || opts.contentType === '' ? undefined : textField('contentType', opts.contentType, operation);
+    const onProgress = callbackOf('onProgress', opts.onProgress, operation);
+    const timeout = timeoutOf('timeout', opts.timeout, this.timeout, operation);
+    const waitMs = fields.some(([name, value]) => name === 'wait' && value === 'true')
+      ? (opts.waitInMinutes === undefined ? DEFAULT_WAIT_MINUTES : Number(opts.waitInMinutes)) * 60000
+      : 0;
+    const control = this.control(operation, opts.signal, timeout);
+    let source: UploadSource | undefined;
+    let counter: ByteCounter | undefined;
+    let sourceError: unknown;
+    try {
+      source = await openUploadSource(opts.file, opts.name, operation);
+      const expected = source.length;
+      counter = new ByteCounter(expected, {
+        onChunk: () => control.ping(),
+        onProgress,
+        onEnd: (bytes) => {
+          if (expected !== undefined && bytes !== expected) {
+            return invalidInput('file', `the stream gave ${bytes} bytes but its length was given as ${expected}`, operation);
+          }
+          // The whole file is out: now the server may ingest for up to waitInMinutes.
+          if (waitMs > 0 && timeout > 0) control.setTimeout(timeout + waitMs);
+          return undefined;
+        }
+      });
+      const { stream } = source;
+      stream.once('error', (err) => { sourceError ??= err; counter?.destroy(err); });
+      counter.once('error', (err) => { sourceError ??= err; });
+      stream.pipe(counter);
+
+      const form = new FormData();
+      for (const [name, value] of fields) form.append(name, value);
+      form.append('file', counter, {
+        filename: opts.name === undefined || opts.name === '' ? source.filename : String(opts.name),
+        contentType,
+        // 0 would make form-data measure the stream; an empty file goes chunked instead.
+        knownLength: expected || undefined
+      });
+
+      let response: AxiosResponse;
+      try {
+        response = await this.http.request({
+          method: 'POST',
+          url: this.url(API_PATHS.upload),
+          data: form,
+          headers: this.headers({ Accept: 'application/json' }),
+          signal: control.signal,
+          responseType: 'text',
+          maxRedirects: 0,
+          maxBodyLength: Infinity,
+          maxContentLength: Infinity
+        });
+      } catch (err) {
+        if (sourceError !== undefined && !control.timedOut && !control.userAborted) throw sourceFailure(sourceError, operation);
+        throw this.failure(operation, err, control);
+      }
+      if (response.status < 200 || response.status >= 300) {
+        // Stop sending the rest of the file (e.g. a redirect or 401 answered early).
+        (response.request as http.ClientRequest | undefined)?.destroy();
+      }
+      const result = this.readJsonAnswer(operation, response) as UploadResult;
+      return uploadOutcome({ ...result, success: true });
+    } finally {
+      control.dispose();
+      // On success both have ended; on failure this closes the file.
+      source?.stream.destroy();
+      counter?.destroy();
+    }
+  }
 
   /** Download into memory. */
-  downloadToBuffer(_opts: DownloadOptions): Promise<DownloadInfo & { data: Buffer }> { throw new Error('not implemented'); }
-  /** Download as a stream; the caller must consume or destroy it. Errors before the body are thrown. */
-  downloadToStream(_opts: DownloadOptions): Promise<DownloadInfo & { stream: Readable }> { throw new Error('not implemented'); }
-  /** Download to a file, atomically (temporary name in the same folder, renamed when complete). Creates folders. */
-  downloadToFile(_opts: DownloadOptions & { path: string }): Promise<DownloadInfo & { path: string; bytes: number }> { throw new Error('not implemented'); }
+  async downloadToBuffer(opts: DownloadOptions): Promise<DownloadInfo & { data: Buffer }> {
+    const operation: AssetOperation = 'download';
+    const { info, body, control } = await this.openDownload(operation, opts);
+    try {
+      const chunks: Buffer[] = [];
+      for await (const chunk of body) chunks.push(chunk as Buffer);
+      return { ...info, data: Buffer.concat(chunks) };
+    } catch (err) {
+      throw this.failure(operation, err, control);
+    } finally {
+      control.dispose();
+    }
+  }
 
-  /** Metadata export (4.4). */
-  exportMetadata(_opts: ExportOptions): Promise<ExportOutcome> { throw new Error('not implemented'); }
+  /**
+   * Download as a stream; the caller must consume or destroy it. Errors before the
+   * body are thrown; errors during the body are emitted on the stream as AssetApiError.
+   * The inactivity timeout also runs while the caller does not read.
+   */
+  async downloadToStream(opts: DownloadOptions): Promise<DownloadInfo & { stream: Readable }> {
+    const { info, body } = await this.openDownload('download', opts);
+    return { ...info, stream: body };
+  }
+
+  /**
+   * Download to a file, atomically (temporary name in the same folder, renamed when complete). Creates folders.
+   * When `path` ends with a separator or is an existing folder, the file is saved in it under the
+   * server's (sanitized) file name, else `asset-<fuid>`. A failed download leaves no file behind.
+   */
+  async downloadToFile(opts: DownloadOptions & { path: string }): Promise<DownloadInfo & { path: string; bytes: number }> {
+    const operation: AssetOperation = 'download';
+    if (opts === null || typeof opts !== 'object') throw invalidInput('options', 'must be an object with fuid and path', operation);
+    const requested = textField('path', opts.path, operation);
+    const { info, body, control } = await this.openDownload(operation, opts);
+    let target = path.resolve(requested);
+    let temporary: string | undefined;
+    try {
+      try {
+        const intoFolder = /[\\/]$/.test(requested) || (await fsp.stat(target).catch(() => undefined))?.isDirectory();
+        if (intoFolder) target = path.join(target, info.filename ?? `asset-${String(opts.fuid)}`);
+        await fsp.mkdir(path.dirname(target), { recursive: true });
+      } catch (err) {
+        throw localFileFailure(err, 'path', `cannot create the folder of ${target}`, operation);
+      }
+      temporary = path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(6).toString('hex')}.part`);
+      try {
+        await pipeline(body, fs.createWriteStream(temporary, { flags: 'wx' }));
+      } catch (err) {
+        if (err instanceof AssetApiError) throw err;
+        if (isFileSystemError(err)) throw localFileFailure(err, 'path', `cannot write ${temporary}`, operation);
+        throw this.failure(operation, err, control);
+      }
+      await fsp.rename(temporary, target).catch((err: unknown) => {
+        throw localFileFailure(err, 'path', `cannot rename the downloaded file to ${target}`, operation);
+      });
+      temporary = undefined;
+      return { ...info, path: target, bytes: body.bytes };
+    } catch (err) {
+      body.destroy();
+      if (temporary !== undefined) await fsp.rm(temporary, { force: true }).catch(() => undefined);
+      throw err;
+    } finally {
+      control.dispose();
+    }
+  }
+
+  /**
+   * Metadata export (4.4). The spec says its parameters are "sent as form data" on a GET;
+   * a GET has no body, so fuid, rrn and type are sent as query parameters.
+   */
+  async exportMetadata(opts: ExportOptions): Promise<ExportOutcome> {
+    const operation: AssetOperation = 'exportMetadata';
+    if (opts === null || typeof opts !== 'object') throw invalidInput('options', 'must be an object with fuid', operation);
+    const params = {
+      fuid: validateFuid(opts.fuid, operation),
+      rrn: validateRrn(opts.rrn, operation),
+      type: opts.type === undefined || opts.type === '' ? 'json' : textField('type', opts.type, operation).trim()
+    };
+    const control = this.control(operation, opts.signal, timeoutOf('timeout', opts.timeout, this.timeout, operation));
+    try {
+      const response = await this.send(operation, control, {
+        method: 'GET', url: this.url(API_PATHS.exportMetadata), params, responseType: 'text'
+      });
+      const contentType = headerOf(response, 'content-type');
+      const text = String(response.data ?? '');
+      if (response.status < 200 || response.status >= 300) throw this.statusError(operation, response.status, text, response);
+      const parsed = isJsonType(contentType) || /^\s*\{/.test(text) ? tryParseJson(text) : undefined;
+      if (isJsonType(contentType) && parsed === undefined) throw errorForMalformedAnswer(this.context(operation), response.status, contentType);
+      if (parsed && isFailedAnswer(parsed.value)) throw errorForFailedAnswer(this.context(operation), response.status, parsed.value);
+      return { data: isJsonType(contentType) && parsed ? parsed.value : text, contentType };
+    } finally {
+      control.dispose();
+    }
+  }
 
   /** Destroys the client's own agent (not one passed in). */
-  close(): void { throw new Error('not implemented'); }
+  close(): void {
+    for (const agent of this.ownAgents) agent.destroy();
+  }
+
+  // ---- internals ----
+
+  private url(apiPath: string): string {
+    return this.base + apiPath;
+  }
+
+  private headers(extra: Record<string, string> = {}): Record<string, string> {
+    return this.cookieHeader === undefined ? extra : { ...extra, Cookie: this.cookieHeader };
+  }
+
+  private context(operation: AssetOperation): ErrorContext {
+    return { operation, origin: this.origin, redact: (text) => redact(text, this.secrets) };
+  }
+
+  /** A new call: refuses an already aborted signal before anything is sent. */
+  private control(operation: AssetOperation, signal: AbortSignal | undefined, timeout: number): CallControl {
+    if (signal !== undefined && (signal === null || typeof signal.addEventListener !== 'function')) {
+      throw invalidInput('signal', 'must be an AbortSignal', operation);
+    }
+    if (signal?.aborted) throw new AssetApiError('aborted', `${operation}: aborted`, { operation });
+    return new CallControl(signal, timeout);
+  }
+
+  /** Any failure of a call as an AssetApiError built from scratch (never wrapping the original). */
+  private failure(operation: AssetOperation, err: unknown, control: CallControl): AssetApiError {
+    return errorForFailure(this.context(operation), err, {
+      timedOut: control.timedOut, timeoutMs: control.timeoutMs, userAborted: control.userAborted
+    });
+  }
+
+  private async send(operation: AssetOperation, control: CallControl, config: AxiosRequestConfig): Promise<AxiosResponse> {
+    try {
+      return await this.http.request({
+        ...config,
+        headers: this.headers({ Accept: 'application/json', ...(config.headers as Record<string, string> | undefined) }),
+        signal: control.signal
+      });
+    } catch (err) {
+      throw this.failure(operation, err, control);
+    }
+  }
+
+  private async jsonCall(operation: AssetOperation, opts: CallOptions | undefined, config: AxiosRequestConfig): Promise<Record<string, unknown>> {
+    const control = this.control(operation, opts?.signal, timeoutOf('timeout', opts?.timeout, this.timeout, operation));
+    try {
+      const response = await this.send(operation, control, { ...config, responseType: 'text' });
+      return this.readJsonAnswer(operation, response);
+    } finally {
+      control.dispose();
+    }
+  }
+
+  /** A JSON answer with success true, or the error it stands for. */
+  private readJsonAnswer(operation: AssetOperation, response: AxiosResponse): Record<string, unknown> {
+    const text = String(response.data ?? '');
+    if (response.status < 200 || response.status >= 300) throw this.statusError(operation, response.status, text, response);
+    const parsed = tryParseJson(text);
+    if (!parsed || !isPlainObject(parsed.value)) {
+      throw errorForMalformedAnswer(this.context(operation), response.status, headerOf(response, 'content-type'));
+    }
+    if (isFailedAnswer(parsed.value)) throw errorForFailedAnswer(this.context(operation), response.status, parsed.value);
+    return parsed.value;
+  }
+
+  private statusError(operation: AssetOperation, status: number, text: string, response: AxiosResponse): AssetApiError {
+    return errorForStatus(this.context(operation), status, tryParseJson(text)?.value, headerOf(response, 'location'));
+  }
+
+  /** Sends a download request and checks the answer; returns the body as a counting stream. */
+  private async openDownload(operation: AssetOperation, opts: DownloadOptions): Promise<OpenDownload> {
+    if (opts === null || typeof opts !== 'object') throw invalidInput('options', 'must be an object with fuid', operation);
+    const params: Record<string, string> = { fuid: validateFuid(opts.fuid, operation), rrn: validateRrn(opts.rrn, operation) };
+    if (opts.collectionId !== undefined && opts.collectionId !== null && opts.collectionId !== '') {
+      params.collectionId = integerField('collectionId', opts.collectionId, 0, undefined, operation);
+    }
+    const onProgress = callbackOf('onProgress', opts.onProgress, operation);
+    const control = this.control(operation, opts.signal, timeoutOf('timeout', opts.timeout, this.timeout, operation));
+    let response: AxiosResponse | undefined;
+    try {
+      response = await this.send(operation, control, {
+        method: 'GET',
+        url: this.url(API_PATHS.download),
+        params,
+        responseType: 'stream',
+        // Byte-exact files: no transparent decompression; -1 (no limit) keeps the raw response stream.
+        decompress: false,
+        maxContentLength: -1,
+        headers: { 'Accept-Encoding': 'identity', Accept: '*/*' }
+      });
+      const raw = response.data as Readable;
+      const counterRef: { counter?: ByteCounter } = {};
+      // Attached at once so an error at any point (abort, reset) is handled, and never escapes raw.
+      raw.on('error', (err) => counterRef.counter?.destroy(this.failure(operation, err, control)));
+
+      const contentType = headerOf(response, 'content-type');
+      if (response.status < 200 || response.status >= 300) {
+        const { chunks } = await peek(raw, PEEK_LIMIT).catch(() => ({ chunks: [] as Buffer[] }));
+        raw.destroy();
+        throw this.statusError(operation, response.status, Buffer.concat(chunks).toString('utf8'), response);
+      }
+      let replay: { chunks: Buffer[]; ended: boolean } = { chunks: [], ended: false };
+      if (isJsonType(contentType)) {
+        // A JSON body may be the server's success:false answer rather than the file.
+        replay = await peek(raw, PEEK_LIMIT);
+        if (replay.ended) {
+          const parsed = tryParseJson(Buffer.concat(replay.chunks).toString('utf8'));
+          if (parsed && isFailedAnswer(parsed.value)) throw errorForFailedAnswer(this.context(operation), response.status, parsed.value);
+        }
+      }
+
+      const lengthHeader = headerOf(response, 'content-length');
+      const length = lengthHeader !== undefined && /^\d+$/.test(lengthHeader) ? Number(lengthHeader) : undefined;
+      const info: DownloadInfo = { headers: plainHeaders(response), length, contentType };
+      const filename = filenameFromContentDisposition(headerOf(response, 'content-disposition'));
+      if (filename !== undefined) info.filename = filename;
+      if (length === undefined) delete info.length;
+      if (contentType === undefined) delete info.contentType;
+
+      const counter = new ByteCounter(length, {
+        onChunk: () => control.ping(),
+        onProgress,
+        onEnd: (bytes) => length !== undefined && bytes !== length
+          ? new AssetApiError('network', `${operation}: the download ended after ${bytes} of ${length} bytes`, { operation })
+          : undefined
+      });
+      counterRef.counter = counter;
+      counter.once('close', () => {
+        // Given up before the end (caller destroyed it, or it failed): stop the request too.
+        if (!raw.readableEnded) control.abort();
+        control.dispose();
+      });
+      for (const chunk of replay.chunks) counter.write(chunk);
+      if (replay.ended) counter.end();
+      else raw.pipe(counter);
+      return { info, body: counter, control };
+    } catch (err) {
+      (response?.data as Readable | undefined)?.destroy?.();
+      control.dispose();
+      throw this.failure(operation, err, control);
+    }
+  }
+}
+
+// ---- helpers ----
+
+function parseBaseUrl(value: unknown): { base: string; origin: string } {
+  const rule = 'must be an absolute http:// or https:// URL such as http://127.0.0.1:8873';
+  if (typeof value !== 'string' || value.trim() === '') throw invalidInput('baseUrl', rule);
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    throw invalidInput('baseUrl', rule);
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') throw invalidInput('baseUrl', rule);
+  if (url.search !== '' || url.hash !== '') throw invalidInput('baseUrl', 'must not have a query (?) or fragment (#)');
+  return { base: value.trim().replace(/\/+$/, ''), origin: url.origin };
+}
+
+/** `Name=value` is sent as is; a bare value becomes `JSESSIONID=value` (public-facts.md). */
+function cookieHeaderOf(cookie: unknown): string | undefined {
+  if (cookie === undefined || cookie === null) return undefined;
+  if (typeof cookie !== 'string') throw invalidInput('cookie', 'must be a string: Name=value or a bare session id');
+  const text = cookie.trim();
+  if (text === '') return undefined;
+  if (!/^[\x20-\x7e]+$/.test(text)) throw invalidInput('cookie', 'must be printable ASCII, without CR, LF or other control characters');
+  return COOKIE_NAME_VALUE.test(text) ? text : `JSESSIONID=${text}`;
+}
+
+/** The cookie as given, as sent, and each cookie value in it (long enough to be recognisable). */
+function secretsOf(cookie: unknown, header: string | undefined): string[] {
+  const found = new Set<string>();
+  if (typeof cookie === 'string' && cookie.trim() !== '') found.add(cookie.trim());
+  if (header) {
+    found.add(header);
+    for (const pair of header.split(';')) {
+      const equals = pair.indexOf('=');
+      found.add((equals < 0 ? pair : pair.slice(equals + 1)).trim());
+    }
+  }
+  return [...found].filter((secret) => secret.length >= 4).sort((a, b) => b.length - a.length);
+}
+
+function redact(text: string, secrets: string[]): string {
+  let clean = text;
+  for (const secret of secrets) clean = clean.split(secret).join('***');
+  return clean;
+}
+
+function timeoutOf(field: string, value: unknown, fallback: number, operation?: AssetOperation): number {
+  if (value === undefined || value === null) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw invalidInput(field, 'must be a number of milliseconds >= 0 (0 = no timeout)', operation);
+  }
+  return value;
+}
+
+function callbackOf<T extends (...args: never[]) => unknown>(field: string, value: T | undefined, operation: AssetOperation): T | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'function') throw invalidInput(field, 'must be a function', operation);
+  return value;
+}
+
+function headerOf(response: AxiosResponse, name: string): string | undefined {
+  const value: unknown = (response.headers as Record<string, unknown>)[name];
+  if (value === undefined || value === null) return undefined;
+  return Array.isArray(value) ? value.join(', ') : String(value);
+}
+
+/** Response headers as plain strings, without Set-Cookie (a new session cookie is a secret too). */
+function plainHeaders(response: AxiosResponse): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(response.headers as Record<string, unknown>)) {
+    if (name.toLowerCase() === 'set-cookie' || value === undefined || value === null) continue;
+    headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
+  }
+  return headers;
+}
+
+function isJsonType(contentType: string | undefined): boolean {
+  return contentType !== undefined && /^application\/([\w.+-]+\+)?json\b/i.test(contentType.trim());
+}
+
+function isFileSystemError(err: unknown): err is NodeJS.ErrnoException {
+  return err instanceof Error && typeof (err as NodeJS.ErrnoException).syscall === 'string';
+}
+
+function localFileFailure(err: unknown, field: string, what: string, operation: AssetOperation): AssetApiError {
+  if (err instanceof AssetApiError) return err;
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return new AssetApiError('invalid-input', `${field}: ${what}${code ? ` (${code})` : ''}`, {
+    field, operation, ...(typeof code === 'string' ? { code } : {})
+  });
+}
+
+function sourceFailure(err: unknown, operation: AssetOperation): AssetApiError {
+  if (err instanceof AssetApiError) return err;
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  const message = err instanceof Error ? err.message : String(err);
+  return new AssetApiError('invalid-input', `file: reading the file failed: ${message.slice(0, 200)}`, {
+    field: 'file', operation, ...(typeof code === 'string' ? { code } : {})
+  });
+}
+
+async function openUploadSource(file: UploadOptions['file'], name: unknown, operation: AssetOperation): Promise<UploadSource> {
+  const rule = 'must be { path }, { stream, length? } or { buffer }';
+  if (file === null || typeof file !== 'object') throw invalidInput('file', rule, operation);
+  const fallbackName = typeof name === 'string' && name !== '' ? name : 'upload.bin';
+  if ('path' in file) {
+    const filePath = textField('file.path', file.path, operation);
+    let stat: fs.Stats;
+    try {
+      stat = await fsp.stat(filePath);
+    } catch (err) {
+      throw localFileFailure(err, 'file', `cannot read ${filePath}`, operation);
+    }
+    if (!stat.isFile()) throw invalidInput('file', `${filePath} is not a regular file`, operation);
+    return {
+      stream: fs.createReadStream(filePath, { highWaterMark: 256 * 1024 }),
+      length: stat.size,
+      filename: sanitizeFilename(path.basename(filePath)) ?? 'upload.bin'
+    };
+  }
+  if ('buffer' in file) {
+    if (!Buffer.isBuffer(file.buffer)) throw invalidInput('file', 'buffer must be a Buffer', operation);
+    return { stream: Readable.from(slices(file.buffer)), length: file.buffer.length, filename: fallbackName };
+  }
+  if ('stream' in file) {
+    const stream = file.stream as Readable | undefined;
+    if (!stream || typeof stream.pipe !== 'function' || typeof stream.on !== 'function') {
+      throw invalidInput('file', 'stream must be a Readable stream', operation);
+    }
+    const length = file.length === undefined || file.length === null
+      ? undefined : Number(integerField('file.length', file.length, 0, Number.MAX_SAFE_INTEGER, operation));
+    const streamPath = (stream as Readable & { path?: unknown }).path;
+    const ownName = typeof streamPath === 'string' ? sanitizeFilename(path.basename(streamPath)) : undefined;
+    return { stream, length, filename: typeof name === 'string' && name !== '' ? name : ownName ?? fallbackName };
+  }
+  throw invalidInput('file', rule, operation);
+}
+
+/** Reads the fields of an upload answer tolerantly (spec 2.4; the job id's name is "not shown"). */
+function uploadOutcome(result: UploadResult): UploadOutcome {
+  const data = isPlainObject(result.data) ? result.data as Record<string, unknown> : undefined;
+  const job = isPlainObject(result.job) ? result.job : undefined;
+  const fuids = Array.isArray(data?.fuids) ? (data.fuids as number[]) : [];
+  const outcome: UploadOutcome = { result, fuids };
+  const rrn = data?.rrn;
+  if (typeof rrn === 'number' || typeof rrn === 'string') outcome.rrn = rrn;
+  const record = result as Record<string, unknown>;
+  const jobId = [record.jobId, record.jobid, record.job_id, job?.id, data?.jobId, data?.jobid, data?.job_id]
+    .find((value) => value !== undefined && value !== null && value !== '');
+  if (typeof jobId === 'string' || typeof jobId === 'number') outcome.jobId = String(jobId);
+  return outcome;
 }

@@ -1,0 +1,188 @@
+/**
+ * Turning the server's answers and transport failures into AssetApiError.
+ *
+ * Every error is built here from plain facts (status, server text, error code);
+ * no axios error, request, config or header is ever kept, so the cookie cannot
+ * leak through an error. Server-provided text is passed through `redact` too.
+ */
+import { AssetApiError, type AssetOperation } from './errors';
+import { parseJsonKeepingBigInts } from './json';
+
+/** What the client knows when it builds an error. */
+export interface ErrorContext {
+  operation: AssetOperation;
+  /** Server origin for messages (scheme, host, port; never credentials). */
+  origin: string;
+  /** Removes secrets (the cookie) from text that came from outside. */
+  redact: (text: string) => string;
+}
+
+/** State of a call at the moment it failed. */
+export interface FailureState {
+  timedOut: boolean;
+  timeoutMs: number;
+  userAborted: boolean;
+}
+
+const MAX_SERVER_TEXT = 500;
+
+/** The permission each operation needs (spec section 5), for messages. */
+const NEEDED_PERMISSION: Partial<Record<AssetOperation, string>> = {
+  registerSubscription: 'events', getSubscription: 'events', deleteSubscription: 'events', upload: 'add (adding files)'
+};
+
+const PERMISSION_TEXT = /permission.{0,40}denied|denied.{0,40}permission|permission_denied|no permission|lacks? (the )?permission|not permitted|access denied|forbidden/i;
+
+/** JSON.parse with 64-bit integers kept; undefined when the text is not JSON. */
+export function tryParseJson(text: string): { value: unknown } | undefined {
+  try {
+    return { value: parseJsonKeepingBigInts(text) };
+  } catch {
+    return undefined;
+  }
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** Reads a success flag sent as a boolean or as "true"/"false"; undefined when absent or odd. */
+export function successFlag(value: unknown): boolean | undefined {
+  if (value === true || value === false) return value;
+  if (typeof value === 'string') {
+    const text = value.trim().toLowerCase();
+    if (text === 'true') return true;
+    if (text === 'false') return false;
+  }
+  return undefined;
+}
+
+function asText(value: unknown): string | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/** The server's message: `error`, else `errorInfo`, with `errorCode` added when present. */
+export function serverMessageOf(body: unknown): string | undefined {
+  if (!isPlainObject(body)) return undefined;
+  const message = asText(body.error) ?? asText(body.errorInfo);
+  const code = asText(body.errorCode);
+  const text = message !== undefined ? (code !== undefined && code !== message ? `${message} (${code})` : message) : code;
+  if (text === undefined) return undefined;
+  return text.length > MAX_SERVER_TEXT ? text.slice(0, MAX_SERVER_TEXT) + '…' : text;
+}
+
+/**
+ * True when a JSON answer reports a failure: `success` false / "false", or no
+ * success flag but an error field.
+ */
+export function isFailedAnswer(body: unknown): boolean {
+  if (!isPlainObject(body)) return false;
+  const flag = successFlag(body.success);
+  if (flag !== undefined) return !flag;
+  return serverMessageOf(body) !== undefined;
+}
+
+/** Error for an answer with success false: `permission` when it says permission is denied, else `rejected`. */
+export function errorForFailedAnswer(ctx: ErrorContext, status: number, body: unknown): AssetApiError {
+  const raw = serverMessageOf(body);
+  const serverMessage = raw === undefined ? undefined : ctx.redact(raw);
+  const op = ctx.operation;
+  if (serverMessage !== undefined && PERMISSION_TEXT.test(serverMessage)) {
+    const needed = NEEDED_PERMISSION[op];
+    return new AssetApiError('permission',
+      `${op}: permission denied by the server (${serverMessage}).` +
+      (needed ? ` The session's user needs the ${needed} permission.` : ' The session\'s user lacks the permission for this operation.'),
+      { operation: op, status, serverMessage });
+  }
+  return new AssetApiError('rejected', `${op}: the server refused: ${serverMessage ?? 'success is false and no reason was given'}`,
+    { operation: op, status, serverMessage });
+}
+
+/** Error for an HTTP status other than 2xx (body: the parsed JSON body, if any). */
+export function errorForStatus(ctx: ErrorContext, status: number, body?: unknown, location?: string): AssetApiError {
+  const op = ctx.operation;
+  const raw = serverMessageOf(body);
+  const serverMessage = raw === undefined ? undefined : ctx.redact(raw);
+  const details = { operation: op, status, serverMessage };
+  const suffix = serverMessage ? ` Server says: ${serverMessage}` : '';
+  if (status === 401) {
+    return new AssetApiError('auth',
+      `${op}: authentication failed (HTTP 401): the session cookie is missing, wrong or expired. ` +
+      'Get a new session cookie and update it (in Node-RED: the Cookie of the asset-server config node).', details);
+  }
+  if (status === 403) {
+    return new AssetApiError('permission', `${op}: permission denied (HTTP 403).${suffix}`, details);
+  }
+  if (status === 449 || status === 503) {
+    return new AssetApiError('http', `${op}: server busy (HTTP ${status}), retry later.${suffix}`, details);
+  }
+  if (status >= 300 && status < 400) {
+    let where = '';
+    if (location) {
+      try {
+        const url = new URL(location, ctx.origin);
+        where = ` to ${url.origin}${url.pathname}`;
+      } catch { /* unreadable Location: leave it out */ }
+    }
+    return new AssetApiError('http',
+      `${op}: the server answered with a redirect (HTTP ${status}${where}); redirects are not followed` +
+      `${op === 'upload' ? ' for uploads' : ''}: check the base URL (http/https, host, path prefix).`, details);
+  }
+  return new AssetApiError('http', `${op}: unexpected HTTP status ${status} from ${ctx.origin}.${suffix}`, details);
+}
+
+/** Error for a 2xx answer whose body is not the JSON object expected. */
+export function errorForMalformedAnswer(ctx: ErrorContext, status: number, contentType: string | undefined): AssetApiError {
+  return new AssetApiError('http',
+    `${ctx.operation}: the server's answer is not a JSON object (HTTP ${status}, content-type ${contentType || 'none'})`,
+    { operation: ctx.operation, status });
+}
+
+const CONNECTION_LOST = new Set(['ECONNRESET', 'EPIPE', 'ERR_STREAM_PREMATURE_CLOSE', 'ECONNABORTED_BY_PEER', 'ERR_BAD_RESPONSE']);
+const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'ECONNABORTED', 'ESOCKETTIMEDOUT']);
+
+function codeOf(err: unknown): string | undefined {
+  if (!err || typeof err !== 'object') return undefined;
+  const direct = (err as { code?: unknown }).code;
+  if (typeof direct === 'string') return direct;
+  const cause = (err as { cause?: { code?: unknown } }).cause;
+  return cause && typeof cause.code === 'string' ? cause.code : undefined;
+}
+
+function describeNetwork(code: string | undefined, message: string): string {
+  switch (code) {
+    case 'ECONNREFUSED': return 'connection refused: is the server running, and are host and port right?';
+    case 'ENOTFOUND': case 'EAI_AGAIN': return 'host name not found';
+    case 'EHOSTUNREACH': case 'ENETUNREACH': return 'host unreachable';
+    default:
+      if (code && CONNECTION_LOST.has(code)) return 'the connection was closed before the transfer completed';
+      if (code && /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code)) {
+        return `TLS failed (${message}); give the server's CA certificate, or turn off certificate checks for a test server`;
+      }
+      return message || 'request failed';
+  }
+}
+
+/**
+ * Error for a call that ended without a usable answer: the caller aborted, the
+ * timeout fired, or the network failed. Reads only the code and message of `err`.
+ */
+export function errorForFailure(ctx: ErrorContext, err: unknown, state: FailureState): AssetApiError {
+  if (err instanceof AssetApiError) return err;
+  const op = ctx.operation;
+  if (state.timedOut) {
+    return new AssetApiError('timeout', `${op}: timed out: nothing received from ${ctx.origin} for ${state.timeoutMs} ms`,
+      { operation: op, code: 'ETIMEDOUT' });
+  }
+  if (state.userAborted) return new AssetApiError('aborted', `${op}: aborted`, { operation: op });
+  const code = codeOf(err);
+  if (code === 'ERR_CANCELED') return new AssetApiError('aborted', `${op}: aborted`, { operation: op });
+  if (code && TIMEOUT_CODES.has(code)) {
+    return new AssetApiError('timeout', `${op}: timed out talking to ${ctx.origin}`, { operation: op, code });
+  }
+  const rawMessage = err instanceof Error ? err.message : String(err);
+  const message = ctx.redact(rawMessage).slice(0, MAX_SERVER_TEXT);
+  return new AssetApiError('network', `${op}: network error with ${ctx.origin}: ${describeNetwork(code, message)}${code ? ` (${code})` : ''}`,
+    { operation: op, code });
+}
