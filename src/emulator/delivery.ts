@@ -119,13 +119,17 @@ export class CallbackSender {
   private call(request: CallbackRequest, signal: AbortSignal): Promise<number | string> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) { reject(signal.reason); return; }
-      const url = new URL(request.url);
-      const secure = url.protocol === 'https:';
       const headers = { ...request.headers };
       if (request.body) headers['Content-Length'] = String(request.body.length);
-      const req = (secure ? https : http).request(url, {
-        method: request.method, headers, agent: secure ? this.httpsAgent : this.httpAgent
-      });
+      let req: http.ClientRequest;
+      try {
+        const url = new URL(request.url);
+        const secure = url.protocol === 'https:';
+        req = (secure ? https : http).request(url, { method: request.method, headers, agent: secure ? this.httpsAgent : this.httpAgent });
+      } catch (e) {
+        resolve((e as NodeJS.ErrnoException).code ?? 'ERR_INVALID_REQUEST'); // a failed attempt, never a stuck delivery
+        return;
+      }
       let settled = false;
       const finish = (outcome: number | string | Error): void => {
         if (settled) return;

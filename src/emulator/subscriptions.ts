@@ -81,6 +81,7 @@ function checkHeader(header: string): string {
   const name = colon > 0 ? header.slice(0, colon).trim() : '';
   if (!HEADER_NAME.test(name)) throw new FieldError('header must be written "Name: value" with a valid header name');
   if (/[\r\n\0]/.test(header)) throw new FieldError(`header ${name} must not contain line breaks or NUL characters`);
+  if (/[^\t\x20-\x7e\x80-\xff]/.test(header.slice(colon + 1))) throw new FieldError(`header ${name} must hold only printable ASCII or Latin-1 characters`);
   if (RESERVED_HEADERS.includes(name.toLowerCase())) throw new FieldError(`header ${name} is set by the server itself and cannot be given`);
   return `${name}: ${header.slice(colon + 1).trim()}`;
 }

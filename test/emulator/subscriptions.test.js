@@ -153,6 +153,8 @@ describe('emulator subscription hub: registration rules', function () {
       await rejected('abcdefgh', { header: ['Bad Name: x'] }, /^header must be written "Name: value"/);
       await rejected('abcdefgh', { header: [': x'] }, /^header must be written "Name: value"/);
       await rejected('abcdefgh', { header: ['X-A: a\r\nX-Injected: b'] }, /^header X-A must not contain line breaks/);
+      await rejected('abcdefgh', { header: ['X-Price: 5 \u20ac'] }, /^header X-Price must hold only printable ASCII or Latin-1 characters/);
+      (await register('abcdefgh', { header: ['X-Name: caf\u00e9'] })).ok.should.be.true();
     });
     it('rejects headers the server writes itself', async function () {
       await rejected('abcdefgh', { header: ['Content-Length: 5'] }, /^header Content-Length is set by the server itself/);
