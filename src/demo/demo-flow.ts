@@ -1,0 +1,245 @@
+/**
+ * The flow `npm start` deploys: a hot folder that ingests into the server, and a
+ * mirror that follows the server's changes back to disk.
+ *
+ *   watch inbox/ -> files only -> wait until stable -> asset-upload /inbox -> move to inbox/done/
+ *   asset-event-in (owns `* /inbox`) -> added|modified -> asset-download to mirror/<path>
+ *       -> asset-export -> file out <name>.metadata.json
+ *
+ * Values that depend on the machine (folders, ports) are written into the flow as
+ * literals, so the editor shows them plainly; start.ts re-deploys the flow when they
+ * change and the user has not edited it.
+ */
+import * as crypto from 'crypto';
+import * as fs from 'fs';
+import * as path from 'path';
+
+export interface DemoFlowOptions {
+  /** Folder watched for new files (absolute). Files are moved to `<inbox>/done/` once uploaded. */
+  inboxDir: string;
+  /** Folder the server's /inbox is mirrored into (absolute): `<mirror>/inbox/<name>`. */
+  mirrorDir: string;
+  /** Emulator base URL, e.g. http://127.0.0.1:8873. */
+  serverUrl: string;
+  /** Where the server reaches this Node-RED, e.g. http://127.0.0.1:1880. */
+  publicBaseUrl: string;
+  /** Session cookie value for the emulator. */
+  cookie: string;
+}
+
+/** Subscription the demo's asset-event-in owns on the emulator. */
+export const DEMO_SUBSCRIPTION_ID = 'dam-demo-mirror';
+/** Route of the demo's asset-event-in under httpNodeRoot. */
+export const DEMO_CALLBACK_PATH = '/dam/demo/changes';
+/** Shared secret of the demo webhook: not a real secret, it shows the feature. */
+const DEMO_WEBHOOK_SECRET = 'demo-webhook-secret';
+
+/**
+ * Node ids: fixed, so a re-deploy updates the same nodes, and hex like the editor's own
+ * (the editor uses ids in element ids). `id('watch')` is readable in this file.
+ */
+function id(name: string): string {
+  return crypto.createHash('sha256').update('dam-demo/' + name).digest('hex').slice(0, 16);
+}
+
+const TAB = id('tab');
+const SERVER = id('server');
+
+/** Function-node `libs` entries: Node-RED loads built-in modules for the Setup tab. */
+const FS_LIBS = [{ var: 'fs', module: 'fs' }, { var: 'path', module: 'path' }];
+
+/** Node-RED function body lines joined; `${JSON.stringify(x)}` embeds literals safely. */
+function code(...lines: string[]): string {
+  return lines.join('\n');
+}
+
+/** The demo flow, credentials included (for POST /flows). */
+export function demoFlow(o: DemoFlowOptions): object[] {
+  const inbox = JSON.stringify(o.inboxDir);
+  const mirror = JSON.stringify(o.mirrorDir);
+  const ingestNodes = [id('sweep'), id('filter'), id('stable'), id('upload'), id('move')];
+  const mirrorNodes = [id('events'), id('target'), id('download'), id('export'), id('metafile'), id('writemeta')];
+  const node = (props: Record<string, unknown>) => ({ z: TAB, ...props });
+
+  return [
+    { id: TAB, type: 'tab', label: 'DAM demo', disabled: false,
+      info: 'Deployed by `npm start`. See docs/demo.md. Edit freely: `npm start` keeps a flow you changed.' },
+
+    { id: SERVER, type: 'asset-server', name: 'local emulator', baseUrl: o.serverUrl, timeout: 30,
+      rejectUnauthorized: true, tls: '', publicBaseUrl: o.publicBaseUrl, credentials: { cookie: o.cookie } },
+
+    // ---------------------------------------------------------------- hot-folder ingest
+    node({ id: id('c1'), type: 'comment', name: `Hot folder: files dropped into ${o.inboxDir} are uploaded to /inbox, then moved to done/`,
+      info: 'The watch node reports every change in the folder. Folders, hidden and temporary files ' +
+        '(.tmp, .part, .crdownload, .swp, ~) are skipped; a file is uploaded once its size and time ' +
+        'stop changing, then moved to done/ so it is not uploaded twice. Files already waiting when ' +
+        'Node-RED starts are picked up too.', x: 370, y: 40, wires: [] }),
+    node({ id: id('watch'), type: 'watch', name: 'inbox', files: o.inboxDir, recursive: '', x: 110, y: 100, wires: [[id('filter')]] }),
+    node({ id: id('sweep'), type: 'inject', name: 'files waiting at start', props: [], repeat: '', crontab: '',
+      once: true, onceDelay: '1', topic: '', x: 150, y: 150, wires: [[id('list')]] }),
+    node({ id: id('list'), type: 'function', name: 'list inbox', libs: FS_LIBS, outputs: 1, timeout: 0, noerr: 0,
+      initialize: '', finalize: '', x: 340, y: 150, wires: [[id('filter')]],
+      func: code(
+        `const inbox = ${inbox};`,
+        'for (const entry of await fs.promises.readdir(inbox, { withFileTypes: true })) {',
+        '    if (!entry.isFile()) continue;',
+        '    const filename = path.join(inbox, entry.name);',
+        '    node.send({ payload: filename, filename, file: entry.name, type: "file" });',
+        '}',
+        'return null;') }),
+    node({ id: id('filter'), type: 'function', name: 'files only, no temp files', outputs: 1, timeout: 0, noerr: 0,
+      initialize: '', finalize: '', libs: [], x: 370, y: 100, wires: [[id('stable')]],
+      func: code(
+        'if (msg.type !== "file") return null;  // folders (done/) and removed files',
+        'if (/^[.~]|~$|\\.(tmp|temp|part|partial|crdownload|download|swp)$/i.test(msg.file)) return null;',
+        'return msg;') }),
+    node({ id: id('stable'), type: 'function', name: 'wait until stable', libs: FS_LIBS, outputs: 1, timeout: 0, noerr: 0,
+      initialize: '', finalize: '', x: 590, y: 100, wires: [[id('upload')]],
+      func: code(
+        '// One upload per file: the watch node reports a file several times while it is written.',
+        'const pending = context.get("pending") || {};',
+        'if (pending[msg.filename]) return null;',
+        'pending[msg.filename] = true;',
+        'context.set("pending", pending);',
+        'try {',
+        '    let last = "";',
+        '    for (;;) {',
+        '        await new Promise((resolve) => setTimeout(resolve, 300));',
+        '        let stat;',
+        '        try { stat = await fs.promises.stat(msg.filename); } catch (e) { return null; }  // gone',
+        '        const now = stat.size + ":" + stat.mtimeMs;',
+        '        if (now === last) break;',
+        '        last = now;',
+        '    }',
+        '} finally {',
+        '    delete pending[msg.filename];',
+        '}',
+        'return { payload: msg.filename, filename: msg.filename, topic: path.basename(msg.filename) };') }),
+    node({ id: id('upload'), type: 'asset-upload', name: 'upload to /inbox', server: SERVER,
+      filename: 'filename', filenameType: 'msg', assetName: '', assetNameType: 'str',
+      destination: '/inbox', destinationType: 'str', destinationFuid: '', destinationFuidType: 'num',
+      collectionId: '', collectionIdType: 'num', wait: 'true', waitType: 'bool',
+      waitInMinutes: '', waitInMinutesType: 'num', expandZip: 'false', expandZipType: 'bool',
+      x: 800, y: 100, wires: [[id('move')]] }),
+    node({ id: id('move'), type: 'function', name: 'move to done/', libs: FS_LIBS, outputs: 1, timeout: 0, noerr: 0,
+      initialize: '', finalize: '', x: 1000, y: 100, wires: [[id('ingested')]],
+      func: code(
+        'const doneDir = path.join(path.dirname(msg.filename), "done");',
+        'await fs.promises.mkdir(doneDir, { recursive: true });',
+        'const name = path.basename(msg.filename);',
+        'let target = path.join(doneDir, name);',
+        'if (fs.existsSync(target)) {',
+        '    // Keep the earlier file: add the time to the new one\'s name.',
+        '    const ext = path.extname(name);',
+        '    const stamp = new Date().toISOString().replace(/[:.]/g, "-");',
+        '    target = path.join(doneDir, path.basename(name, ext) + " " + stamp + ext);',
+        '}',
+        'await fs.promises.rename(msg.filename, target);',
+        'msg.payload = { uploaded: name, fuid: msg.fuid, rrn: msg.rrn, movedTo: target };',
+        'return msg;') }),
+    node({ id: id('ingested'), type: 'debug', name: 'ingested', active: true, tosidebar: true, console: false,
+      tostatus: false, complete: 'payload', targetType: 'msg', statusVal: '', statusType: 'auto', x: 1180, y: 100, wires: [] }),
+    node({ id: id('catchIngest'), type: 'catch', name: 'ingest failed', scope: ingestNodes, uncaught: false,
+      x: 590, y: 150, wires: [[id('ingestError')]] }),
+    node({ id: id('ingestError'), type: 'debug', name: 'ingest error (file stays in the inbox)', active: true,
+      tosidebar: true, console: true, tostatus: false, complete: 'error.message', targetType: 'msg', statusVal: '', statusType: 'auto',
+      x: 860, y: 150, wires: [] }),
+
+    // ---------------------------------------------------------------- change mirror
+    node({ id: id('c2'), type: 'comment', name: `Mirror: every asset added or modified under /inbox is downloaded to ${o.mirrorDir}, with its metadata beside it`,
+      info: `The asset-event-in node owns the subscription \`${DEMO_SUBSCRIPTION_ID}\` on \`* /inbox\`: it registers ` +
+        'it on deploy (callback: the server config\'s public base URL + the node\'s path) and deletes it ' +
+        'when the node is removed. Each changed asset arrives as one message; the latest revision is ' +
+        'downloaded to mirror/<server path> and its metadata export is written beside it as ' +
+        '<name>.metadata.json.', x: 430, y: 220, wires: [] }),
+    node({ id: id('events'), type: 'asset-event-in', name: 'changes in /inbox', path: DEMO_CALLBACK_PATH, method: 'post',
+      successCode: 200, output: 'entry', emitEmpty: false, maxBodyMB: 50, secretHeader: 'X-DAM-Secret',
+      subscriptionId: DEMO_SUBSCRIPTION_ID, checkId: true, dedup: true, dedupWindow: 600, dedupMax: 10000,
+      server: SERVER, manage: true, watchPath: ['* /inbox'], watchMetadata: [], logicalOperand: '', retryCount: '',
+      credentials: { secret: DEMO_WEBHOOK_SECRET }, x: 130, y: 280, wires: [[id('switch')]] }),
+    node({ id: id('switch'), type: 'switch', name: 'added or modified', property: 'payload.action', propertyType: 'msg',
+      rules: [{ t: 'eq', v: 'added', vt: 'str' }, { t: 'eq', v: 'modified', vt: 'str' }], checkall: 'false', repair: false,
+      outputs: 2, x: 330, y: 280, wires: [[id('target')], [id('target')]] }),
+    node({ id: id('target'), type: 'function', name: 'mirror path', libs: FS_LIBS, outputs: 1, timeout: 0, noerr: 0,
+      initialize: '', finalize: '', x: 520, y: 280, wires: [[id('download')]],
+      func: code(
+        `const mirror = ${mirror};`,
+        'const serverPath = String(msg.payload.path || "");',
+        'const target = path.resolve(mirror, serverPath.replace(/^[\\\\/]+/, ""));',
+        '// Never write outside the mirror folder, whatever path the server reports.',
+        'if (!target.startsWith(mirror + path.sep)) {',
+        '    node.warn("skipped: path outside the mirror: " + serverPath);',
+        '    return null;',
+        '}',
+        'msg.fuid = msg.payload.assetId;',
+        'msg.rrn = -1;  // a mirror keeps the latest revision',
+        'msg.filename = target;',
+        'msg.topic = serverPath;',
+        'return msg;') }),
+    node({ id: id('download'), type: 'asset-download', name: 'download latest', server: SERVER,
+      fuid: 'fuid', fuidType: 'msg', rrn: '-1', rrnType: 'num', collectionId: '', collectionIdType: 'num',
+      output: 'file', filename: 'filename', filenameType: 'msg', x: 710, y: 280, wires: [[id('export')]] }),
+    node({ id: id('export'), type: 'asset-export', name: 'export metadata', server: SERVER,
+      fuid: 'fuid', fuidType: 'msg', rrn: '-1', rrnType: 'num', exportType: 'json', exportTypeType: 'fmt',
+      x: 900, y: 280, wires: [[id('metafile')]] }),
+    node({ id: id('metafile'), type: 'function', name: '<name>.metadata.json', outputs: 1, timeout: 0, noerr: 0,
+      initialize: '', finalize: '', libs: [], x: 1100, y: 280, wires: [[id('writemeta')]],
+      func: code(
+        'msg.filename = msg.filename + ".metadata.json";',
+        'msg.payload = JSON.stringify(msg.payload, null, 2) + "\\n";',
+        'return msg;') }),
+    node({ id: id('writemeta'), type: 'file', name: 'write metadata', filename: 'filename', filenameType: 'msg',
+      appendNewline: false, createDir: true, overwriteFile: 'true', encoding: 'utf8', x: 1300, y: 280, wires: [[id('mirrored')]] }),
+    node({ id: id('mirrored'), type: 'debug', name: 'mirrored', active: true, tosidebar: true, console: false,
+      tostatus: false, complete: 'topic', targetType: 'msg', statusVal: '', statusType: 'auto', x: 1470, y: 280, wires: [] }),
+    node({ id: id('catchMirror'), type: 'catch', name: 'mirror failed', scope: mirrorNodes, uncaught: false,
+      x: 520, y: 330, wires: [[id('mirrorError')]] }),
+    node({ id: id('mirrorError'), type: 'debug', name: 'mirror error', active: true, tosidebar: true, console: true,
+      tostatus: false, complete: 'error.message', targetType: 'msg', statusVal: '', statusType: 'auto', x: 730, y: 330, wires: [] })
+  ];
+}
+
+/** sha256 of a value's JSON, or of a file's bytes. */
+export function sha256(data: string | Buffer): string {
+  return crypto.createHash('sha256').update(data).digest('hex');
+}
+
+/** What start.ts does with the flows file it finds. */
+export type FlowDecision =
+  | 'install'     // no flows file yet: deploy the demo flow
+  | 'update'      // the flows file is the one we deployed, but the demo flow changed (folders, ports, version)
+  | 'unchanged'   // the flows file is the one we deployed and still current
+  | 'keep-user';  // someone edited the flows: leave them alone
+
+/** Remembered beside the flows file: what we deployed last and what Node-RED wrote for it. */
+export interface DeployMarker {
+  demoFlowSha: string;
+  flowsFileSha: string;
+}
+
+export const MARKER_FILE = '.dam-demo-flow.json';
+
+/** Decides, from the user dir's files, whether to (re)deploy the demo flow. */
+export function decideFlow(userDir: string, demoFlowSha: string): FlowDecision {
+  let flowsFile: Buffer;
+  try {
+    flowsFile = fs.readFileSync(path.join(userDir, 'flows.json'));
+  } catch {
+    return 'install';
+  }
+  let marker: DeployMarker | undefined;
+  try {
+    marker = JSON.parse(fs.readFileSync(path.join(userDir, MARKER_FILE), 'utf8')) as DeployMarker;
+  } catch {
+    marker = undefined;
+  }
+  if (!marker || marker.flowsFileSha !== sha256(flowsFile)) return 'keep-user';
+  return marker.demoFlowSha === demoFlowSha ? 'unchanged' : 'update';
+}
+
+/** Records what was deployed, after Node-RED has written its flows file. */
+export function writeMarker(userDir: string, demoFlowSha: string): void {
+  const flowsFileSha = sha256(fs.readFileSync(path.join(userDir, 'flows.json')));
+  const marker: DeployMarker = { demoFlowSha, flowsFileSha };
+  fs.writeFileSync(path.join(userDir, MARKER_FILE), JSON.stringify(marker, null, 2) + '\n');
+}
