@@ -25,12 +25,17 @@ describe('npm start sandbox (dist/demo/start.js)', function () {
     ports = { nodeRed: await freePort(), emulator: await freePort() };
   });
 
-  after(() => {
-    for (const child of children) {
+  // A failed test must not leave the launcher or its Node-RED running (they hold the ports).
+  afterEach(async () => {
+    for (const child of children.splice(0)) {
       if (child.exitCode === null && child.signalCode === null) {
         try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
+        await exitOf(child, 5000).catch(() => {});
       }
     }
+  });
+
+  after(() => {
     fs.rmSync(demoDir, { recursive: true, force: true });
   });
 

@@ -1,0 +1,342 @@
+'use strict';
+// Every example flow, end to end, installed the way a user installs the package:
+// `npm pack` -> `npm install <tarball>` into a fresh Node-RED user dir -> a real Node-RED
+// process (node-red/red.js) -> the emulator. Each example is read back through Node-RED's
+// own Import > Examples API, deployed through the admin API and checked against what its
+// comment node promises.
+//
+// The only changes made to an example before deploying it are the ones its comment asks
+// the user to make: the cookie typed into the server configuration, and (for the test's
+// free ports and temp folder) the addresses 127.0.0.1:8873 / 127.0.0.1:1880 and the folder
+// /tmp/dam-examples. Debug nodes are swapped for reporters that POST the msg to this test.
+require('should');
+const { execFile } = require('child_process');
+const crypto = require('crypto');
+const fs = require('fs');
+const http = require('http');
+const os = require('os');
+const path = require('path');
+const { promisify } = require('util');
+const { startEmulator } = require('../../dist/emulator');
+const { startNodeRed, deployFlows } = require('../../dist/demo/node-red');
+const { freePort, waitFor, sleep } = require('./support');
+
+const PROJECT_DIR = path.resolve(__dirname, '..', '..');
+const MODULE = '@dam-assets/node-red';
+const COOKIE = 'local-dev';
+const EXAMPLE_DIR = '/tmp/dam-examples';
+
+/** A tiny HTTP server the reporters POST to: one entry per message a debug node would show. */
+function startCollector() {
+  const reports = [];
+  const waiters = new Set();
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      try {
+        const report = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        reports.push(report);
+        for (const w of [...waiters]) w();
+      } finally {
+        res.end('ok');
+      }
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({
+    url: `http://127.0.0.1:${server.address().port}/report`,
+    reports,
+    close: () => new Promise((r) => server.close(r)),
+    /** The next report from the debug node `name` (matching `test`), counting from `since`. */
+    next(name, since, timeoutMs = 10000, test = () => true) {
+      const find = () => reports.slice(since).find((r) => r.debug === name && test(r.msg));
+      return new Promise((res, rej) => {
+        const found = find();
+        if (found) return res(found.msg);
+        const check = () => { const f = find(); if (f) { waiters.delete(check); clearTimeout(timer); res(f.msg); } };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          rej(new Error(`no message at debug node "${name}" within ${timeoutMs} ms; got: ` +
+            JSON.stringify(reports.slice(since).map((r) => r.debug))));
+        }, timeoutMs);
+        waiters.add(check);
+      });
+    }
+  })));
+}
+
+describe('example flows, packed and installed into a real Node-RED', function () {
+  this.timeout(30000);
+  let work;
+  let exampleDir;
+  let userDir;
+  let emulator;
+  let nodeRed;
+  let collector;
+  const log = [];
+
+  before(async function () {
+    this.timeout(100000);
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-examples-e2e-'));
+    exampleDir = path.join(work, 'dam-examples');
+    userDir = path.join(work, 'node-red');
+    fs.mkdirSync(userDir, { recursive: true });
+
+    // Pack and install as a user would (offline-safe: the dependencies are in npm's cache).
+    const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+    const packed = await promisify(execFile)(npm, ['pack', '--pack-destination', work, '--json'], { cwd: PROJECT_DIR });
+    const tarball = path.join(work, JSON.parse(packed.stdout)[0].filename);
+    await promisify(execFile)(npm, ['install', '--prefix', userDir, tarball, '--prefer-offline', '--no-audit', '--no-fund'], { cwd: work });
+    fs.lstatSync(path.join(userDir, 'node_modules', MODULE)).isSymbolicLink().should.be.false();
+
+    emulator = await startEmulator({ host: '127.0.0.1', port: 0, dataDir: path.join(work, 'emulator'), retryDelayMs: 1000 });
+    collector = await startCollector();
+    nodeRed = await startNodeRed({
+      userDir, port: await freePort(), credentialSecret: 'examples-e2e', logLevel: 'info',
+      onLine: (line) => log.push(line)
+    });
+  });
+
+  after(async function () {
+    this.timeout(30000);
+    if (nodeRed) await nodeRed.stop();
+    if (emulator) await emulator.close();
+    if (collector) await collector.close();
+    if (work) fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  // ------------------------------------------------------------------ helpers
+
+  async function adminGet(url) {
+    const res = await fetch(nodeRed.url + url);
+    res.status.should.equal(200, `GET ${url}`);
+    return res.json();
+  }
+
+  async function emulatorCall(method, url) {
+    const res = await fetch(emulator.url + url, { method, headers: { Cookie: `JSESSIONID=${COOKIE}` } });
+    const type = res.headers.get('content-type') || '';
+    return { status: res.status, body: type.includes('json') ? await res.json() : Buffer.from(await res.arrayBuffer()) };
+  }
+
+  const downloadBytes = async (fuid) => (await emulatorCall('GET', `/review/api/asset/download?fuid=${fuid}&rrn=-1`)).body;
+
+  /**
+   * Reads an example through Import > Examples, makes the user's edits (see the top of
+   * this file), swaps debug nodes for reporters, deploys it alone, and returns helpers.
+   */
+  async function deployExample(name) {
+    const original = await adminGet(`/library/examples/flows/${MODULE}/${name}`);
+    const server = original.find((n) => n.type === 'asset-server');
+    server.should.containEql({ baseUrl: 'http://127.0.0.1:8873', publicBaseUrl: 'http://127.0.0.1:1880' });
+    original.some((n) => n.credentials !== undefined).should.be.false('an example must not carry credentials');
+    original.filter((n) => n.type === 'comment').length.should.be.aboveOrEqual(1, 'each example explains itself');
+
+    const text = JSON.stringify(original)
+      .split('http://127.0.0.1:8873').join(emulator.url)
+      .split('http://127.0.0.1:1880').join(nodeRed.url)
+      .split(EXAMPLE_DIR).join(exampleDir);
+    const tab = { id: crypto.randomBytes(8).toString('hex'), type: 'tab', label: name };
+    const reporter = { id: crypto.randomBytes(8).toString('hex'), type: 'http request', z: tab.id, name: 'to the test',
+      method: 'POST', ret: 'txt', paytoqs: 'ignore', url: collector.url, tls: '', persist: false, proxy: '',
+      insecureHTTPParser: false, authType: '', senderr: false, headers: [], x: 0, y: 0, wires: [[]] };
+    const nodes = JSON.parse(text).map((n) => {
+      if (n.type === 'asset-server') return { ...n, credentials: { cookie: COOKIE } };
+      const placed = { ...n, z: tab.id };
+      if (n.type !== 'debug') return placed;
+      return { id: n.id, type: 'function', z: tab.id, name: `report ${n.name}`, outputs: 1, timeout: 0, noerr: 0,
+        initialize: '', finalize: '', libs: [], x: n.x, y: n.y, wires: [[reporter.id]],
+        func: [
+          'const out = {};',
+          'for (const key of Object.keys(msg)) {',
+          '    const value = msg[key];',
+          '    out[key] = Buffer.isBuffer(value) ? { base64: value.toString("base64") } : value;',
+          '}',
+          `return { payload: { debug: ${JSON.stringify(n.name)}, msg: out }, headers: { "content-type": "application/json" } };`
+        ].join('\n') };
+    });
+    const logFrom = log.length;
+    await deployFlows(nodeRed.url, [tab, reporter, ...nodes]);
+    const byName = (type, nodeName) => {
+      const node = original.find((n) => n.type === type && n.name === nodeName);
+      if (!node) throw new Error(`${name} has no ${type} node named "${nodeName}"`);
+      return node;
+    };
+    return {
+      original,
+      byName,
+      since: collector.reports.length,
+      /** Clicks an inject node's button (the editor calls the same admin endpoint). */
+      async inject(injectName) {
+        const res = await fetch(`${nodeRed.url}/inject/${byName('inject', injectName).id}`, { method: 'POST' });
+        res.status.should.equal(200);
+      },
+      next(debugName, test, timeoutMs) {
+        byName('debug', debugName);
+        return collector.next(debugName, this.since, timeoutMs, test);
+      },
+      /** Node-RED logged no error while this example ran. */
+      noErrorsLogged() {
+        const errors = log.slice(logFrom).filter((l) => /\[error\]/.test(l));
+        errors.should.eql([], errors.join('\n'));
+      }
+    };
+  }
+
+  // ------------------------------------------------------------------ tests
+
+  it('Import > Examples lists every file of examples/ under the package', async () => {
+    const listed = (await adminGet(`/library/examples/flows/${MODULE}`)).map((e) => e.fn).sort();
+    const files = fs.readdirSync(path.join(PROJECT_DIR, 'examples')).filter((f) => f.endsWith('.json')).map((f) => f.replace(/\.json$/, '')).sort();
+    listed.should.eql(files);
+    files.length.should.be.aboveOrEqual(7);
+    // At least one example per node of the package.
+    const types = new Set();
+    for (const name of files) for (const n of await adminGet(`/library/examples/flows/${MODULE}/${name}`)) types.add(n.type);
+    for (const type of ['asset-server', 'asset-subscribe', 'asset-event-in', 'asset-upload', 'asset-download', 'asset-export', 'catch']) {
+      types.has(type).should.be.true(`no example uses ${type}`);
+    }
+  });
+
+  it('01 subscribe/get/delete: registers, reads back and deletes the subscription', async () => {
+    const ex = await deployExample('01-subscribe-get-delete');
+    await ex.inject('register');
+    const registered = await ex.next('subscription result', (m) => m.action === 'register');
+    registered.payload.should.containEql({ id: 'example-subscription', success: true });
+    const stored = (await emulatorCall('GET', '/review/api/events/assets/subscribe/example-subscription')).body;
+    stored.success.should.be.true();
+    stored.subscription.should.containEql({ callback: `${nodeRed.url}/dam/example-callback`, method: 'POST' });
+    stored.subscription.watchPath.should.eql(['* /examples']);
+    stored.subscription.header.should.eql(['Content-Type: application/json']);
+
+    await ex.inject('get');
+    const got = await ex.next('subscription result', (m) => m.action === 'get');
+    got.payload.subscription.callback.should.equal(`${nodeRed.url}/dam/example-callback`);
+
+    await ex.inject('delete');
+    (await ex.next('subscription result', (m) => m.action === 'delete')).payload.success.should.be.true();
+    (await emulatorCall('GET', '/review/api/events/assets/subscribe/example-subscription')).body.success.should.be.false();
+
+    // The cookie typed into the config node is only in the encrypted credentials file.
+    fs.readFileSync(path.join(userDir, 'flows.json'), 'utf8').should.not.containEql(COOKIE);
+    fs.readFileSync(path.join(userDir, 'flows_cred.json'), 'utf8').should.not.containEql(COOKIE);
+    ex.noErrorsLogged();
+  });
+
+  it('02 upload: uploads text from msg.payload and a file from disk into /examples', async () => {
+    fs.mkdirSync(exampleDir, { recursive: true });
+    const fromDisk = crypto.randomBytes(100 * 1024);
+    fs.writeFileSync(path.join(exampleDir, 'to-upload.txt'), fromDisk);
+    const ex = await deployExample('02-upload-a-file');
+
+    await ex.inject('upload text');
+    const text = await ex.next('upload result');
+    text.payload.success.should.be.true();
+    text.fuid.should.be.a.Number();
+    (await downloadBytes(text.fuid)).toString().should.equal('Hello from Node-RED');
+    JSON.stringify((await emulatorCall('GET', `/emulator/assets/${text.fuid}`)).body).should.match(/\/examples\/hello\.txt/);
+
+    await ex.inject('upload a file from disk');
+    const disk = await ex.next('upload result', (m) => m.fuid !== text.fuid);
+    (await downloadBytes(disk.fuid)).equals(fromDisk).should.be.true();
+    JSON.stringify((await emulatorCall('GET', `/emulator/assets/${disk.fuid}`)).body).should.match(/\/examples\/to-upload\.txt/);
+    ex.noErrorsLogged();
+  });
+
+  it('03 hot folder: uploads a dropped file once, moves it to done/, skips temporary files', async () => {
+    const hot = path.join(exampleDir, 'hot-folder');
+    fs.mkdirSync(hot, { recursive: true }); // the comment asks the user to create it
+    const ex = await deployExample('03-hot-folder-ingest');
+    await sleep(300); // the watcher starts with the flow
+
+    fs.writeFileSync(path.join(hot, 'still-copying.part'), 'partial');
+    const bytes = crypto.randomBytes(256 * 1024);
+    const handle = fs.openSync(path.join(hot, 'scan 001.tif'), 'w');
+    for (let i = 0; i < bytes.length; i += 32 * 1024) {
+      fs.writeSync(handle, bytes.subarray(i, i + 32 * 1024));
+      await sleep(20); // a slow copy: reported several times while it grows
+    }
+    fs.closeSync(handle);
+
+    const ingested = await ex.next('ingested', undefined, 10000);
+    ingested.payload.uploaded.should.equal('scan 001.tif');
+    (await downloadBytes(ingested.payload.fuid)).equals(bytes).should.be.true();
+    fs.existsSync(path.join(hot, 'scan 001.tif')).should.be.false();
+    fs.readFileSync(path.join(hot, 'done', 'scan 001.tif')).equals(bytes).should.be.true();
+
+    await sleep(1000);
+    collector.reports.slice(ex.since).filter((r) => r.debug === 'ingested').length.should.equal(1, 'uploaded once');
+    fs.existsSync(path.join(hot, 'still-copying.part')).should.be.true();
+    ex.noErrorsLogged();
+  });
+
+  it('04 react to changes: owns its subscription, reports added and deleted, deletes it with the node', async () => {
+    const ex = await deployExample('04-react-to-changes');
+    await waitFor('the owned subscription', async () =>
+      (await emulatorCall('GET', '/review/api/events/assets/subscribe/example-changes')).body.success === true, 10000);
+    const stored = (await emulatorCall('GET', '/review/api/events/assets/subscribe/example-changes')).body.subscription;
+    stored.callback.should.equal(`${nodeRed.url}/dam/example-changes`);
+    stored.watchPath.should.eql(['* /examples']);
+
+    await ex.inject('upload a test file');
+    const added = await ex.next('added or modified', (m) => m.payload.path === '/examples/change-me.txt');
+    added.topic.should.equal('added');
+    added.payload.action.should.equal('added');
+    (await downloadBytes(added.payload.assetId)).toString().should.equal('A change the server reports back');
+
+    (await emulatorCall('DELETE', `/emulator/assets/${added.payload.assetId}`)).status.should.equal(200);
+    const deleted = await ex.next('deleted');
+    deleted.payload.should.containEql({ assetId: added.payload.assetId, action: 'deleted' });
+
+    // "when you delete the node and deploy, the subscription is deleted too"
+    await deployFlows(nodeRed.url, [{ id: 'e2e0000000000004', type: 'tab', label: 'empty' }]);
+    await waitFor('the subscription to be deleted', async () =>
+      (await emulatorCall('GET', '/review/api/events/assets/subscribe/example-changes')).body.success === false, 10000);
+    ex.noErrorsLogged();
+  });
+
+  it('05 download latest revision: two uploads make two revisions; the file on disk holds the second', async () => {
+    const ex = await deployExample('05-download-latest-revision');
+    await ex.inject('upload revision 1');
+    const first = await ex.next('uploaded');
+    await ex.inject('upload revision 2');
+    const second = await ex.next('uploaded', (m) => m.rrn !== first.rrn);
+    second.fuid.should.equal(first.fuid); // same asset, new revision
+
+    await ex.inject('download latest');
+    const downloaded = await ex.next('downloaded');
+    const target = path.join(exampleDir, 'downloads', 'revisions.txt');
+    downloaded.filename.should.equal(target);
+    fs.readFileSync(target, 'utf8').should.equal('revision 2');
+    ex.noErrorsLogged();
+  });
+
+  it('06 export metadata: uploads, exports the metadata as JSON and saves it as <asset id>.json', async () => {
+    const ex = await deployExample('06-export-metadata');
+    await ex.inject('upload and export');
+    const exported = await ex.next('metadata');
+    JSON.stringify(exported.payload).should.match(/with-metadata\.txt/);
+    const saved = path.join(exampleDir, 'metadata', `${exported.fuid}.json`);
+    const onDisk = await waitFor('the saved metadata', () => JSON.parse(fs.readFileSync(saved, 'utf8')), 5000);
+    onDisk.should.eql(exported.payload);
+    ex.noErrorsLogged();
+  });
+
+  it('07 handle errors: the Catch node gets each failure, routed by msg.assetError.kind, with no cookie in it', async () => {
+    const ex = await deployExample('07-handle-errors');
+    await ex.inject('unknown asset');
+    const unknown = await ex.next('request refused', (m) => m.fuid === 999999999);
+    unknown.assetError.kind.should.equal('rejected');
+    unknown.error.source.name.should.equal('download');
+    unknown.error.message.should.be.a.String().and.not.be.empty();
+
+    await ex.inject('invalid asset id');
+    const invalid = await ex.next('request refused', (m) => m.fuid === 'abc');
+    invalid.assetError.kind.should.equal('invalid-input');
+    invalid.error.message.should.match(/fuid/);
+
+    collector.reports.slice(ex.since).filter((r) => r.debug === 'downloaded').should.be.empty();
+    JSON.stringify(collector.reports.slice(ex.since)).should.not.containEql(COOKIE);
+    ex.noErrorsLogged();
+  });
+});
