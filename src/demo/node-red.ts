@@ -41,6 +41,8 @@ export function writeSettings(settings: NodeRedSettings): string {
     // Function nodes of the demo load the built-in `fs` and `path` modules through their Setup tab.
     functionExternalModules: true,
     logging: { console: { level: settings.logLevel ?? 'info', metrics: false, audit: false } },
+    // The launcher reads Node-RED's "Started flows" log line: keep the runtime's messages in English.
+    lang: 'en-US',
     // Never call out to the internet (update checks) from a sandbox or a test.
     telemetry: { enabled: false },
     diagnostics: { enabled: true, ui: false },
@@ -66,6 +68,11 @@ export interface NodeRedProcess {
   exited: Promise<number | string>;
   /** SIGINT, then SIGKILL after `graceMs`; resolves when the process is gone. */
   stop(graceMs?: number): Promise<number | string>;
+  /**
+   * Replaces all flows (full deploy, see {@link deployFlows}) and resolves once Node-RED has
+   * started them: the admin API answers before the new flows are running.
+   */
+  deploy(flows: object[], timeoutMs?: number): Promise<void>;
 }
 
 export interface StartNodeRedOptions extends NodeRedSettings {
@@ -98,9 +105,11 @@ export async function startNodeRed(options: StartNodeRedOptions): Promise<NodeRe
     { cwd: options.userDir, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
 
   const recent: string[] = [];
+  let flowsStarted = 0;
   const onLine = (line: string) => {
     recent.push(line);
     if (recent.length > 30) recent.shift();
+    if (/\] Started (flows|modified nodes|modified flows)\s*$/.test(line)) flowsStarted++;
     options.onLine?.(line);
   };
   forEachLine(child.stdout!, onLine);
@@ -138,7 +147,16 @@ export async function startNodeRed(options: StartNodeRedOptions): Promise<NodeRe
     if (await answers(`${url}/settings`)) break;
     await delay(200);
   }
-  return { child, url, exited, stop };
+  const deploy = async (flows: object[], timeoutMs = 30000): Promise<void> => {
+    const before = flowsStarted;
+    await deployFlows(url, flows);
+    const until = Date.now() + timeoutMs;
+    while (flowsStarted === before) {
+      if (Date.now() > until) throw new Error(`Node-RED did not start the deployed flows in time. Its last lines:\n${recent.join('\n')}`);
+      await delay(50);
+    }
+  };
+  return { child, url, exited, stop, deploy };
 }
 
 async function answers(url: string): Promise<boolean> {

@@ -16,7 +16,7 @@ import * as path from 'path';
 import { AssetClient } from '../api/client';
 import { startEmulator, type RunningEmulator } from '../emulator';
 import { DEMO_SUBSCRIPTION_ID, decideFlow, demoFlow, sha256, writeMarker } from './demo-flow';
-import { deployFlows, startNodeRed, type NodeRedProcess } from './node-red';
+import { startNodeRed, type NodeRedProcess } from './node-red';
 
 const PROJECT_DIR = path.resolve(__dirname, '..', '..');
 const HOST = '127.0.0.1';
@@ -155,7 +155,7 @@ async function main(): Promise<void> {
     console.log(`Node-RED started (pid ${running.child.pid}).`);
 
     if (decision === 'install' || decision === 'update') {
-      await deployFlows(running.url, flow);
+      await running.deploy(flow);
       writeMarker(dirs.userDir, flowSha);
       console.log(decision === 'install' ? 'Demo flow deployed.' : 'Demo flow updated (folders, ports or the demo itself changed).');
     } else if (decision === 'keep-user') {
