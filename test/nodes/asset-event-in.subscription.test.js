@@ -1,0 +1,187 @@
+'use strict';
+// asset-event-in owning its subscription, in the test helper, against the emulator (real HTTP).
+require('should');
+const http = require('http');
+const express = require('express');
+const request = require('supertest');
+const helper = require('node-red-node-test-helper');
+const { startEmulator } = require('../../dist/emulator');
+const eventIn = require('../../nodes/asset-event-in.js');
+const assetServer = require('../../nodes/asset-server.js');
+
+helper.init(require.resolve('node-red'));
+
+const COOKIE = 'local-dev';
+const SECRET = 'owned-sub-s3cret-value';
+const NODE_ID = '0123456789abcdef';
+const DERIVED_ID = 'nr-0123456789abcdef';
+
+describe('asset-event-in owning its subscription (test helper + emulator)', function () {
+  let emulator;
+  let app; // the helper's httpNode, served below under /hooks
+  let hookServer;
+  let publicBaseUrl;
+
+  before(async () => {
+    await helper.startServer();
+    emulator = await startEmulator({ port: 0, retryDelayMs: 200 });
+    const outer = express();
+    outer.use('/hooks', (req, res, next) => (app ? app(req, res, next) : next()));
+    hookServer = http.createServer(outer);
+    await new Promise((r) => hookServer.listen(0, '127.0.0.1', r));
+    publicBaseUrl = `http://127.0.0.1:${hookServer.address().port}/`;
+  });
+  after(async () => {
+    await helper.stopServer();
+    await emulator.close();
+    hookServer.closeAllConnections();
+    await new Promise((r) => hookServer.close(r));
+  });
+  afterEach(async () => {
+    await helper.unload(); // a stop, not a removal: the subscription stays, as on a Node-RED restart
+    helper.settings({});
+    for (const id of [DERIVED_ID, 'fixed-sub-0001']) {
+      await fetch(`${emulator.url}/review/api/events/assets/subscribe/${id}`, { method: 'DELETE', headers: { cookie: `JSESSIONID=${COOKIE}` } });
+    }
+  });
+
+  function flow(eventProps = {}, serverProps = {}) {
+    return [
+      Object.assign({
+        id: NODE_ID, type: 'asset-event-in', path: '/dam/events', manage: true, server: 'srv',
+        watchPath: ['* /inbox'], watchMetadata: ['City==SFO'], logicalOperand: 'AND', retryCount: '2', wires: [['h1']]
+      }, eventProps),
+      Object.assign({ id: 'srv', type: 'asset-server', baseUrl: emulator.url, publicBaseUrl, timeout: 5 }, serverProps),
+      { id: 'h1', type: 'helper' }
+    ];
+  }
+  const credentials = (cookie = COOKIE) => ({ [NODE_ID]: { secret: SECRET }, srv: { cookie } });
+
+  async function load(nodes, creds = credentials()) {
+    helper.settings({ httpNodeRoot: '/hooks' });
+    await helper.load([assetServer, (RED) => { app = RED.httpNode; return eventIn(RED); }], nodes, creds);
+    return helper.getNode(NODE_ID);
+  }
+
+  async function getSubscription(id) {
+    const res = await fetch(`${emulator.url}/review/api/events/assets/subscribe/${id}`, { headers: { cookie: `JSESSIONID=${COOKIE}` } });
+    return res.json();
+  }
+
+  async function until(check, timeoutMs = 3000) {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const value = await check();
+      if (value) return value;
+      if (Date.now() > end) throw new Error('condition not met in time');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  function statusTexts(node) {
+    return node.status.args.map((a) => a[0] && a[0].text).filter(Boolean);
+  }
+
+  it('registers on deploy: derived id, callback under httpNodeRoot, POST, secret header, editor lists', async function () {
+    const node = await load(flow());
+    const details = await until(async () => { const d = await getSubscription(DERIVED_ID); return d.success && d; });
+    details.subscription.should.containEql({
+      callback: `${publicBaseUrl}hooks/dam/events`,
+      method: 'POST',
+      successCode: 200,
+      retryCount: 2,
+      logicalOperand: 'AND'
+    });
+    details.subscription.header.should.eql([`X-DAM-Secret: ${SECRET}`]);
+    details.subscription.watchPath.should.eql(['* /inbox']);
+    details.subscription.watchMetadata.should.eql(['City==SFO']);
+    await until(() => node.status.lastCall && node.status.lastCall.args[0].fill === 'green');
+    node.status.lastCall.args[0].text.should.equal(DERIVED_ID);
+    // The callback URL it registered really reaches the node.
+    const res = await fetch(details.subscription.callback, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'x-dam-secret': SECRET },
+      body: JSON.stringify({ success: true, id: DERIVED_ID, data: { entry: [{ assetId: 1, rrn: 2, path: '/inbox/a', owner: 'o', action: 'added' }] } })
+    });
+    res.status.should.equal(200);
+  });
+
+  it('uses a fixed id when given and answers 400 to callbacks for another id', async function () {
+    await load(flow({ subscriptionId: 'fixed-sub-0001' }));
+    await until(async () => (await getSubscription('fixed-sub-0001')).success);
+    (await getSubscription(DERIVED_ID)).success.should.be.false();
+    await request(app).post('/dam/events').set('X-DAM-Secret', SECRET)
+      .send({ success: true, id: 'someone-else', data: { entry: [{ assetId: 1, rrn: 1, action: 'added' }] } }).expect(400);
+  });
+
+  it('keeps the subscription when Node-RED stops (a restart registers it again)', async function () {
+    await load(flow());
+    await until(async () => (await getSubscription(DERIVED_ID)).success);
+    await helper.unload();
+    (await getSubscription(DERIVED_ID)).success.should.be.true();
+  });
+
+  it('deletes the subscription when the node is removed, and keeps it on a redeploy that changes the node', async function () {
+    await load(flow());
+    await until(async () => (await getSubscription(DERIVED_ID)).success);
+    // Changed node (not removed): registered again with the new settings.
+    await helper.setFlows(flow({ watchPath: ['* /other'] }), 'full', credentials());
+    await until(async () => {
+      const d = await getSubscription(DERIVED_ID);
+      return d.success && d.subscription.watchPath[0] === '* /other';
+    });
+    // Removed: deleted on the server.
+    await helper.setFlows(flow().filter((n) => n.id !== NODE_ID), 'full', credentials());
+    await until(async () => (await getSubscription(DERIVED_ID)).success === false);
+  });
+
+  it('deletes the subscription also when its server config node is removed in the same deploy', async function () {
+    await load(flow());
+    await until(async () => (await getSubscription(DERIVED_ID)).success);
+    await helper.setFlows([{ id: 'h1', type: 'helper' }], 'full', {});
+    await until(async () => (await getSubscription(DERIVED_ID)).success === false);
+  });
+
+  it('on a registration failure: red status, error logged without secret or cookie, route up, retried until it works', async function () {
+    this.timeout(20000);
+    const lateCookie = 'late-session-cookie-value';
+    const node = await load(flow(), credentials(lateCookie));
+    await until(() => node.error.called);
+    const logged = node.error.args.map((a) => String(a[0])).join('\n');
+    logged.should.match(/registering subscription nr-0123456789abcdef failed \(auth\)/);
+    logged.should.match(/retry in 5 s/);
+    node.status.lastCall.args[0].should.containEql({ fill: 'red', shape: 'ring' });
+    // The route is up meanwhile.
+    await request(app).post('/dam/events').set('X-DAM-Secret', SECRET)
+      .send({ success: true, id: DERIVED_ID, data: { entry: [{ assetId: 9, rrn: 9, action: 'added' }] } }).expect(200);
+    // The session becomes valid: the retry (after 5 s) registers.
+    emulator.addSession({ value: lateCookie, permissions: ['events', 'add'] });
+    await until(async () => (await getSubscription(DERIVED_ID)).success, 8000);
+    await until(() => node.status.lastCall.args[0].fill === 'green');
+    const seen = JSON.stringify([node.status.args, node.error.args, node.warn.args, node.log.args]);
+    seen.should.not.containEql(SECRET);
+    seen.should.not.containEql(lateCookie);
+    emulator.revokeSession(lateCookie);
+  });
+
+  it('does not retry what its own settings break, and says which field', async function () {
+    const node = await load(flow({ watchPath: ['? /inbox'] }));
+    await until(() => node.error.called);
+    node.error.lastCall.args[0].should.match(/\(invalid-input\).*watchPath/);
+    node.error.lastCall.args[0].should.not.match(/retry in/);
+    node.status.lastCall.args[0].should.containEql({ fill: 'red' });
+  });
+
+  it('without a public base URL: no registration, a clear error, the route still up', async function () {
+    const node = await load(flow({}, { publicBaseUrl: '' }));
+    node.error.args.map((a) => String(a[0])).join('\n').should.match(/public base URL/);
+    statusTexts(node).pop().should.match(/public base URL/);
+    await request(app).post('/dam/events').set('X-DAM-Secret', SECRET)
+      .send({ success: true, id: DERIVED_ID, data: { entry: [] } }).expect(200);
+    (await getSubscription(DERIVED_ID)).success.should.be.false();
+  });
+
+  it('without a server selected: a clear error naming the field', async function () {
+    const node = await load(flow({ server: '' }).filter((n) => n.id !== 'srv'), { [NODE_ID]: { secret: SECRET } });
+    node.error.args.map((a) => String(a[0])).join('\n').should.match(/server: select an asset-server/);
+  });
+});
