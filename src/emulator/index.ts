@@ -1,13 +1,23 @@
 /**
- * CONTRACT STUB — filled in by the emulator work (issue 2).
  * The local stand-in of the asset server: a real HTTP server that keeps the spec's rules.
+ * See docs/emulator.md for the endpoints and the choices made where the spec says "not shown".
  */
+import * as http from 'http';
+import * as os from 'os';
+import * as path from 'path';
+import { promises as fsp } from 'fs';
 import type { Permission } from '../api/types';
+import { openSubscriptionHub } from './subscriptions';
+import { Repository } from './repository';
+import { Ingester } from './upload';
+import { SessionStore, createHandler } from './server';
 
 export interface EmulatorSession {
   /** Cookie value: valid as `JSESSIONID=<value>`. */
   value: string;
   permissions: Permission[];
+  /** User name recorded as owner of what this session adds. Default `emulator-user`. */
+  user?: string;
 }
 
 export interface EmulatorOptions {
@@ -38,6 +48,67 @@ export interface RunningEmulator {
   close(): Promise<void>;
 }
 
-export async function startEmulator(_options: EmulatorOptions = {}): Promise<RunningEmulator> {
-  throw new Error('not implemented');
+export const DEFAULT_PORT = 8873;
+export const DEFAULT_SESSION: EmulatorSession = { value: 'local-dev', permissions: ['events', 'add'] };
+
+export async function startEmulator(options: EmulatorOptions = {}): Promise<RunningEmulator> {
+  const host = options.host ?? '127.0.0.1';
+  const log = options.log ?? (() => undefined);
+  const retryDelayMs = options.retryDelayMs ?? 60_000;
+  if (!Number.isFinite(retryDelayMs) || retryDelayMs < 0) throw new Error('retryDelayMs must be a non-negative number');
+  const dataDir = path.resolve(options.dataDir ?? await fsp.mkdtemp(path.join(os.tmpdir(), 'dam-emulator-')));
+  await fsp.mkdir(dataDir, { recursive: true });
+
+  const sessions = new SessionStore();
+  for (const s of options.sessions ?? [DEFAULT_SESSION]) sessions.set(s.value, s.permissions, s.user);
+
+  const hub = await openSubscriptionHub({ dataDir, retryDelayMs, log });
+  let repo: Repository;
+  try {
+    repo = await Repository.open(dataDir, { publish: change => hub.publish(change), log });
+    // Changes committed before a crash but not yet in the hub's journal are published now.
+    const republished = await repo.republishFrom(hub.lastPublishedRrn());
+    if (republished > 0) log(`re-published ${republished} change(s) after a restart`);
+  } catch (e) {
+    await hub.close();
+    throw e;
+  }
+  const ingester = new Ingester(repo, log);
+  ingester.resume();
+
+  const server = http.createServer(createHandler({ repo, hub, ingester, sessions, log }));
+  server.on('clientError', (_err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"success":false,"error":"malformed HTTP request"}');
+    else socket.destroy();
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? DEFAULT_PORT, host, () => { server.off('error', reject); resolve(); });
+    });
+  } catch (e) {
+    await ingester.stop();
+    await repo.close();
+    await hub.close();
+    throw e;
+  }
+  const port = (server.address() as { port: number }).port;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
+  let closing: Promise<void> | null = null;
+  return {
+    url,
+    port,
+    dataDir,
+    addSession: s => sessions.set(s.value, s.permissions, s.user),
+    revokeSession: value => sessions.delete(value),
+    close: () => closing ??= (async () => {
+      const stopped = new Promise<void>(resolve => server.close(() => resolve()));
+      server.closeAllConnections(); // uploads in flight are cut: their temporary files are removed
+      await stopped;
+      await ingester.stop();
+      await repo.close(); // waits for the write in progress, which publishes to the hub
+      await hub.close();
+    })()
+  };
 }
