@@ -77,6 +77,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   ingester.resume();
 
   const server = http.createServer(createHandler({ repo, hub, ingester, sessions, log }));
+  server.requestTimeout = 0; // a multi-GiB upload may take longer than Node's default 5 minutes
   server.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"success":false,"error":"malformed HTTP request"}');
     else socket.destroy();

@@ -127,7 +127,11 @@ async function readFormBody(req: IncomingMessage, into: FormFields): Promise<voi
       try { bb = busboy({ headers: req.headers, defParamCharset: 'utf8', limits: { fieldSize: BODY_LIMIT, fields: 1000, files: 0 } }); } catch (e) {
         reject(new HttpError(400, `malformed multipart request: ${(e as Error).message}`)); return;
       }
-      bb.on('field', (name: string, value: string) => { (into[name] ??= []).push(value); });
+      bb.on('field', (name: string, value: string, info: busboy.FieldInfo) => {
+        if (info.valueTruncated) reject(new HttpError(413, `field ${JSON.stringify(name)} is larger than ${BODY_LIMIT} bytes`));
+        (into[name] ??= []).push(value);
+      });
+      bb.on('fieldsLimit', () => reject(new HttpError(413, 'more than 1000 fields')));
       bb.on('filesLimit', () => reject(new HttpError(400, 'this call takes form fields, not files')));
       bb.on('error', (e: Error) => reject(new HttpError(400, `malformed multipart request: ${e.message}`)));
       bb.on('close', () => resolve());
@@ -296,13 +300,19 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
         return;
       }
       let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new UploadError(`the ingest did not finish within waitInMinutes (${options.waitInMinutes})`)), Math.min(options.waitInMinutes * 60_000, 2 ** 31 - 1));
+      const timeout = new Promise<'timeout'>(resolve => {
+        timer = setTimeout(() => resolve('timeout'), Math.min(options.waitInMinutes * 60_000, 2 ** 31 - 1));
       });
-      try {
-        const data = await Promise.race([ingester.ingest(request), timeout]);
-        sendJson(res, 200, { success: true, data, length: request.length });
-      } finally { clearTimeout(timer); }
+      const ingest = ingester.ingest(request);
+      let data;
+      try { data = await Promise.race([ingest, timeout]); } finally { clearTimeout(timer); }
+      if (data === 'timeout') {
+        // Not cancelled: the ingest goes on and its blob is now its business.
+        ingest.catch(() => repo.discardBlob(blob)).catch(() => undefined);
+        fail(res, `the ingest did not finish within waitInMinutes (${options.waitInMinutes}); it goes on in the background`);
+        return;
+      }
+      sendJson(res, 200, { success: true, data, length: request.length });
     } catch (e) {
       if (!job) await repo.discardBlob(blob).catch(() => undefined);
       throw e;
