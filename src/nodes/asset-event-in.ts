@@ -171,6 +171,18 @@ function redact(text: string, secret: string | undefined): string {
   return secret ? text.split(secret).join('***') : text;
 }
 
+/** Rejects after `ms` if `promise` has not settled (the timer never outlives the call). */
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${Math.round(ms / 1000)} s`)), ms);
+    })]);
+  } finally {
+    if (timer) clearTimeout(timer);
+  }
+}
+
 function clockTime(date: Date): string {
   return date.toTimeString().slice(0, 8);
 }
@@ -425,18 +437,23 @@ export default function register(RED: NodeAPI): void {
       this.abort?.abort();
       if (!removed) return; // redeploy or restart: the new node registers the same id again
       const { client, id } = this.setup;
-      let timer: NodeJS.Timeout | undefined;
-      try {
-        await Promise.race([
-          client.deleteSubscription(id, { timeout: DELETE_TIMEOUT_MS }),
-          new Promise((_resolve, reject) => {
-            timer = setTimeout(() => reject(new Error(`no answer within ${DELETE_TIMEOUT_MS / 1000} s`)), DELETE_TIMEOUT_MS + 500);
-          })
-        ]);
-      } catch (err) {
-        this.logError(this.setup.t('errors.delete', 'deleting subscription __id__ failed: __message__', { id, message: (err as Error)?.message ?? String(err) }));
-      } finally {
-        if (timer) clearTimeout(timer);
+      const deadline = Date.now() + DELETE_TIMEOUT_MS;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await withTimeout(client.deleteSubscription(id, { timeout: Math.max(1, deadline - Date.now()) }), deadline - Date.now() + 500);
+          return;
+        } catch (err) {
+          const kind = err instanceof AssetApiError ? err.kind : undefined;
+          if (kind === 'rejected') return; // e.g. no such subscription: nothing left to delete
+          // A full deploy also restarts the asset-server node, whose close ends the client's
+          // keep-alive sockets, ours included: a delete is idempotent, so try again on a new socket.
+          if (kind === 'network' && attempt < 3 && Date.now() + 100 < deadline) {
+            await new Promise((resolve) => setTimeout(resolve, 50));
+            continue;
+          }
+          this.logError(this.setup.t('errors.delete', 'deleting subscription __id__ failed: __message__', { id, message: (err as Error)?.message ?? String(err) }));
+          return;
+        }
       }
     }
   }
