@@ -1,0 +1,41 @@
+'use strict';
+// One API-client transfer in a process of its own, so that its memory is measured alone.
+// Protocol (IPC): child -> {ready, rss}; parent -> {cmd:'go', op, ...}; child -> {ok, ms, selfPeakRss, ...};
+// parent reads /proc, then -> {cmd:'exit'}.
+const path = require('path');
+const { performance } = require('perf_hooks');
+
+const REPO = path.resolve(__dirname, '..', '..');
+const { AssetClient } = require(path.join(REPO, 'dist', 'api', 'client'));
+
+const [baseUrl, cookie] = process.argv.slice(2);
+const client = new AssetClient({ baseUrl, cookie });
+
+let selfPeak = process.memoryUsage.rss();
+const sampler = setInterval(() => { selfPeak = Math.max(selfPeak, process.memoryUsage.rss()); }, 20);
+
+async function run(job) {
+  const t0 = performance.now();
+  if (job.op === 'upload') {
+    const out = await client.upload({ file: { path: job.file }, destination: job.destination, wait: true });
+    return { ms: performance.now() - t0, result: { success: out.result.success, length: out.result.length, fuids: out.fuids } };
+  }
+  if (job.op === 'download') {
+    const out = await client.downloadToFile({ fuid: job.fuid, rrn: -1, path: job.file });
+    return { ms: performance.now() - t0, bytes: out.bytes };
+  }
+  throw new Error(`unknown op ${job.op}`);
+}
+
+process.on('message', (m) => {
+  if (m.cmd === 'exit') { clearInterval(sampler); client.close(); process.exit(0); }
+  if (m.cmd !== 'go') return;
+  selfPeak = process.memoryUsage.rss();
+  const idle = selfPeak;
+  run(m).then(
+    (r) => process.send({ ok: true, ...r, selfIdleRss: idle, selfPeakRss: Math.max(selfPeak, process.memoryUsage.rss()) }),
+    (e) => process.send({ ok: false, error: `${e.kind ? e.kind + ': ' : ''}${e.message}` })
+  );
+});
+
+process.send({ ready: true, rss: process.memoryUsage.rss() });

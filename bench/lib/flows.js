@@ -1,0 +1,175 @@
+'use strict';
+// The flows the bench deploys into one Node-RED process: ours (asset-* nodes) and the core-node
+// baselines side by side. Property names follow nodes/<type>.html `defaults`.
+//
+// Every transfer flow starts at an inject node pressed through the admin API with the run's
+// properties (the inject stamps msg.benchStart itself) and ends in a function node that prints
+// one line through functionGlobalContext.benchReport, so timing stays inside Node-RED.
+
+const TAB = 'bench-tab';
+const ID = {
+  server: 'bench-server',
+  upOurs: 'bench-up-ours-inject',
+  upCore: 'bench-up-core-inject',
+  downOurs: 'bench-down-ours-inject',
+  downCore: 'bench-down-core-inject'
+};
+const EVENT_PATHS = { ours: '/bench/dam-events', core: '/bench/core-events' };
+
+// Last node of every transfer flow: elapsed time and what the flow produced, then drop the payload.
+const DONE_FUNC = `
+const p = msg.payload;
+const r = { tag: msg.benchTag, ms: Date.now() - msg.benchStart, statusCode: msg.statusCode, filename: msg.filename };
+if (Buffer.isBuffer(p)) r.payloadBytes = p.length;
+else if (p && typeof p === 'object') r.result = { success: p.success, length: p.length, data: p.data, error: p.error };
+msg.payload = null;
+global.get('benchReport')(r);
+return null;`;
+
+const CATCH_FUNC = `
+if (msg.benchTag) {
+  const e = msg.error || {};
+  global.get('benchReport')({ tag: msg.benchTag, error: String(e.message || e), source: e.source && e.source.type });
+}
+msg.payload = null;
+return null;`;
+
+// What a user would write to post a file with the core http request node (its documented
+// multipart/form-data mode): the whole file is msg.payload, a Buffer.
+const CORE_FORM_FUNC = `
+msg.payload = {
+  file: { value: msg.payload, options: { filename: msg.filename.split('/').pop(), contentType: 'application/octet-stream' } },
+  destination: msg.destination,
+  wait: 'true'
+};
+msg.headers = { 'content-type': 'multipart/form-data', cookie: msg.cookie };
+return msg;`;
+
+const COUNT_OURS = `
+flow.set('ours', (flow.get('ours') || 0) + 1);
+return null;`;
+
+// Counts each entry; the last part of a callback answers the HTTP request (as asset-event-in
+// answers once all its messages are sent).
+const COUNT_CORE = `
+flow.set('core', (flow.get('core') || 0) + 1);
+if (msg.parts && msg.parts.index === msg.parts.count - 1) {
+  msg.payload = { success: true };
+  return msg;
+}
+return null;`;
+
+function fn(id, func, wires, x, y, name) {
+  return { id, type: 'function', z: TAB, name: name || id, func, outputs: 1, timeout: 0, noerr: 0,
+    initialize: '', finalize: '', libs: [], x, y, wires: [wires || []] };
+}
+function inject(id, wires, y) {
+  return { id, type: 'inject', z: TAB, name: id, props: [], repeat: '', crontab: '', once: false,
+    onceDelay: 0.1, topic: '', x: 150, y, wires: [wires] };
+}
+function httpIn(id, url, method, wires, y) {
+  return { id, type: 'http in', z: TAB, name: id, url, method, upload: false, swaggerDoc: '', x: 150, y, wires: [wires] };
+}
+function httpResponse(id, y) {
+  return { id, type: 'http response', z: TAB, name: id, statusCode: '', headers: {}, x: 750, y, wires: [] };
+}
+
+/**
+ * @param {object} o
+ * @param {string} o.emulatorUrl base URL of the emulator
+ * @param {string} o.cookie      cookie header value, e.g. JSESSIONID=bench
+ * @param {Set<string>} o.types node types the runtime has; a flow of ours whose type is missing
+ *   is left out (Node-RED would otherwise stop every flow while it waits for the type)
+ */
+function buildFlows({ emulatorUrl, cookie, types }) {
+  const has = (t) => types.has(t) && types.has('asset-server');
+  const nodes = [{ id: TAB, type: 'tab', label: 'bench', disabled: false, info: '' }];
+
+  // --- helpers read by the harness
+  nodes.push(
+    httpIn('bench-counts-in', '/bench/counts', 'get', ['bench-counts-fn'], 600),
+    fn('bench-counts-fn', `msg.payload = { ours: flow.get('ours') || 0, core: flow.get('core') || 0 }; return msg;`, ['bench-counts-out'], 450, 600),
+    httpResponse('bench-counts-out', 600),
+    httpIn('bench-reset-in', '/bench/reset', 'post', ['bench-reset-fn'], 640),
+    fn('bench-reset-fn', `flow.set('ours', 0); flow.set('core', 0); msg.payload = { ok: true }; return msg;`, ['bench-reset-out'], 450, 640),
+    httpResponse('bench-reset-out', 640),
+    httpIn('bench-gc-in', '/bench/gc', 'post', ['bench-gc-fn'], 680),
+    fn('bench-gc-fn', `global.get('benchGc')(); msg.payload = { ok: true }; return msg;`, ['bench-gc-out'], 450, 680),
+    httpResponse('bench-gc-out', 680),
+    { id: 'bench-catch', type: 'catch', z: TAB, name: '', scope: null, uncaught: false, x: 150, y: 720, wires: [['bench-catch-fn']] },
+    fn('bench-catch-fn', CATCH_FUNC, [], 450, 720)
+  );
+
+  // --- 1d: upload with core nodes: file in (one Buffer) -> function (form) -> http request
+  nodes.push(
+    inject(ID.upCore, ['bench-up-core-file'], 100),
+    { id: 'bench-up-core-file', type: 'file in', z: TAB, name: '', filename: 'filename', filenameType: 'msg',
+      format: '', chunk: false, sendError: false, encoding: 'none', allProps: false, x: 300, y: 100, wires: [['bench-up-core-form']] },
+    fn('bench-up-core-form', CORE_FORM_FUNC, ['bench-up-core-http'], 450, 100),
+    { id: 'bench-up-core-http', type: 'http request', z: TAB, name: '', method: 'POST', ret: 'obj', paytoqs: 'ignore',
+      url: `${emulatorUrl}/review/api/asset/upload`, tls: '', persist: false, proxy: '', insecureHTTPParser: false,
+      authType: '', senderr: true, headers: [], x: 600, y: 100, wires: [['bench-up-core-done']] },
+    fn('bench-up-core-done', DONE_FUNC, [], 750, 100)
+  );
+
+  // --- 2d: download with core nodes: http request (binary Buffer) -> file out
+  nodes.push(
+    inject(ID.downCore, ['bench-down-core-http'], 300),
+    { id: 'bench-down-core-http', type: 'http request', z: TAB, name: '', method: 'GET', ret: 'bin', paytoqs: 'ignore',
+      url: '', tls: '', persist: false, proxy: '', insecureHTTPParser: false, authType: '', senderr: true, headers: [],
+      x: 300, y: 300, wires: [['bench-down-core-file']] },
+    { id: 'bench-down-core-file', type: 'file', z: TAB, name: '', filename: 'filename', filenameType: 'msg',
+      appendNewline: false, createDir: true, overwriteFile: 'true', encoding: 'none', x: 450, y: 300, wires: [['bench-down-core-done']] },
+    fn('bench-down-core-done', DONE_FUNC, [], 750, 300)
+  );
+
+  // --- 3b: events with core nodes: http in -> change (entries) -> split -> count -> http response
+  nodes.push(
+    httpIn('bench-ev-core-in', EVENT_PATHS.core, 'post', ['bench-ev-core-change'], 500),
+    { id: 'bench-ev-core-change', type: 'change', z: TAB, name: 'entries',
+      rules: [{ t: 'set', p: 'payload', pt: 'msg', to: 'payload.data.entry', tot: 'msg' }], x: 300, y: 500, wires: [['bench-ev-core-split']] },
+    { id: 'bench-ev-core-split', type: 'split', z: TAB, name: '', splt: '\\n', spltType: 'str', arraySplt: 1,
+      arraySpltType: 'len', stream: false, addname: '', property: 'payload', x: 450, y: 500, wires: [['bench-ev-core-count']] },
+    fn('bench-ev-core-count', COUNT_CORE, ['bench-ev-core-out'], 600, 500),
+    httpResponse('bench-ev-core-out', 500)
+  );
+
+  if (has('asset-upload') || has('asset-download')) {
+    nodes.push({ id: ID.server, type: 'asset-server', name: 'bench emulator', baseUrl: emulatorUrl,
+      timeout: 30, rejectUnauthorized: true, tls: '', publicBaseUrl: '', credentials: { cookie } });
+
+    // --- 1c: inject -> asset-upload (msg.filename) -> done
+    nodes.push(
+      inject(ID.upOurs, ['bench-up-ours'], 40),
+      { id: 'bench-up-ours', type: 'asset-upload', z: TAB, name: '', server: ID.server,
+        filename: 'filename', filenameType: 'msg', assetName: '', assetNameType: 'str',
+        destination: 'destination', destinationType: 'msg', destinationFuid: '', destinationFuidType: 'num',
+        collectionId: '', collectionIdType: 'num', wait: 'true', waitType: 'bool', waitInMinutes: '', waitInMinutesType: 'num',
+        expandZip: 'true', expandZipType: 'bool', x: 450, y: 40, wires: [['bench-up-ours-done']] },
+      fn('bench-up-ours-done', DONE_FUNC, [], 750, 40)
+    );
+  }
+  if (has('asset-download')) {
+    // --- 2c: inject -> asset-download (file mode, msg.filename) -> done
+    nodes.push(
+      inject(ID.downOurs, ['bench-down-ours'], 240),
+      { id: 'bench-down-ours', type: 'asset-download', z: TAB, name: '', server: ID.server,
+        fuid: 'fuid', fuidType: 'msg', rrn: '', rrnType: 'num', collectionId: '', collectionIdType: 'num',
+        output: 'file', filename: 'filename', filenameType: 'msg', x: 450, y: 240, wires: [['bench-down-ours-done']] },
+      fn('bench-down-ours-done', DONE_FUNC, [], 750, 240)
+    );
+  }
+  if (types.has('asset-event-in')) {
+    // --- 3a: asset-event-in (defaults: one msg per entry, duplicate filter on) -> count
+    nodes.push(
+      { id: 'bench-ev-ours-in', type: 'asset-event-in', z: TAB, name: '', path: EVENT_PATHS.ours, method: 'post',
+        successCode: '', output: 'entry', emitEmpty: false, maxBodyMB: '', secretHeader: '', subscriptionId: '',
+        checkId: true, dedup: true, dedupWindow: '', dedupMax: '', server: '', manage: false,
+        watchPath: [], watchMetadata: [], logicalOperand: '', retryCount: '', x: 150, y: 440, wires: [['bench-ev-ours-count']] },
+      fn('bench-ev-ours-count', COUNT_OURS, [], 450, 440)
+    );
+  }
+  return nodes;
+}
+
+module.exports = { buildFlows, ID, EVENT_PATHS };

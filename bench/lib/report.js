@@ -1,0 +1,202 @@
+'use strict';
+// Turns the raw results into the Markdown table (with PASS/FAIL per target) and the SVG chart.
+const { MiB, formatSize } = require('./util');
+const { summarize } = require('./transfer');
+
+const TARGET = { ratio: 0.8, growthMiB: 64, p99Ms: 50, fanoutMs: 2000 };
+
+const LABEL = {
+  upload: {
+    curl: 'curl -F',
+    client: 'API client (own process)',
+    node: 'inject → **asset-upload** (Node-RED)',
+    core: 'core: file in → function (form) → http request'
+  },
+  download: {
+    curl: 'curl -o',
+    client: 'API client downloadToFile (own process)',
+    node: 'inject → **asset-download** file mode (Node-RED)',
+    core: 'core: http request (Buffer) → file out'
+  }
+};
+const EVENT_LABEL = { ours: '**asset-event-in** → count', core: 'core: http in → change → split → count → http response' };
+
+const fmt = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '—');
+const mib = (bytes, digits = 1) => (Number.isFinite(bytes) ? (bytes / MiB).toFixed(digits) : '—');
+const verdict = (ok) => (ok ? 'PASS' : 'FAIL');
+
+/** Summaries of every transfer variant, with ratio to curl and target verdicts. */
+function transferSummaries(results) {
+  const rows = [];
+  for (const s of results.sizes) {
+    for (const dir of ['upload', 'download']) {
+      const curl = summarize(s.transfers[dir].curl);
+      for (const v of ['curl', 'client', 'node', 'core']) {
+        if (!s.transfers[dir][v]) continue;
+        const sum = summarize(s.transfers[dir][v]);
+        const ratio = sum.mibPerSec / curl.mibPerSec;
+        const row = { dir, size: s.size, variant: v, ...sum, ratio, targets: [] };
+        if (v === 'node') {
+          row.targets.push({
+            name: `${dir} through the node at ${formatSize(s.size)}: ≥ ${TARGET.ratio}× curl`,
+            ok: sum.failed === 0 && Number.isFinite(ratio) && ratio >= TARGET.ratio,
+            text: `${verdict(sum.failed === 0 && ratio >= TARGET.ratio)} ≥${TARGET.ratio}× curl`
+          });
+          const growthOk = sum.failed === 0 && Number.isFinite(sum.growth) && sum.growth < TARGET.growthMiB * MiB;
+          row.targets.push({
+            name: `${dir} through the node at ${formatSize(s.size)}: peak RSS growth < ${TARGET.growthMiB} MiB`,
+            ok: growthOk,
+            text: `${verdict(growthOk)} <${TARGET.growthMiB} MiB`
+          });
+        }
+        rows.push(row);
+      }
+    }
+  }
+  return rows;
+}
+
+function eventTargets(rows) {
+  const out = [];
+  for (const r of rows) {
+    r.targets = [];
+    if (r.variant !== 'ours') continue;
+    const core = rows.find((c) => c.variant === 'core' && c.entriesPerCallback === r.entriesPerCallback);
+    if (core) {
+      const ok = r.entriesPerSec >= core.entriesPerSec;
+      r.targets.push({ name: `asset-event-in, ${r.entriesPerCallback}/callback: entries/s ≥ core http-in flow`, ok, text: `${verdict(ok)} ≥ core` });
+    }
+    const lostOk = r.lost === 0 && r.httpFailures === 0;
+    r.targets.push({ name: `asset-event-in, ${r.entriesPerCallback}/callback: 0 entries lost`, ok: lostOk, text: `${verdict(lostOk)} 0 lost` });
+    const p99Ok = r.halfP99 < TARGET.p99Ms;
+    r.targets.push({ name: `asset-event-in, ${r.entriesPerCallback}/callback: p99 < ${TARGET.p99Ms} ms at half the max rate`, ok: p99Ok, text: `${verdict(p99Ok)} p99<${TARGET.p99Ms} ms @½` });
+    out.push(...r.targets);
+  }
+  return out;
+}
+
+/** The whole Markdown report; `results.targets` is filled as a side effect. */
+function markdown(results) {
+  const L = [];
+  const env = results.env;
+  L.push(`# Benchmark ${results.startedAt}${results.quick ? ' (quick)' : ''}`, '');
+  L.push(`Machine: ${env.cpus} × ${env.cpuModel}, ${formatSize(env.totalMem)} RAM, ${env.platform}; Node ${env.node}, ` +
+    `Node-RED ${env.nodeRed}, ${env.curl || 'curl missing'}; commit ${env.commit}. ` +
+    `Each figure is the median of ${results.runs} runs; baselines ran interleaved with ours in the same invocation.`, '');
+  for (const note of results.notes) L.push(`> ${note}`);
+  if (results.notes.length) L.push('');
+
+  const targets = [];
+  const transfers = transferSummaries(results);
+  for (const dir of ['upload', 'download']) {
+    const rows = transfers.filter((r) => r.dir === dir);
+    if (!rows.length) continue;
+    L.push(dir === 'upload' ? '## 1. Upload: file on disk → emulator' : '## 2. Download: emulator → file on disk', '');
+    L.push('| Size | Variant | MiB/s | × curl | Peak RSS growth (MiB) | Target |', '|---|---|---:|---:|---:|---|');
+    for (const r of rows) {
+      const growth = r.variant === 'curl' ? `(whole process ${mib(r.peak)})` : mib(r.growth);
+      const failed = r.failed ? ` (${r.failed}/${r.runs} failed: ${r.errors.join('; ').slice(0, 160)})` : '';
+      L.push(`| ${formatSize(r.size)} | ${LABEL[dir][r.variant]}${failed} | ${fmt(r.mibPerSec)} | ${r.variant === 'curl' ? '1.00' : fmt(r.ratio, 2)} | ` +
+        `${growth} | ${r.targets.map((t) => t.text).join(', ')} |`);
+      targets.push(...r.targets);
+    }
+    L.push('');
+  }
+
+  if (results.events && results.events.length) {
+    L.push('## 3. Event bursts: callbacks POSTed by autocannon (10 connections) to Node-RED', '');
+    L.push('| Entries / callback | Flow | Entries/s (max) | p50 / p99 ms (max rate) | Half rate (callbacks/s) | p50 / p99 ms (half rate) | Lost | Target |',
+      '|---:|---|---:|---:|---:|---:|---:|---|');
+    targets.push(...eventTargets(results.events));
+    for (const r of results.events) {
+      const lost = `${r.lost}${r.httpFailures ? ` (+${r.httpFailures} HTTP failures)` : ''}`;
+      L.push(`| ${r.entriesPerCallback} | ${EVENT_LABEL[r.variant]} | ${fmt(r.entriesPerSec)} | ${fmt(r.p50)} / ${fmt(r.p99)} | ` +
+        `${r.halfRate} | ${fmt(r.halfP50)} / ${fmt(r.halfP99)} | ${lost} | ${r.targets.map((t) => t.text).join(', ')} |`);
+    }
+    L.push('');
+  }
+
+  if (results.fanout) {
+    const f = results.fanout;
+    L.push('## 4. Emulator fan-out', '');
+    L.push('| Subscriptions | Matching the change | Time to all deliveries (from upload start / from its answer) | Emulator RSS idle → 1000 subscribed → peak (MiB) | Target |',
+      '|---:|---:|---:|---:|---|');
+    const ok = f.ms < TARGET.fanoutMs && f.strays === 0;
+    const t = { name: `emulator: ${f.matching} deliveries in < ${TARGET.fanoutMs} ms`, ok, text: `${verdict(ok)} <${TARGET.fanoutMs} ms` };
+    targets.push(t);
+    L.push(`| ${f.subscriptions} | ${f.matching} | ${fmt(f.ms)} ms / ${fmt(f.msFromAnswer)} ms | ` +
+      `${mib(f.idleRss)} → ${mib(f.afterSubscribeRss)} → ${mib(f.peakRss)} | ${t.text}${f.strays ? ` (${f.strays} calls to non-matching subscriptions)` : ''} |`, '');
+  }
+  for (const e of results.errors) L.push(`**Case not run or broken:** ${e}`, '');
+
+  L.push('## Targets', '');
+  if (results.quick) L.push('_Quick mode: small sizes; the throughput and memory targets are meant for the full run._', '');
+  for (const t of targets) L.push(`- ${t.ok ? '✅ PASS' : '❌ FAIL'} ${t.name}`);
+  L.push('');
+  results.targets = targets;
+  return L.join('\n');
+}
+
+/** Hand-written SVG: peak RSS growth against file size, upload and download side by side. */
+function chartSvg(results) {
+  const transfers = transferSummaries(results);
+  const sizes = results.sizes.map((s) => s.size);
+  const W = 960; const H = 440; const panelW = 430; const top = 60; const plotH = 300; const left = 70;
+  const series = [
+    { v: 'curl', color: '#888888', label: 'curl (whole process peak)' },
+    { v: 'client', color: '#1f77b4', label: 'API client (own process)' },
+    { v: 'node', color: '#2ca02c', label: 'asset-upload / asset-download' },
+    { v: 'core', color: '#d62728', label: 'core nodes (file in / http request / file out)' }
+  ];
+  const values = transfers.map((r) => (r.variant === 'curl' ? r.peak : r.growth)).filter(Number.isFinite);
+  const maxMiB = Math.max(64, ...values.map((b) => b / MiB));
+  const yTop = Math.pow(4, Math.ceil(Math.log(maxMiB) / Math.log(4)));
+  const yOf = (bytes) => top + plotH - (Math.log(Math.max(bytes / MiB, 1)) / Math.log(yTop)) * plotH;
+  const minS = Math.min(...sizes); const maxS = Math.max(...sizes);
+  const xOf = (panelX, size) => panelX + 20 + (maxS === minS ? 0.5 : Math.log(size / minS) / Math.log(maxS / minS)) * (panelW - 110);
+  const esc = (s) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;');
+  const out = [];
+  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
+  out.push(`<rect width="${W}" height="${H}" fill="#ffffff"/>`);
+  out.push(`<text x="${W / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">Peak RSS growth over idle vs file size (median of ${results.runs} runs, log scales)</text>`);
+  ['upload', 'download'].forEach((dir, i) => {
+    const px = left + i * (panelW + 40);
+    out.push(`<text x="${px + panelW / 2 - 40}" y="${top - 12}" text-anchor="middle" font-size="14">${dir === 'upload' ? 'Upload' : 'Download'}</text>`);
+    out.push(`<rect x="${px}" y="${top}" width="${panelW - 80}" height="${plotH}" fill="none" stroke="#333"/>`);
+    for (let t = 1; t <= yTop; t *= 4) {
+      const y = yOf(t * MiB);
+      out.push(`<line x1="${px}" y1="${y}" x2="${px + panelW - 80}" y2="${y}" stroke="#e5e5e5"/>`);
+      out.push(`<text x="${px - 6}" y="${y + 4}" text-anchor="end">${t >= 1024 ? `${t / 1024} GiB` : `${t} MiB`}</text>`);
+    }
+    const y64 = yOf(TARGET.growthMiB * MiB);
+    out.push(`<line x1="${px}" y1="${y64}" x2="${px + panelW - 80}" y2="${y64}" stroke="#2ca02c" stroke-dasharray="6,4"/>`);
+    out.push(`<text x="${px + panelW - 84}" y="${y64 - 4}" text-anchor="end" fill="#2ca02c">target: node &lt; 64 MiB</text>`);
+    for (const s of sizes) {
+      const x = xOf(px, s);
+      out.push(`<line x1="${x}" y1="${top + plotH}" x2="${x}" y2="${top + plotH + 5}" stroke="#333"/>`);
+      out.push(`<text x="${x}" y="${top + plotH + 18}" text-anchor="middle">${esc(formatSize(s))}</text>`);
+    }
+    out.push(`<text x="${px + (panelW - 80) / 2}" y="${top + plotH + 36}" text-anchor="middle">file size</text>`);
+    for (const ser of series) {
+      const pts = transfers.filter((r) => r.dir === dir && r.variant === ser.v)
+        .map((r) => ({ x: xOf(px, r.size), b: ser.v === 'curl' ? r.peak : r.growth }))
+        .filter((p) => Number.isFinite(p.b));
+      if (!pts.length) continue;
+      const dash = ser.v === 'curl' ? ' stroke-dasharray="2,3"' : '';
+      out.push(`<polyline fill="none" stroke="${ser.color}" stroke-width="2"${dash} points="${pts.map((p) => `${p.x.toFixed(1)},${yOf(p.b).toFixed(1)}`).join(' ')}"/>`);
+      for (const p of pts) {
+        out.push(`<circle cx="${p.x.toFixed(1)}" cy="${yOf(p.b).toFixed(1)}" r="3.5" fill="${ser.color}"><title>${esc(ser.label)}: ${mib(p.b)} MiB</title></circle>`);
+      }
+    }
+  });
+  out.push(`<text transform="translate(18 ${top + plotH / 2}) rotate(-90)" text-anchor="middle">peak RSS growth</text>`);
+  series.forEach((ser, i) => {
+    const x = left + (i % 2) * 430; const y = top + plotH + 62 + Math.floor(i / 2) * 18;
+    out.push(`<line x1="${x}" y1="${y - 4}" x2="${x + 24}" y2="${y - 4}" stroke="${ser.color}" stroke-width="2"${ser.v === 'curl' ? ' stroke-dasharray="2,3"' : ''}/>`);
+    out.push(`<text x="${x + 30}" y="${y}">${esc(ser.label)}</text>`);
+  });
+  out.push('</svg>');
+  return out.join('\n') + '\n';
+}
+
+module.exports = { markdown, chartSvg, TARGET };

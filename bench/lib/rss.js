@@ -1,0 +1,49 @@
+'use strict';
+// Memory of another process, read from /proc (Linux): resident set size and its high-water mark.
+const fs = require('fs');
+
+const KiB = 1024;
+
+/** { rss, hwm } in bytes, or null when the process is gone or /proc is missing. */
+function readMemory(pid) {
+  let text;
+  try { text = fs.readFileSync(`/proc/${pid}/status`, 'utf8'); } catch { return null; }
+  const rss = /VmRSS:\s+(\d+) kB/.exec(text);
+  const hwm = /VmHWM:\s+(\d+) kB/.exec(text);
+  if (!rss) return null;
+  return { rss: Number(rss[1]) * KiB, hwm: hwm ? Number(hwm[1]) * KiB : 0 };
+}
+
+/** Resets VmHWM to the current RSS (`echo 5 > clear_refs`, Linux 4.0+). false when not allowed. */
+function resetPeak(pid) {
+  try { fs.writeFileSync(`/proc/${pid}/clear_refs`, '5'); return true; } catch { return false; }
+}
+
+/**
+ * Samples VmRSS of `pid` every `intervalMs` while `work()` runs, and also reads the kernel's
+ * high-water mark (reset just before), so a spike between two samples is not missed.
+ * Returns { idle, peak, growth, samples, result }; idle is the RSS just before `work` starts.
+ */
+async function measurePeak(pid, work, intervalMs = 20) {
+  const before = readMemory(pid);
+  if (!before) throw new Error(`cannot read /proc/${pid}/status: process gone or not Linux`);
+  const hwmReset = resetPeak(pid);
+  let sampled = before.rss;
+  let samples = 0;
+  const timer = setInterval(() => {
+    const m = readMemory(pid);
+    if (m) { samples++; if (m.rss > sampled) sampled = m.rss; }
+  }, intervalMs);
+  let result;
+  try {
+    result = await work();
+  } finally {
+    clearInterval(timer);
+  }
+  const after = readMemory(pid);
+  if (after && after.rss > sampled) sampled = after.rss;
+  const peak = Math.max(sampled, hwmReset && after ? after.hwm : 0);
+  return { idle: before.rss, peak, growth: peak - before.rss, sampledPeak: sampled, hwmUsed: hwmReset, samples, result };
+}
+
+module.exports = { readMemory, resetPeak, measurePeak };

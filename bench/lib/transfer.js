@@ -1,0 +1,218 @@
+'use strict';
+// Cases 1 and 2: upload a file from disk to the emulator and download it back to disk, with
+// curl, the API client (child process), asset-upload/-download in Node-RED, and core nodes.
+const fs = require('fs');
+const path = require('path');
+const { spawn, fork } = require('child_process');
+const { median, sha256File, MiB } = require('./util');
+const { measurePeak, readMemory } = require('./rss');
+const { ID } = require('./flows');
+
+const CLIENT_CHILD = path.join(__dirname, 'client-child.js');
+
+/** Generous time limit for one transfer: 60 s plus 10 MB/s. */
+const timeLimitMs = (size) => 60000 + size / 10e3;
+
+/** Runs curl, samples its RSS, returns { ms, status, body, peak }. */
+function runCurl(args, size) {
+  return new Promise((resolve, reject) => {
+    const child = spawn('curl', [...args, '-w', '\n@@BENCH %{http_code} %{time_total}'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    let peak = 0;
+    const sample = () => { const m = readMemory(child.pid); if (m && m.rss > peak) peak = m.rss; };
+    const timer = setInterval(sample, 20);
+    const killer = setTimeout(() => child.kill('SIGKILL'), timeLimitMs(size));
+    child.stdout.setEncoding('utf8').on('data', (t) => { out += t; });
+    child.stderr.setEncoding('utf8').on('data', (t) => { err += t; });
+    child.on('error', (e) => { clearInterval(timer); clearTimeout(killer); reject(e); });
+    child.on('close', (code) => {
+      clearInterval(timer);
+      clearTimeout(killer);
+      const m = /@@BENCH (\d+) ([\d.]+)\s*$/.exec(out);
+      if (code !== 0 || !m) return reject(new Error(`curl exited with ${code}: ${err.trim() || out.slice(-200)}`));
+      resolve({ status: Number(m[1]), ms: Number(m[2]) * 1000, body: out.slice(0, m.index), peak });
+    });
+  });
+}
+
+/** Forks the client child, measures its RSS over one job, returns { ms, idle, peak, growth, ... }. */
+function runClientChild(ctx, job, size) {
+  return new Promise((resolve, reject) => {
+    const child = fork(CLIENT_CHILD, [ctx.emulator.url, ctx.cookie], { stdio: ['ignore', 'inherit', 'pipe', 'ipc'] });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (t) => { stderr += t; });
+    const killer = setTimeout(() => child.kill('SIGKILL'), timeLimitMs(size));
+    let settled = false;
+    const finish = (fn, v) => { if (!settled) { settled = true; clearTimeout(killer); fn(v); } };
+    child.on('exit', (code) => finish(reject, new Error(`client process exited (code ${code}) ${stderr.trim().slice(-300)}`)));
+    child.on('message', async (m) => {
+      if (!m.ready) return;
+      try {
+        const measured = await measurePeak(child.pid, () => new Promise((res) => {
+          child.once('message', res);
+          child.send({ cmd: 'go', ...job });
+        }));
+        child.send({ cmd: 'exit' });
+        const r = measured.result;
+        if (!r.ok) return finish(reject, new Error(r.error));
+        finish(resolve, { ...r, idle: measured.idle, peak: measured.peak, growth: measured.growth });
+      } catch (e) {
+        child.kill('SIGKILL');
+        finish(reject, e);
+      }
+    });
+  });
+}
+
+/** Presses the inject node `injectId` with `props`, measuring Node-RED's RSS until the flow reports. */
+async function runFlow(ctx, injectId, tag, props, size) {
+  const nr = await ctx.nodeRed();
+  await nr.collectGarbage();
+  const measured = await measurePeak(nr.pid, async () => {
+    const report = nr.waitReport(tag, timeLimitMs(size));
+    await nr.inject(injectId, [
+      { p: 'benchTag', v: tag, vt: 'str' },
+      { p: 'benchStart', v: '', vt: 'date' },
+      ...props
+    ]);
+    return report;
+  });
+  const r = measured.result;
+  if (r.error) throw new Error(`${r.source || 'flow'}: ${r.error}`);
+  return { ...r, idle: measured.idle, peak: measured.peak, growth: measured.growth };
+}
+
+function uploadChecked(result, size, statusCode) {
+  if (statusCode !== undefined && statusCode !== 200) throw new Error(`HTTP ${statusCode}`);
+  if (!result || result.success !== true) throw new Error(`upload failed: ${JSON.stringify(result).slice(0, 200)}`);
+  if (result.length !== undefined && Number(result.length) !== size) throw new Error(`server received ${result.length} bytes, sent ${size}`);
+  const fuid = result.data && result.data.fuids ? result.data.fuids[0] : result.fuids && result.fuids[0];
+  return fuid;
+}
+
+const UPLOADS = {
+  curl: async (ctx, { file, size, destination }) => {
+    const r = await runCurl(['-sS', '--noproxy', '*', '-H', `Cookie: ${ctx.cookie}`,
+      '-F', `file=@${file};type=application/octet-stream`, '-F', `destination=${destination}`, '-F', 'wait=true',
+      `${ctx.emulator.url}/review/api/asset/upload`], size);
+    const fuid = uploadChecked(JSON.parse(r.body), size, r.status);
+    return { ms: r.ms, fuid, idle: NaN, peak: r.peak, growth: NaN };
+  },
+  client: async (ctx, { file, size, destination }) => {
+    const r = await runClientChild(ctx, { op: 'upload', file, destination }, size);
+    const fuid = uploadChecked({ success: r.result.success, length: r.result.length, fuids: r.result.fuids }, size);
+    return { ...r, fuid };
+  },
+  node: async (ctx, { file, size, destination, tag }) => {
+    const r = await runFlow(ctx, ID.upOurs, tag, [
+      { p: 'filename', v: file, vt: 'str' }, { p: 'destination', v: destination, vt: 'str' }
+    ], size);
+    return { ...r, fuid: uploadChecked(r.result, size) };
+  },
+  core: async (ctx, { file, size, destination, tag }) => {
+    const r = await runFlow(ctx, ID.upCore, tag, [
+      { p: 'filename', v: file, vt: 'str' }, { p: 'destination', v: destination, vt: 'str' },
+      { p: 'cookie', v: ctx.cookie, vt: 'str' }
+    ], size);
+    return { ...r, fuid: uploadChecked(r.result, size, r.statusCode) };
+  }
+};
+
+const DOWNLOADS = {
+  curl: async (ctx, { fuid, out, size }) => {
+    const r = await runCurl(['-sS', '--noproxy', '*', '-H', `Cookie: ${ctx.cookie}`, '-o', out,
+      `${ctx.emulator.url}/review/api/asset/download?fuid=${fuid}&rrn=-1`], size);
+    if (r.status !== 200) throw new Error(`HTTP ${r.status}`);
+    return { ms: r.ms, idle: NaN, peak: r.peak, growth: NaN };
+  },
+  client: (ctx, { fuid, out, size }) => runClientChild(ctx, { op: 'download', fuid, file: out }, size),
+  node: (ctx, { fuid, out, size, tag }) => runFlow(ctx, ID.downOurs, tag, [
+    { p: 'fuid', v: String(fuid), vt: 'num' }, { p: 'filename', v: out, vt: 'str' }
+  ], size),
+  core: async (ctx, { fuid, out, size, tag }) => {
+    const r = await runFlow(ctx, ID.downCore, tag, [
+      { p: 'url', v: `${ctx.emulator.url}/review/api/asset/download?fuid=${fuid}&rrn=-1`, vt: 'str' },
+      { p: 'headers', v: JSON.stringify({ cookie: ctx.cookie }), vt: 'json' },
+      { p: 'filename', v: out, vt: 'str' }
+    ], size);
+    if (r.statusCode !== 200) throw new Error(`HTTP ${r.statusCode}`);
+    return r;
+  }
+};
+
+const rotate = (list, n) => list.map((_, i) => list[(i + n) % list.length]);
+
+/**
+ * Runs every variant `opts.runs` times for one file, interleaved (the order rotates per run).
+ * @param ctx { emulator, cookie, nodeRed(), variants: {upload: [...], download: [...]}, opts, log, tmp }
+ * @param src { file, size, sha256 }
+ * @returns { upload: {variant: [runs]}, download: {variant: [runs]} }
+ */
+async function runTransfers(ctx, src) {
+  const { opts, log } = ctx;
+  const sizeTag = `${Math.round(src.size / 1024)}k`;
+  const out = { upload: {}, download: {} };
+  let downloadFuid;
+
+  for (let run = 0; run < opts.runs; run++) {
+    for (const v of rotate(ctx.variants.upload, run)) {
+      const tag = `up-${v}-${sizeTag}-${run}`;
+      const destination = `/bench/${sizeTag}/${v}/${run + 1}`;
+      const rec = { run: run + 1 };
+      try {
+        Object.assign(rec, await UPLOADS[v](ctx, { file: src.file, size: src.size, destination, tag }));
+        rec.mibPerSec = src.size / MiB / (rec.ms / 1000);
+        if (downloadFuid === undefined) downloadFuid = rec.fuid; // same bytes whoever uploaded them
+      } catch (e) {
+        rec.error = e.message;
+      }
+      (out.upload[v] = out.upload[v] || []).push(rec);
+      log(`  upload ${v} run ${run + 1}: ` + (rec.error ? `ERROR ${rec.error}` :
+        `${rec.mibPerSec.toFixed(0)} MiB/s, peak RSS +${(rec.growth / MiB).toFixed(1)} MiB`));
+    }
+  }
+  if (downloadFuid === undefined) {
+    for (const v of ctx.variants.download) out.download[v] = [{ run: 1, error: 'no upload succeeded, nothing to download' }];
+    return out;
+  }
+
+  for (let run = 0; run < opts.runs; run++) {
+    for (const v of rotate(ctx.variants.download, run)) {
+      const tag = `down-${v}-${sizeTag}-${run}`;
+      const target = path.join(ctx.tmp, 'downloads', `${v}-${run + 1}`, 'asset.bin');
+      fs.mkdirSync(path.dirname(target), { recursive: true });
+      const rec = { run: run + 1 };
+      try {
+        Object.assign(rec, await DOWNLOADS[v](ctx, { fuid: downloadFuid, out: target, size: src.size, tag }));
+        const st = fs.statSync(target);
+        if (st.size !== src.size) throw new Error(`file on disk has ${st.size} bytes, expected ${src.size}`);
+        if (run === 0 && await sha256File(target) !== src.sha256) throw new Error('downloaded bytes differ from the uploaded file');
+        rec.mibPerSec = src.size / MiB / (rec.ms / 1000);
+      } catch (e) {
+        rec.error = e.message;
+      }
+      fs.rmSync(path.dirname(target), { recursive: true, force: true });
+      (out.download[v] = out.download[v] || []).push(rec);
+      log(`  download ${v} run ${run + 1}: ` + (rec.error ? `ERROR ${rec.error}` :
+        `${rec.mibPerSec.toFixed(0)} MiB/s, peak RSS +${(rec.growth / MiB).toFixed(1)} MiB`));
+    }
+  }
+  return out;
+}
+
+/** Median figures of a list of runs (failed runs are left out, and counted). */
+function summarize(runs) {
+  const ok = (runs || []).filter((r) => !r.error);
+  return {
+    runs: (runs || []).length,
+    failed: (runs || []).length - ok.length,
+    errors: [...new Set((runs || []).filter((r) => r.error).map((r) => r.error))],
+    mibPerSec: median(ok.map((r) => r.mibPerSec)),
+    growth: median(ok.map((r) => r.growth)),
+    peak: median(ok.map((r) => r.peak)),
+    idle: median(ok.map((r) => r.idle))
+  };
+}
+
+module.exports = { runTransfers, summarize };
