@@ -295,6 +295,11 @@ export default function register(RED: NodeAPI): void {
       if (secret && !secretMatches(req.headers[settings.secretHeader.toLowerCase()], secret)) {
         return rejectCall(res, 401, `shared secret header ${settings.secretHeader} missing or wrong`);
       }
+      if (req.method === 'HEAD') {
+        // express routes HEAD to GET routes: a probe of the endpoint, not a callback.
+        reply(res, settings.successCode, {});
+        return;
+      }
       if (settings.method === 'get') {
         // A GET callback carries no body (spec 4.1 rule 12): one msg with the query parameters.
         const msg: NodeMessage = { payload: {}, query: { ...(req.query || {}) }, receivedAt: receivedAt.toISOString() };

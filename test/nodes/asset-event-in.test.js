@@ -3,6 +3,7 @@
 require('should');
 const helper = require('node-red-node-test-helper');
 const request = require('supertest');
+const fc = require('fast-check');
 const eventIn = require('../../nodes/asset-event-in.js');
 
 helper.init(require.resolve('node-red'));
@@ -141,6 +142,12 @@ describe('asset-event-in (test helper)', function () {
       // POST is not routed on a GET endpoint.
       await request(app).post('/dam/ping').send(payload([entry(1, 1)])).expect(404);
     });
+
+    it('answers a HEAD probe of a GET endpoint without a message', async function () {
+      await load({ method: 'get', path: '/dam/ping' });
+      await request(app).head('/dam/ping').expect(200);
+      (await messages(0, 100)).should.have.length(0);
+    });
   });
 
   describe('bad input: documented status, no message', function () {
@@ -221,6 +228,45 @@ describe('asset-event-in (test helper)', function () {
       for (let i = 0; i < 5; i++) await request(app).post('/dam/events').type('text/html').send('<html/>').expect(400);
       node.warn.callCount.should.equal(1);
       lastStatus(node).text.should.match(/5 rejected/);
+    });
+  });
+
+  describe('random input (property-based)', function () {
+    it('answers every body, content type and secret with 2xx or 4xx, and emits only for accepted calls', async function () {
+      this.timeout(60000);
+      const node = await load({ maxBodyMB: 0.002, dedup: false }, { secret: SECRET });
+      const json = fc.jsonValue({ maxDepth: 4 });
+      const entryLike = fc.oneof(fc.constant({}), fc.record({
+        assetId: fc.oneof(fc.integer(), fc.string(), fc.constant('18446744073709551615')),
+        rrn: fc.oneof(fc.integer(), fc.string(), fc.bigInt().map(String)),
+        action: fc.constantFrom('added', 'modified', 'deleted', 'none', '')
+      }, { requiredKeys: [] }));
+      const body = fc.oneof(
+        fc.string({ maxLength: 300 }),
+        json.map((v) => JSON.stringify(v)),
+        fc.record({ success: fc.oneof(fc.boolean(), fc.constantFrom('true', 'false', 'x')), id: fc.oneof(fc.string(), fc.integer()),
+          data: fc.oneof(json, fc.record({ entry: fc.oneof(fc.array(entryLike, { maxLength: 8 }), json) })) }, { requiredKeys: [] }).map((v) => JSON.stringify(v)),
+        fc.string({ maxLength: 50 }).map((s) => '{"rrn": 123456789012345678901234567890' + s)
+      );
+      const contentType = fc.constantFrom(undefined, 'application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=utf-8');
+      const secret = fc.constantFrom(undefined, SECRET, 'wrong', '');
+      await fc.assert(fc.asyncProperty(body, contentType, secret, async (text, type, given) => {
+        received.length = 0;
+        let req = request(app).post('/dam/events');
+        if (type) req = req.set('Content-Type', type);
+        if (given !== undefined) req = req.set('X-DAM-Secret', given);
+        const res = await req.send(text);
+        if (res.status !== 200 && (res.status < 400 || res.status > 499)) return false;
+        if (given !== SECRET && res.status !== 401) return false;
+        if (res.status !== 200) {
+          await new Promise((r) => setImmediate(r));
+          return received.length === 0 && res.body.success === false && typeof res.body.error === 'string';
+        }
+        return true;
+      }), { numRuns: 300 });
+      // Node-RED still answers normally afterwards.
+      await request(app).post('/dam/events').set('X-DAM-Secret', SECRET).send(payload([entry(1, 1)])).expect(200);
+      node.error.called.should.be.false();
     });
   });
 
