@@ -369,6 +369,9 @@ export class AssetClient {
     if (opts === null || typeof opts !== 'object') throw invalidInput('options', 'must be an object with fuid and path', operation);
     const requested = textField('path', opts.path, operation);
     const { info, body, control } = await this.openDownload(operation, opts);
+    // Until pipeline() below takes over, an abort or reset must not be an unhandled 'error' event
+    // (it would crash Node-RED); pipeline() still sees the stream's error and rejects with it.
+    body.on('error', () => undefined);
     let target = path.resolve(requested);
     let temporary: string | undefined;
     try {
