@@ -99,6 +99,7 @@ export function receiveUpload(req: IncomingMessage, repo: Repository): Promise<R
     });
 
     bb.on('file', (name: string, stream: Readable, info: busboy.FileInfo) => {
+      stream.on('error', () => undefined); // destroying busboy errors the open part; fail() has the cause
       if (name !== 'file') { stream.resume(); return fail(new UploadError(`unexpected file part "${name}": the file goes in the part named "file"`)); }
       if (fileWrite) { stream.resume(); return fail(new UploadError('only one file part "file" is allowed per upload')); }
       const target = tmpPath = repo.tmpFile();
