@@ -36,6 +36,7 @@ async function startReceiver(respond = () => 200) {
         if (calls.length >= w.count) { waiters.splice(waiters.indexOf(w), 1); w.resolve(calls.slice()); }
       }
       const status = receiver.respond(call);
+      call.status = status;
       if (status === 'hang') return; // never answers: for timeouts
       res.statusCode = status;
       res.end();
