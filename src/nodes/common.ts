@@ -304,7 +304,8 @@ export type InputWork = (msg: NodeMessage, request: ActiveRequest) => Promise<st
  *   operation, field, serverMessage, code: Catch nodes only copy message and code into
  *   msg.error), then `done(err)` so Catch nodes receive the msg;
  * - close: abort in flight, then `done()` for those messages without an error
- *   (a redeploy is not a failure of the message), close callback within 4 s.
+ *   (a redeploy is not a failure of the message; one warning counts them), close
+ *   callback within 4 s.
  * `onClose` runs after the requests are settled (e.g. to release resources).
  */
 export function handleInput(RED: NodeAPI, node: Node, work: InputWork, onClose?: () => void): RequestTracker {
@@ -320,7 +321,9 @@ export function handleInput(RED: NodeAPI, node: Node, work: InputWork, onClose?:
     }).catch((err: unknown) => {
       const closing = tracker.closing;
       tracker.end(request, { ok: false, error: err });
-      if (closing && err instanceof AssetApiError && err.kind === 'aborted') { done(); return; }
+      // Closing: the request was aborted (or its config node's client closed under it);
+      // that is the redeploy's doing, not the message's fault. close() has warned once.
+      if (closing) { done(); return; }
       if (err instanceof AssetApiError) msg.assetError = err.toJSON();
       done(err instanceof Error ? err : new Error(String(err)));
     });

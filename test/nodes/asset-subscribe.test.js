@@ -1,0 +1,163 @@
+'use strict';
+require('should');
+const s = require('./nodes-support');
+const { helper } = s;
+
+describe('asset-subscribe node (against the emulator)', function () {
+  let emulator;
+  before(async function () {
+    await helper.startServer();
+    emulator = await s.startTestEmulator();
+  });
+  after(async function () {
+    if (emulator) await emulator.close();
+    await helper.stopServer();
+  });
+  afterEach(() => helper.unload());
+
+  const registerProps = {
+    action: 'register', subscriptionId: 'node-test-sub-1', subscriptionIdType: 'str',
+    callback: 'http://127.0.0.1:9/callback', callbackType: 'str',
+    method: 'POST', successCode: '202', successCodeType: 'num', retryCount: '5', retryCountType: 'num',
+    requestType: '', requestTypeType: 'str', logicalOperand: 'AND',
+    header: ['Content-Type: application/json', 'X-Secret: abc'],
+    queryParam: ['source=dam', 'b=2'],
+    watchPath: ['* /inbox', '+ /outbox', '/docs/readme.txt'],
+    watchMetadata: ['City==SFO', 'Status=*']
+  };
+
+  async function getStored(id) {
+    await s.load(s.flow('asset-subscribe', { action: 'get', subscriptionId: id }, { baseUrl: emulator.url }));
+    const msg = await s.run({});
+    await helper.unload();
+    return msg.payload.subscription;
+  }
+
+  it('registers with every editor field, then get returns them in order, then delete', async function () {
+    await s.load(s.flow('asset-subscribe', registerProps, { baseUrl: emulator.url }));
+    const statuses = s.recordStatus();
+    const msg = await s.run({ payload: 'go' });
+    msg.payload.should.containDeep({ id: 'node-test-sub-1', success: true });
+    msg.subscriptionId.should.equal('node-test-sub-1');
+    msg.action.should.equal('register');
+    statuses[0].should.containDeep({ fill: 'blue', text: '1 in flight' });
+    statuses[statuses.length - 1].should.containDeep({ fill: 'green', shape: 'dot' });
+    await helper.unload();
+
+    const stored = await getStored('node-test-sub-1');
+    stored.should.containDeep({
+      callback: 'http://127.0.0.1:9/callback', method: 'POST', successCode: 202, retryCount: 5, logicalOperand: 'AND'
+    });
+    stored.header.should.eql(registerProps.header);
+    stored.queryParam.should.eql(registerProps.queryParam);
+    stored.watchPath.should.eql(registerProps.watchPath);
+    stored.watchMetadata.should.eql(registerProps.watchMetadata);
+
+    await s.load(s.flow('asset-subscribe', { action: 'delete', subscriptionId: 'node-test-sub-1' }, { baseUrl: emulator.url }));
+    const deleted = await s.run({});
+    deleted.payload.success.should.be.true();
+    await helper.unload();
+    await s.load(s.flow('asset-subscribe', { action: 'get', subscriptionId: 'node-test-sub-1' }, { baseUrl: emulator.url }));
+    const caught = await s.runFailing({});
+    caught.assetError.kind.should.equal('rejected');
+  });
+
+  it('empty editor fields are not sent: the server defaults apply', async function () {
+    await s.load(s.flow('asset-subscribe', {
+      action: 'register', subscriptionId: 'node-test-defaults', callback: 'http://127.0.0.1:9/cb',
+      method: '', successCode: '', retryCount: '', logicalOperand: '', watchPath: [], header: [], queryParam: [], watchMetadata: []
+    }, { baseUrl: emulator.url }));
+    await s.run({});
+    await helper.unload();
+    const stored = await getStored('node-test-defaults');
+    stored.should.containDeep({ method: 'GET', successCode: 200, retryCount: 3, requestType: 'auto', logicalOperand: 'OR' });
+    stored.watchPath.should.eql(['/']);
+  });
+
+  it('msg.action, msg.subscriptionId and msg.subscription override the editor', async function () {
+    await s.load(s.flow('asset-subscribe', { ...registerProps, action: 'delete', subscriptionId: 'editor-id-unused' }, { baseUrl: emulator.url }));
+    const msg = await s.run({
+      action: 'REGISTER',
+      subscriptionId: 'msg-override-id',
+      subscription: { callback: 'https://example.test/hook', watchPath: '* /override', header: ['A: 1', 'B: 2'], retryCount: 1 }
+    });
+    msg.payload.id.should.equal('msg-override-id');
+    msg.action.should.equal('register');
+    await helper.unload();
+    const stored = await getStored('msg-override-id');
+    stored.callback.should.equal('https://example.test/hook');
+    stored.watchPath.should.eql(['* /override']);
+    stored.header.should.eql(['A: 1', 'B: 2']);
+    stored.retryCount.should.equal(1);
+    // Fields not in msg.subscription keep the editor's values.
+    stored.method.should.equal('POST');
+    stored.watchMetadata.should.eql(registerProps.watchMetadata);
+  });
+
+  it('takes the id from env and the callback from msg and flow context (TypedInput)', async function () {
+    process.env.DAM_TEST_SUB_ID = 'from-env-subscription';
+    try {
+      await s.load(s.flow('asset-subscribe', {
+        action: 'register', subscriptionId: 'DAM_TEST_SUB_ID', subscriptionIdType: 'env',
+        callback: 'target.url', callbackType: 'msg', watchPath: ['* /a']
+      }, { baseUrl: emulator.url }));
+      const msg = await s.run({ target: { url: 'http://127.0.0.1:9/from-msg' } });
+      msg.subscriptionId.should.equal('from-env-subscription');
+      await helper.unload();
+      (await getStored('from-env-subscription')).callback.should.equal('http://127.0.0.1:9/from-msg');
+
+      await s.load(s.flow('asset-subscribe', {
+        action: 'register', subscriptionId: 'from-flow-context', callback: 'hook', callbackType: 'flow'
+      }, { baseUrl: emulator.url }));
+      helper.getNode('n1').context().flow.set('hook', 'http://127.0.0.1:9/from-flow');
+      await s.run({});
+      await helper.unload();
+      (await getStored('from-flow-context')).callback.should.equal('http://127.0.0.1:9/from-flow');
+    } finally {
+      delete process.env.DAM_TEST_SUB_ID;
+    }
+  });
+
+  describe('invalid input is refused with an error naming the field', function () {
+    const cases = [
+      ['an id of 7 characters', { subscriptionId: 'abcdefg' }, {}, /id|subscriptionId/],
+      ['an id of 41 characters', { subscriptionId: 'a'.repeat(41) }, {}, /id|subscriptionId/],
+      ['an id with _', { subscriptionId: 'a_b-cdefgh' }, {}, /id|subscriptionId/],
+      ['a missing id', { subscriptionId: '' }, {}, /subscriptionId/],
+      ['an unknown msg.action', {}, { action: 'subscribe-all' }, /msg\.action/],
+      ['msg.subscription that is not an object', {}, { subscription: 'callback=x' }, /msg\.subscription/],
+      ['a missing callback', { callback: '' }, {}, /callback/],
+      ['a callback that is not a URL', {}, { subscription: { callback: 'not a url' } }, /callback/],
+      ['a bad logicalOperand', {}, { subscription: { logicalOperand: 'XOR' } }, /logicalOperand/],
+      ['a bad watchMetadata', {}, { subscription: { watchMetadata: ['no-operator'] } }, /watchMetadata/],
+      ['a non-integer successCode', { successCode: 'abc', successCodeType: 'str' }, {}, /successCode/]
+    ];
+    for (const [title, props, msg, field] of cases) {
+      it(title, async function () {
+        await s.load(s.flow('asset-subscribe', { ...registerProps, ...props }, { baseUrl: emulator.url }));
+        const statuses = s.recordStatus();
+        const caught = await s.runFailing(msg);
+        caught.assetError.kind.should.equal('invalid-input');
+        caught.assetError.field.should.match(field);
+        caught.error.message.should.match(field);
+        statuses[statuses.length - 1].text.should.startWith('invalid-input:');
+      });
+    }
+  });
+
+  it('several messages in flight show the count, and every one completes', async function () {
+    await s.load(s.flow('asset-subscribe', registerProps, { baseUrl: emulator.url }));
+    const statuses = s.recordStatus();
+    const out = helper.getNode('out');
+    let received = 0;
+    const all = new Promise(resolve => out.on('input', () => { if (++received === 3) resolve(); }));
+    for (let i = 0; i < 3; i++) helper.getNode('n1').receive({ subscriptionId: `parallel-sub-${i}` });
+    await all;
+    statuses.map(st => st.text).should.containEql('3 in flight');
+    statuses[statuses.length - 1].fill.should.equal('green');
+  });
+
+  s.describeFailures('asset-subscribe', async () => ({
+    emulator, props: registerProps, msg: () => ({})
+  }));
+});
