@@ -1,10 +1,9 @@
 'use strict';
 // A real HTTP callback receiver on 127.0.0.1:0 for the delivery tests: records every call
-// (method, url, headers, raw body, arrival time) and answers with `respond(call)`'s status.
+// (method, url, headers, raw body, arrival time, status answered), answers with `respond(call)`'s
+// status (changeable during a test, 'hang' never answers) and can wait for the n-th call.
+// (support.js has a simpler receiver without arrival times or waiting, used by other emulator tests.)
 const http = require('http');
-const fs = require('fs');
-const os = require('os');
-const path = require('path');
 
 async function startReceiver(respond = () => 200) {
   const calls = [];
@@ -48,14 +47,6 @@ async function startReceiver(respond = () => 200) {
   return receiver;
 }
 
-function tempDir() {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'dam-subs-'));
-}
-
-function removeDir(dir) {
-  fs.rmSync(dir, { recursive: true, force: true });
-}
-
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
 
 /** Polls `check` until it returns a truthy value (or fails after `ms`). */
@@ -69,4 +60,4 @@ async function eventually(check, ms = 5000, what = 'condition') {
   }
 }
 
-module.exports = { startReceiver, tempDir, removeDir, sleep, eventually };
+module.exports = { startReceiver, sleep, eventually };

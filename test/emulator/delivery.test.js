@@ -5,7 +5,8 @@ require('should');
 const fs = require('fs');
 const path = require('path');
 const { openSubscriptionHub } = require('../../dist/emulator/subscriptions');
-const { startReceiver, tempDir, removeDir, sleep, eventually } = require('./delivery-receiver');
+const { startReceiver, sleep, eventually } = require('./delivery-receiver');
+const { tmpDir, rmDir } = require('./support');
 
 const RETRY_DELAY = 300;
 
@@ -29,7 +30,7 @@ describe('emulator subscription hub: callback delivery', function () {
   }
 
   beforeEach(async function () {
-    dir = tempDir();
+    dir = tmpDir();
     logs = [];
     receiver = await startReceiver();
     await open();
@@ -37,7 +38,7 @@ describe('emulator subscription hub: callback delivery', function () {
   afterEach(async function () {
     await hub.close();
     await receiver.close();
-    removeDir(dir);
+    rmDir(dir);
   });
 
   const subscribe = (id, fields = {}) => hub.register(id, { callback: [`${receiver.url}/hook`], ...fields }).then(r => {

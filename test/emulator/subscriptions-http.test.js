@@ -4,9 +4,9 @@
 // a local callback receiver.
 require('should');
 const { startEmulator } = require('../../dist/emulator');
-const { startReceiver, tempDir, removeDir, sleep, eventually } = require('./delivery-receiver');
+const { startReceiver, sleep, eventually } = require('./delivery-receiver');
+const { tmpDir, rmDir, request, uploadFile } = require('./support');
 
-const COOKIE = 'JSESSIONID=local-dev';
 const SUBSCRIBE = '/review/api/events/assets/subscribe/';
 
 describe('emulator subscriptions over HTTP', function () {
@@ -21,40 +21,27 @@ describe('emulator subscriptions over HTTP', function () {
   }).then(e => { emu = e; });
 
   beforeEach(async function () {
-    dir = tempDir();
+    dir = tmpDir();
     receiver = await startReceiver();
     await start();
   });
   afterEach(async function () {
     await emu.close();
     await receiver.close();
-    removeDir(dir);
+    rmDir(dir);
   });
 
-  async function call(method, p, { form, query, cookie = COOKIE, json } = {}) {
-    const url = new URL(emu.url + p);
-    if (query) for (const [k, v] of query) url.searchParams.append(k, v);
-    const headers = cookie ? { Cookie: cookie } : {};
-    let body;
-    if (form) { body = new URLSearchParams(form).toString(); headers['Content-Type'] = 'application/x-www-form-urlencoded'; }
-    if (json) { body = JSON.stringify(json); headers['Content-Type'] = 'application/json'; }
-    const res = await fetch(url, { method, headers, body });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  }
-
-  const subscribe = (id, form, query) => call('POST', SUBSCRIBE + id, { form, query });
+  /** One request to the emulator; answers { status, body (parsed JSON) }. */
+  const call = (method, p, options = {}) => request(emu.url, method, p, options).then(r => ({ status: r.status, body: r.json }));
+  const subscribe = (id, form, query) => call('POST', SUBSCRIBE + id + (query ? `?${new URLSearchParams(query)}` : ''), { form });
+  const deliveriesOf = id => call('GET', `/emulator/deliveries?subscription=${id}`).then(r => r.body);
+  const setMetadata = (fuid, metadata) => call('PUT', `/emulator/assets/${fuid}/metadata`, { body: JSON.stringify(metadata), headers: { 'Content-Type': 'application/json' } });
   const callbackOf = (suffix = '') => `${receiver.url}/hook${suffix}`;
 
   async function upload(destination, name, content) {
-    const form = new FormData();
-    form.append('destination', destination);
-    form.append('wait', 'true');
-    form.append('file', new Blob([content]), name);
-    const res = await fetch(`${emu.url}/review/api/asset/upload`, { method: 'POST', headers: { Cookie: COOKIE }, body: form });
-    const body = await res.json();
-    body.success.should.be.true(JSON.stringify(body));
-    return body;
+    const r = await uploadFile(emu.url, destination, name, content);
+    r.json.success.should.be.true(r.text);
+    return r.json;
   }
 
   describe('register, read, delete (4.1, 2.2)', function () {
@@ -169,7 +156,7 @@ describe('emulator subscriptions over HTTP', function () {
       c = (await receiver.waitFor(2))[1];
       JSON.parse(c.body).data.entry[0].should.match({ assetId: fuid, rrn: again.data.rrn, action: 'modified' });
 
-      const meta = await call('PUT', `/emulator/assets/${fuid}/metadata`, { json: { City: 'SFO' } });
+      const meta = await setMetadata(fuid, { City: 'SFO' });
       meta.body.success.should.be.true(JSON.stringify(meta.body));
       c = (await receiver.waitFor(3))[2];
       JSON.parse(c.body).data.entry[0].should.match({ assetId: fuid, action: 'modified', path: '/inbox/photo.jpg' });
@@ -179,10 +166,10 @@ describe('emulator subscriptions over HTTP', function () {
       c = (await receiver.waitFor(4))[3];
       JSON.parse(c.body).data.entry[0].should.match({ assetId: fuid, action: 'deleted', path: '/inbox/photo.jpg' });
 
-      const list = await call('GET', '/emulator/deliveries', { query: [['subscription', 'inbox-post1']] });
-      list.body.success.should.be.true();
-      list.body.deliveries.map(d => d.state).should.eql(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
-      list.body.deliveries.map(d => d.entries[0].action).should.eql(['added', 'modified', 'modified', 'deleted']);
+      const list = await deliveriesOf('inbox-post1');
+      list.success.should.be.true();
+      list.deliveries.map(d => d.state).should.eql(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
+      list.deliveries.map(d => d.entries[0].action).should.eql(['added', 'modified', 'modified', 'deleted']);
     });
 
     it('a GET callback is called with its query params and headers and no body; watchPath and watchMetadata filter', async function () {
@@ -195,8 +182,8 @@ describe('emulator subscriptions over HTTP', function () {
       c.url.should.equal('/hook?from=dam&sub=inbox-get-1');
       c.headers['x-hook-key'].should.equal('k-123');
       c.body.should.equal('');
-      await call('PUT', `/emulator/assets/${up.data.fuids[0]}/metadata`, { json: { City: 'NYC' } }); // inbox-get-1 only
-      await call('PUT', `/emulator/assets/${up.data.fuids[0]}/metadata`, { json: { City: 'SFO' } }); // both
+      await setMetadata(up.data.fuids[0], { City: 'NYC' }); // inbox-get-1 only
+      await setMetadata(up.data.fuids[0], { City: 'SFO' }); // both
       await receiver.waitFor(4);
       await sleep(200);
       const urls = receiver.calls.map(x => x.url);
@@ -214,7 +201,7 @@ describe('emulator subscriptions over HTTP', function () {
       for (let i = 1; i < calls.length; i++) (calls[i].at - calls[i - 1].at).should.be.within(180, 800);
       let list;
       for (let i = 0; i < 50; i++) {
-        list = (await call('GET', '/emulator/deliveries', { query: [['subscription', 'fail-http-1']] })).body.deliveries;
+        list = (await deliveriesOf('fail-http-1')).deliveries;
         if (list[0]?.state === 'permanently-failed') break;
         await sleep(50);
       }

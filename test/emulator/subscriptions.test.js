@@ -5,7 +5,7 @@ require('should');
 const fs = require('fs');
 const path = require('path');
 const { openSubscriptionHub, MAX_RETRY_COUNT } = require('../../dist/emulator/subscriptions');
-const { tempDir, removeDir } = require('./delivery-receiver');
+const { tmpDir, rmDir } = require('./support');
 
 const CALLBACK = 'http://127.0.0.1:9/cb';
 
@@ -15,13 +15,13 @@ describe('emulator subscription hub: registration rules', function () {
   const logs = [];
 
   beforeEach(async function () {
-    dir = tempDir();
+    dir = tmpDir();
     logs.length = 0;
     hub = await openSubscriptionHub({ dataDir: dir, retryDelayMs: 200, log: line => logs.push(line) });
   });
   afterEach(async function () {
     await hub.close();
-    removeDir(dir);
+    rmDir(dir);
   });
 
   const register = (id, fields) => hub.register(id, { callback: [CALLBACK], ...fields });
