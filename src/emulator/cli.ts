@@ -103,12 +103,13 @@ async function main(): Promise<void> {
     host: options.host, port: options.port, dataDir: options.dataDir, retryDelayMs: options.retryDelayMs, sessions: options.sessions,
     log: options.quiet ? undefined : line => process.stdout.write(`${stamp()} ${line}\n`)
   });
-  process.stdout.write(`dam-emulator listening on ${emulator.url}\n`);
-  process.stdout.write(`data folder: ${emulator.dataDir}\n`);
+  // One write, so a reader sees the cookies together with the listening line.
+  const banner = [`dam-emulator listening on ${emulator.url}`, `data folder: ${emulator.dataDir}`];
   // The cookie values are what a user needs to call the emulator: printed here, and nowhere else.
   for (const s of options.sessions) {
-    process.stdout.write(`cookie: JSESSIONID=${s.value} (permissions: ${s.permissions.length ? s.permissions.join(', ') : 'none'}${s.user ? `; user ${s.user}` : ''})\n`);
+    banner.push(`cookie: JSESSIONID=${s.value} (permissions: ${s.permissions.length ? s.permissions.join(', ') : 'none'}${s.user ? `; user ${s.user}` : ''})`);
   }
+  process.stdout.write(banner.join('\n') + '\n');
 
   let stopping = false;
   const stop = (signal: string) => {
