@@ -73,12 +73,12 @@ export function demoFlow(o: DemoFlowOptions): object[] {
       info: 'The watch node reports every change in the folder. Folders, hidden and temporary files ' +
         '(.tmp, .part, .crdownload, .swp, ~) are skipped; a file is uploaded once its size and time ' +
         'stop changing, then moved to done/ so it is not uploaded twice. Files already waiting when ' +
-        'Node-RED starts are picked up too.', x: 370, y: 40, wires: [] }),
-    node({ id: id('watch'), type: 'watch', name: 'inbox', files: o.inboxDir, recursive: '', x: 110, y: 100, wires: [[id('filter')]] }),
+        'Node-RED starts are picked up too. When an upload fails, the file stays in the inbox.', x: 400, y: 40, wires: [] }),
+    node({ id: id('watch'), type: 'watch', name: 'inbox', files: o.inboxDir, recursive: '', x: 120, y: 100, wires: [[id('filter')]] }),
     node({ id: id('sweep'), type: 'inject', name: 'files waiting at start', props: [], repeat: '', crontab: '',
-      once: true, onceDelay: '1', topic: '', x: 150, y: 150, wires: [[id('list')]] }),
+      once: true, onceDelay: '1', topic: '', x: 140, y: 160, wires: [[id('list')]] }),
     node({ id: id('list'), type: 'function', name: 'list inbox', libs: FS_LIBS, outputs: 1, timeout: 0, noerr: 0,
-      initialize: '', finalize: '', x: 340, y: 150, wires: [[id('filter')]],
+      initialize: '', finalize: '', x: 330, y: 160, wires: [[id('filter')]],
       func: code(
         `const inbox = ${inbox};`,
         'for (const entry of await fs.promises.readdir(inbox, { withFileTypes: true })) {',
@@ -87,14 +87,14 @@ export function demoFlow(o: DemoFlowOptions): object[] {
         '    node.send({ payload: filename, filename, file: entry.name, type: "file" });',
         '}',
         'return null;') }),
-    node({ id: id('filter'), type: 'function', name: 'files only, no temp files', outputs: 1, timeout: 0, noerr: 0,
-      initialize: '', finalize: '', libs: [], x: 370, y: 100, wires: [[id('stable')]],
+    node({ id: id('filter'), type: 'function', name: 'files only', outputs: 1, timeout: 0, noerr: 0,
+      initialize: '', finalize: '', libs: [], x: 470, y: 100, wires: [[id('stable')]],
       func: code(
         'if (msg.type !== "file") return null;  // folders (done/) and removed files',
         'if (/^[.~]|~$|\\.(tmp|temp|part|partial|crdownload|download|swp)$/i.test(msg.file)) return null;',
         'return msg;') }),
     node({ id: id('stable'), type: 'function', name: 'wait until stable', libs: FS_LIBS, outputs: 1, timeout: 0, noerr: 0,
-      initialize: '', finalize: '', x: 590, y: 100, wires: [[id('upload')]],
+      initialize: '', finalize: '', x: 630, y: 100, wires: [[id('upload')]],
       func: code(
         '// One upload per file: the watch node reports a file several times while it is written.',
         'const pending = context.get("pending") || {};',
@@ -120,9 +120,9 @@ export function demoFlow(o: DemoFlowOptions): object[] {
       destination: '/inbox', destinationType: 'str', destinationFuid: '', destinationFuidType: 'num',
       collectionId: '', collectionIdType: 'num', wait: 'true', waitType: 'bool',
       waitInMinutes: '', waitInMinutesType: 'num', expandZip: 'false', expandZipType: 'bool',
-      x: 800, y: 100, wires: [[id('move')]] }),
+      x: 820, y: 100, wires: [[id('move')]] }),
     node({ id: id('move'), type: 'function', name: 'move to done/', libs: FS_LIBS, outputs: 1, timeout: 0, noerr: 0,
-      initialize: '', finalize: '', x: 1000, y: 100, wires: [[id('ingested')]],
+      initialize: '', finalize: '', x: 1010, y: 100, wires: [[id('ingested')]],
       func: code(
         'const doneDir = path.join(path.dirname(msg.filename), "done");',
         'await fs.promises.mkdir(doneDir, { recursive: true });',
@@ -138,12 +138,12 @@ export function demoFlow(o: DemoFlowOptions): object[] {
         'msg.payload = { uploaded: name, fuid: msg.fuid, rrn: msg.rrn, movedTo: target };',
         'return msg;') }),
     node({ id: id('ingested'), type: 'debug', name: 'ingested', active: true, tosidebar: true, console: false,
-      tostatus: false, complete: 'payload', targetType: 'msg', statusVal: '', statusType: 'auto', x: 1180, y: 100, wires: [] }),
+      tostatus: false, complete: 'payload', targetType: 'msg', statusVal: '', statusType: 'auto', x: 1170, y: 100, wires: [] }),
     node({ id: id('catchIngest'), type: 'catch', name: 'ingest failed', scope: ingestNodes, uncaught: false,
-      x: 590, y: 150, wires: [[id('ingestError')]] }),
-    node({ id: id('ingestError'), type: 'debug', name: 'ingest error (file stays in the inbox)', active: true,
+      x: 630, y: 160, wires: [[id('ingestError')]] }),
+    node({ id: id('ingestError'), type: 'debug', name: 'ingest error', active: true,
       tosidebar: true, console: true, tostatus: false, complete: 'error.message', targetType: 'msg', statusVal: '', statusType: 'auto',
-      x: 860, y: 150, wires: [] }),
+      x: 820, y: 160, wires: [] }),
 
     // ---------------------------------------------------------------- change mirror
     node({ id: id('c2'), type: 'comment', name: `Mirror: every asset added or modified under /inbox is downloaded to ${o.mirrorDir}, with its metadata beside it`,
@@ -151,17 +151,17 @@ export function demoFlow(o: DemoFlowOptions): object[] {
         'it on deploy (callback: the server config\'s public base URL + the node\'s path) and deletes it ' +
         'when the node is removed. Each changed asset arrives as one message; the latest revision is ' +
         'downloaded to mirror/<server path> and its metadata export is written beside it as ' +
-        '<name>.metadata.json.', x: 430, y: 220, wires: [] }),
+        '<name>.metadata.json.', x: 480, y: 240, wires: [] }),
     node({ id: id('events'), type: 'asset-event-in', name: 'changes in /inbox', path: DEMO_CALLBACK_PATH, method: 'post',
       successCode: 200, output: 'entry', emitEmpty: false, maxBodyMB: 50, secretHeader: 'X-DAM-Secret',
       subscriptionId: DEMO_SUBSCRIPTION_ID, checkId: true, dedup: true, dedupWindow: 600, dedupMax: 10000,
       server: SERVER, manage: true, watchPath: ['* /inbox'], watchMetadata: [], logicalOperand: '', retryCount: '',
-      credentials: { secret: DEMO_WEBHOOK_SECRET }, x: 130, y: 280, wires: [[id('switch')]] }),
+      credentials: { secret: DEMO_WEBHOOK_SECRET }, x: 130, y: 300, wires: [[id('switch')]] }),
     node({ id: id('switch'), type: 'switch', name: 'added or modified', property: 'payload.action', propertyType: 'msg',
       rules: [{ t: 'eq', v: 'added', vt: 'str' }, { t: 'eq', v: 'modified', vt: 'str' }], checkall: 'false', repair: false,
-      outputs: 2, x: 330, y: 280, wires: [[id('target')], [id('target')]] }),
+      outputs: 2, x: 320, y: 300, wires: [[id('target')], [id('target')]] }),
     node({ id: id('target'), type: 'function', name: 'mirror path', libs: FS_LIBS, outputs: 1, timeout: 0, noerr: 0,
-      initialize: '', finalize: '', x: 520, y: 280, wires: [[id('download')]],
+      initialize: '', finalize: '', x: 490, y: 300, wires: [[id('download')]],
       func: code(
         `const mirror = ${mirror};`,
         'const serverPath = String(msg.payload.path || "");',
@@ -178,24 +178,24 @@ export function demoFlow(o: DemoFlowOptions): object[] {
         'return msg;') }),
     node({ id: id('download'), type: 'asset-download', name: 'download latest', server: SERVER,
       fuid: 'fuid', fuidType: 'msg', rrn: '-1', rrnType: 'num', collectionId: '', collectionIdType: 'num',
-      output: 'file', filename: 'filename', filenameType: 'msg', x: 710, y: 280, wires: [[id('export')]] }),
+      output: 'file', filename: 'filename', filenameType: 'msg', x: 650, y: 300, wires: [[id('export')]] }),
     node({ id: id('export'), type: 'asset-export', name: 'export metadata', server: SERVER,
       fuid: 'fuid', fuidType: 'msg', rrn: '-1', rrnType: 'num', exportType: 'json', exportTypeType: 'fmt',
-      x: 900, y: 280, wires: [[id('metafile')]] }),
-    node({ id: id('metafile'), type: 'function', name: '<name>.metadata.json', outputs: 1, timeout: 0, noerr: 0,
-      initialize: '', finalize: '', libs: [], x: 1100, y: 280, wires: [[id('writemeta')]],
+      x: 830, y: 300, wires: [[id('metafile')]] }),
+    node({ id: id('metafile'), type: 'function', name: 'metadata file name', outputs: 1, timeout: 0, noerr: 0,
+      initialize: '', finalize: '', libs: [], x: 1010, y: 300, wires: [[id('writemeta')]],
       func: code(
         'msg.filename = msg.filename + ".metadata.json";',
         'msg.payload = JSON.stringify(msg.payload, null, 2) + "\\n";',
         'return msg;') }),
-    node({ id: id('writemeta'), type: 'file', name: 'write metadata', filename: 'filename', filenameType: 'msg',
-      appendNewline: false, createDir: true, overwriteFile: 'true', encoding: 'utf8', x: 1300, y: 280, wires: [[id('mirrored')]] }),
+    node({ id: id('writemeta'), type: 'file', name: 'write', filename: 'filename', filenameType: 'msg',
+      appendNewline: false, createDir: true, overwriteFile: 'true', encoding: 'utf8', x: 1170, y: 300, wires: [[id('mirrored')]] }),
     node({ id: id('mirrored'), type: 'debug', name: 'mirrored', active: true, tosidebar: true, console: false,
-      tostatus: false, complete: 'topic', targetType: 'msg', statusVal: '', statusType: 'auto', x: 1470, y: 280, wires: [] }),
+      tostatus: false, complete: 'topic', targetType: 'msg', statusVal: '', statusType: 'auto', x: 1310, y: 300, wires: [] }),
     node({ id: id('catchMirror'), type: 'catch', name: 'mirror failed', scope: mirrorNodes, uncaught: false,
-      x: 520, y: 330, wires: [[id('mirrorError')]] }),
+      x: 490, y: 360, wires: [[id('mirrorError')]] }),
     node({ id: id('mirrorError'), type: 'debug', name: 'mirror error', active: true, tosidebar: true, console: true,
-      tostatus: false, complete: 'error.message', targetType: 'msg', statusVal: '', statusType: 'auto', x: 730, y: 330, wires: [] })
+      tostatus: false, complete: 'error.message', targetType: 'msg', statusVal: '', statusType: 'auto', x: 680, y: 360, wires: [] })
   ];
 }
 

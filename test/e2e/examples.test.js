@@ -95,6 +95,8 @@ describe('example flows, packed and installed into a real Node-RED', function ()
       userDir, port: await freePort(), credentialSecret: 'examples-e2e', logLevel: 'info',
       onLine: (line) => log.push(line)
     });
+    const { version } = await adminGet('/settings');
+    console.log(`      (Node-RED ${version} on Node ${process.version}, package installed from ${path.basename(tarball)})`);
   });
 
   afterEach(function () {
