@@ -1,0 +1,119 @@
+'use strict';
+/**
+ * A real Node-RED (editor + runtime) with this package loaded, for the browser test.
+ *
+ * It runs in a child process, not in the mocha process: Node-RED is a singleton,
+ * and the test-helper suites in the same mocha run must not inherit our registry.
+ * The child embeds Node-RED (`require('node-red')`, RED.init on an http server bound
+ * to 127.0.0.1:0) with `nodesDir: [projectRoot]`: Node-RED's registry loads a
+ * nodesDir holding a package.json with a `node-red` section as that package, the
+ * same way it loads an installed module (icons, locales and examples included).
+ *
+ * Parent side: `const nr = await startNodeRed()` -> { url, version, userDir, stop() }.
+ */
+const { spawn } = require('child_process');
+const fs = require('fs');
+const http = require('http');
+const os = require('os');
+const path = require('path');
+
+const projectRoot = path.resolve(__dirname, '..', '..', '..');
+
+/** Start Node-RED in a child process; resolves once the editor answers. */
+function startNodeRed({ startTimeoutMs = 45000 } = {}) {
+  const userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-browser-nr-'));
+  const child = spawn(process.execPath, [__filename, userDir], {
+    cwd: projectRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  const remember = chunk => { log = (log + chunk).slice(-20000); };
+  child.stderr.on('data', remember);
+
+  return new Promise((resolve, reject) => {
+    let stdout = '';
+    const timer = setTimeout(() => fail(new Error(`Node-RED did not start within ${startTimeoutMs} ms`)), startTimeoutMs);
+    function fail(err) {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      fs.rmSync(userDir, { recursive: true, force: true });
+      err.message += `\n--- Node-RED output ---\n${log}`;
+      reject(err);
+    }
+    child.on('exit', code => fail(new Error(`Node-RED exited early with code ${code}`)));
+    child.stdout.on('data', chunk => {
+      remember(chunk);
+      stdout += chunk;
+      const m = /^READY (\{.*\})$/m.exec(stdout);
+      if (!m) return;
+      clearTimeout(timer);
+      child.removeAllListeners('exit');
+      const info = JSON.parse(m[1]);
+      let exited = false;
+      child.on('exit', () => { exited = true; });
+      resolve({
+        url: `http://127.0.0.1:${info.port}/`,
+        version: info.version,
+        userDir,
+        output: () => log,
+        async stop() {
+          if (!exited) {
+            const gone = new Promise(r => child.once('exit', r));
+            child.kill('SIGTERM');
+            const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+            await gone;
+            clearTimeout(t);
+          }
+          fs.rmSync(userDir, { recursive: true, force: true });
+        },
+      });
+    });
+  });
+}
+
+/** Child side: embed Node-RED and print `READY {port, version}` once started. */
+async function runChild(userDir) {
+  const RED = require('node-red');
+  const express = require(require.resolve('express', { paths: [path.dirname(require.resolve('node-red'))] }));
+  const app = express();
+  const server = http.createServer(app);
+  const settings = {
+    userDir,
+    flowFile: 'flows.json',
+    credentialSecret: 'browser-test-secret',
+    nodesDir: [projectRoot],
+    httpAdminRoot: '/',
+    httpNodeRoot: '/api',
+    uiHost: '127.0.0.1',
+    logging: { console: { level: 'warn', metrics: false, audit: false } },
+    // No first-run tour, no update prompt, no palette catalogue fetch: the test
+    // must not depend on the network or on pop-ups covering the screenshots.
+    telemetry: { enabled: false, updateNotification: false },
+    editorTheme: { tours: false, projects: { enabled: false }, palette: { catalogues: [] } },
+    externalModules: { palette: { allowInstall: false } },
+  };
+  RED.init(server, settings);
+  app.use(settings.httpAdminRoot, RED.httpAdmin);
+  app.use(settings.httpNodeRoot, RED.httpNode);
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  await RED.start();
+  const stop = () => {
+    RED.stop().catch(() => {}).then(() => server.close(() => process.exit(0)));
+    setTimeout(() => process.exit(0), 4000).unref();
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  process.stdout.write(`READY ${JSON.stringify({ port: server.address().port, version: RED.version() })}\n`);
+}
+
+if (require.main === module) {
+  runChild(process.argv[2]).catch(err => {
+    console.error(err && err.stack || err);
+    process.exit(1);
+  });
+}
+
+module.exports = { startNodeRed, projectRoot };
