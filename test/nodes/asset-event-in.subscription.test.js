@@ -163,6 +163,18 @@ describe('asset-event-in owning its subscription (test helper + emulator)', func
     emulator.revokeSession(lateCookie);
   });
 
+  it('stops retrying once closed (the retry timer does not outlive the node)', async function () {
+    this.timeout(20000);
+    const lateCookie = 'closed-node-cookie-value';
+    const node = await load(flow(), credentials(lateCookie));
+    await until(() => node.error.called);
+    await helper.unload();
+    emulator.addSession({ value: lateCookie, permissions: ['events', 'add'] });
+    await new Promise((r) => setTimeout(r, 6000)); // past the first retry delay (5 s)
+    (await getSubscription(DERIVED_ID)).success.should.be.false();
+    emulator.revokeSession(lateCookie);
+  });
+
   it('does not retry what its own settings break, and says which field', async function () {
     const node = await load(flow({ watchPath: ['? /inbox'] }));
     await until(() => node.error.called);
