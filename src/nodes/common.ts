@@ -157,9 +157,13 @@ export function asBoolean(field: ResolvedField): boolean | undefined {
   throw invalidInput(field.label, `must be true or false, got ${describe(v)}`);
 }
 
-/** Resolves a file path like the core file nodes: relative to `fileWorkingDirectory` or the cwd. */
+/**
+ * Resolves a file path like the core file nodes: relative to `fileWorkingDirectory` or the cwd.
+ * A trailing separator is kept (it means "into this folder" to the download).
+ */
 export function resolvePath(RED: NodeAPI, file: string): string {
-  return path.resolve(RED.settings.fileWorkingDirectory || process.cwd(), file);
+  const resolved = path.resolve(RED.settings.fileWorkingDirectory || process.cwd(), file);
+  return /[\\/]$/.test(file) && !resolved.endsWith(path.sep) ? resolved + path.sep : resolved;
 }
 
 /** Short description of a wrong value for an error message (never the whole value). */

@@ -79,6 +79,14 @@ describe('asset-download node (against the emulator)', function () {
     fs.readFileSync(other, 'utf8').should.equal('revision one');
   });
 
+  it('file mode: a path ending in / saves under the server file name in that folder', async function () {
+    const folder = path.join(tmp.dir, 'into-folder') + path.sep;
+    await s.load(s.flow('asset-download', { output: 'file', filename: folder }, { baseUrl: emulator.url }));
+    const msg = await s.run({ fuid: first.fuid });
+    msg.filename.should.equal(path.join(folder, 'doc.txt'));
+    fs.readFileSync(msg.filename, 'utf8').should.equal('revision two, longer');
+  });
+
   it('file mode resolves relative paths against fileWorkingDirectory', async function () {
     helper.settings({ fileWorkingDirectory: tmp.dir });
     try {

@@ -56,6 +56,12 @@ describe('asset-export node (against the emulator)', function () {
     json.payload.should.be.an.Object();
   });
 
+  it('evaluates a JSONata editor value', async function () {
+    await s.load(s.flow('asset-export', { fuid: '$number(ref.id)', fuidType: 'jsonata' }, { baseUrl: emulator.url }));
+    const msg = await s.run({ ref: { id: String(asset.fuid) } });
+    JSON.stringify(msg.payload).should.containEql('meta.txt');
+  });
+
   it('msg.fuid overrides the editor fuid', async function () {
     await s.load(s.flow('asset-export', { fuid: '424242', fuidType: 'num' }, { baseUrl: emulator.url }));
     const msg = await s.run({ fuid: asset.fuid });

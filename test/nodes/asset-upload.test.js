@@ -188,10 +188,14 @@ describe('asset-upload node (against the emulator)', function () {
       helper.getNode('caught').on('input', () => { completed = true; });
       n1.receive({ payload: generated(4 * 1024 * 1024 * 1024) }); // 4 GiB, made on demand
       await progressed;
+      // The helper stops spying on logs before it closes the nodes: record warnings here.
+      const warnings = [];
+      n1.warn = text => warnings.push(text);
       const started = Date.now();
       await helper.unload();
       (Date.now() - started).should.be.below(5000);
       completed.should.be.false();
+      warnings.should.eql(['aborted 1 request(s) in flight on close']);
     });
     unhandled.should.eql([]);
     await s.delay(300);

@@ -175,7 +175,14 @@ describe('the package in a real Node-RED runtime', function () {
     });
     deploy.status.should.equal(204);
 
-    const run = await fetch(`${base}/api/run`, { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: 'hello from a real flow' });
+    // The http-in route may appear a moment after the deploy answers; a 404 did nothing.
+    let run;
+    for (let attempt = 0; attempt < 50; attempt++) {
+      run = await fetch(`${base}/api/run`, { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: 'hello from a real flow' });
+      if (run.status !== 404) break;
+      await run.text();
+      await s.delay(100);
+    }
     const answer = await run.json();
     run.status.should.equal(200, JSON.stringify(answer));
     answer.text.should.equal('hello from a real flow');
