@@ -100,6 +100,7 @@ export function receiveUpload(req: IncomingMessage, repo: Repository): Promise<R
 
     bb.on('file', (name: string, stream: Readable, info: busboy.FileInfo) => {
       stream.on('error', () => undefined); // destroying busboy errors the open part; fail() has the cause
+      if (settled) { stream.resume(); return; } // parts parsed from the same chunk after a failure
       if (name !== 'file') { stream.resume(); return fail(new UploadError(`unexpected file part "${name}": the file goes in the part named "file"`)); }
       if (fileWrite) { stream.resume(); return fail(new UploadError('only one file part "file" is allowed per upload')); }
       const target = tmpPath = repo.tmpFile();
@@ -229,10 +230,20 @@ async function eachEntry(file: string, onEntry: (zip: yauzl.ZipFile, entry: yauz
   const zip = await openZip(file);
   await new Promise<void>((resolve, reject) => {
     let failed = false;
-    const fail = (e: Error) => { if (!failed) { failed = true; zip.close(); reject(e instanceof UploadError ? e : new UploadError(`cannot read the zip archive: ${e.message}`)); } };
+    let current: Promise<void> = Promise.resolve();
+    const fail = (e: Error) => {
+      if (failed) return;
+      failed = true;
+      zip.close();
+      // Settle only after the entry in progress did, so the caller can clean up what it stored.
+      current.catch(() => undefined).then(() => reject(e instanceof UploadError ? e : new UploadError(`cannot read the zip archive: ${e.message}`)));
+    };
     zip.on('error', fail);
-    zip.on('end', () => { if (!failed) resolve(); });
-    zip.on('entry', (entry: yauzl.Entry) => { onEntry(zip, entry).then(() => { if (!failed) zip.readEntry(); }, fail); });
+    zip.on('end', () => { if (!failed) current.then(() => resolve(), fail); });
+    zip.on('entry', (entry: yauzl.Entry) => {
+      current = onEntry(zip, entry);
+      current.then(() => { if (!failed) zip.readEntry(); }, fail);
+    });
     zip.readEntry();
   });
 }
