@@ -95,6 +95,7 @@ async function main(): Promise<void> {
 
   let emulator: RunningEmulator | undefined;
   let nodeRed: NodeRedProcess | undefined;
+  let nodeRedStarting: Promise<NodeRedProcess> | undefined;
   const startup = new AbortController();
   let stopping: Promise<void> | undefined;
 
@@ -103,7 +104,9 @@ async function main(): Promise<void> {
       startup.abort();
       if (!nodeRed && !emulator) process.exit(exitCode);
       console.log('Stopping Node-RED and the emulator...');
-      try { if (nodeRed) await nodeRed.stop(); } catch (err) { console.error(`Node-RED did not stop cleanly: ${(err as Error).message}`); }
+      // Stopped while Node-RED was starting: the aborted start stops it itself; wait for that.
+      const running = nodeRed ?? await nodeRedStarting?.catch(() => undefined);
+      try { if (running) await running.stop(); } catch (err) { console.error(`Node-RED did not stop cleanly: ${(err as Error).message}`); }
       try { if (emulator) await emulator.close(); } catch (err) { console.error(`The emulator did not stop cleanly: ${(err as Error).message}`); }
       console.log('Stopped. Your data stays in ' + shown(demoDir) + ' for the next `npm start`.');
       process.exit(exitCode);
@@ -140,11 +143,12 @@ async function main(): Promise<void> {
     const flowSha = sha256(JSON.stringify(flow));
     const decision = decideFlow(dirs.userDir, flowSha);
 
-    nodeRed = await startNodeRed({
+    nodeRedStarting = startNodeRed({
       userDir: dirs.userDir, port, host: HOST, credentialSecret: CREDENTIAL_SECRET,
       nodesDir: [PROJECT_DIR], signal: startup.signal,
       onLine: (line) => console.log(`[node-red] ${line}`)
     });
+    nodeRed = await nodeRedStarting;
     const running = nodeRed;
     void running.exited.then((code) => {
       if (!stopping) {
