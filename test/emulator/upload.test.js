@@ -189,6 +189,34 @@ describe('emulator upload (spec 4.2, 2.4)', function () {
       r.json.jobId.should.match(/^job-\d+$/);
     });
 
+    it('a job whose ingest fails ends failed with the reason; nothing is stored', async () => {
+      const zip = await makeZip({ 'big.txt': 'abcdefghij'.repeat(20000) });
+      const bad = Buffer.from(zip);
+      for (let i = 60; i < 200; i++) bad[i] ^= 0x5a; // inside the deflated data; the headers stay intact
+      const r = await uploadFile(emu.url, '/broken', 'bad.zip', bad, { wait: 'false' });
+      r.json.success.should.equal(true);
+      const job = await waitFor(async () => {
+        const j = (await get(emu, `/emulator/jobs/${r.json.jobId}`)).json.job;
+        return j.state === 'failed' && j;
+      });
+      job.error.should.match(/big\.txt/);
+      job.should.not.have.property('result');
+      (await assetAt(emu, '/broken/big.txt')).success.should.equal(false);
+      fs.readdirSync(path.join(emu.dataDir, 'blobs')).should.eql([]);
+      const sync = await uploadFile(emu.url, '/broken', 'bad.zip', bad);
+      sync.json.success.should.equal(false);
+      sync.json.error.should.match(/big\.txt/);
+    });
+
+    it('wait=true past waitInMinutes answers success false; the ingest still completes', async () => {
+      const entries = {};
+      for (let i = 0; i < 150; i++) entries[`e${i}.txt`] = String(i);
+      const r = await uploadFile(emu.url, '/slow', 'many.zip', await makeZip(entries), { waitInMinutes: '0.00001' });
+      r.json.success.should.equal(false);
+      r.json.error.should.match(/waitInMinutes/);
+      await waitFor(async () => (await assetAt(emu, '/slow/e149.txt')).success);
+    });
+
     it('unknown job -> success false', async () => {
       const r = await get(emu, '/emulator/jobs/job-999');
       r.json.success.should.equal(false);
