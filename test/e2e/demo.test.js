@@ -104,7 +104,8 @@ describe('npm start sandbox (dist/demo/start.js)', function () {
     (await listening(ports.nodeRed)).should.be.false();
     (await listening(ports.emulator)).should.be.false();
     demo.output.text().should.match(/Stopped\./);
-    // The cookie never shows up in the output (the banner names only the local demo cookie).
+    // The webhook's shared secret never shows up in either process's output (the cookie does,
+    // on purpose: the banner tells the user the emulator's well-known local-dev cookie).
     demo.output.text().should.not.match(/demo-webhook-secret/);
   });
 

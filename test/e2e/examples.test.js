@@ -93,6 +93,7 @@ describe('example flows, packed and installed into a real Node-RED', function ()
     collector = await startCollector();
     nodeRed = await startNodeRed({
       userDir, port: await freePort(), credentialSecret: 'examples-e2e', logLevel: 'info',
+      env: { DAM_COOKIE: COOKIE }, // for the comments' "`${DAM_COOKIE}` also works there"
       onLine: (line) => log.push(line)
     });
     const { version } = await adminGet('/settings');
@@ -131,7 +132,7 @@ describe('example flows, packed and installed into a real Node-RED', function ()
    * Reads an example through Import > Examples, makes the user's edits (see the top of
    * this file), swaps debug nodes for reporters, deploys it alone, and returns helpers.
    */
-  async function deployExample(name) {
+  async function deployExample(name, { cookie = COOKIE } = {}) {
     const original = await adminGet(`/library/examples/flows/${MODULE}/${name}`);
     const server = original.find((n) => n.type === 'asset-server');
     server.should.containEql({ baseUrl: 'http://127.0.0.1:8873', publicBaseUrl: 'http://127.0.0.1:1880' });
@@ -147,7 +148,7 @@ describe('example flows, packed and installed into a real Node-RED', function ()
       method: 'POST', ret: 'txt', paytoqs: 'ignore', url: collector.url, tls: '', persist: false, proxy: '',
       insecureHTTPParser: false, authType: '', senderr: false, headers: [], x: 0, y: 0, wires: [[]] };
     const nodes = JSON.parse(text).map((n) => {
-      if (n.type === 'asset-server') return { ...n, credentials: { cookie: COOKIE } };
+      if (n.type === 'asset-server') return { ...n, credentials: { cookie } };
       const placed = { ...n, z: tab.id };
       if (n.type !== 'debug') return placed;
       return { id: n.id, type: 'function', z: tab.id, name: `report ${n.name}`, outputs: 1, timeout: 0, noerr: 0,
@@ -320,7 +321,8 @@ describe('example flows, packed and installed into a real Node-RED', function ()
   });
 
   it('06 export metadata: uploads, exports the metadata as JSON and saves it as <asset id>.json', async () => {
-    const ex = await deployExample('06-export-metadata');
+    // This time the user typed `${DAM_COOKIE}` into the cookie field, as the comment offers.
+    const ex = await deployExample('06-export-metadata', { cookie: '${DAM_COOKIE}' });
     await ex.inject('upload and export');
     const exported = await ex.next('metadata');
     JSON.stringify(exported.payload).should.match(/with-metadata\.txt/);
