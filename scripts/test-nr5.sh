@@ -23,8 +23,19 @@ if [ "${NR5_OFFLINE:-}" = 1 ] && installed_ok; then
   echo "test:nr5: NR5_OFFLINE=1, using .nr5/ as it is"
 else
   echo "test:nr5: installing the newest node@22, node-red@5 and node-red-node-test-helper@0.3.6 into .nr5/"
-  # node@22's preinstall script fetches the Node binary: allow it by name.
-  if ! npm install --prefix "$nr5" --no-audit --no-fund --loglevel=error --allow-scripts=node \
+  # node@22's preinstall script fetches the Node binary; npm 11 wants install
+  # scripts allowed by name in the package.json of the install folder.
+  mkdir -p "$nr5"
+  node -e '
+    const fs = require("fs"); const file = process.argv[1];
+    let pkg = {};
+    try { pkg = JSON.parse(fs.readFileSync(file, "utf8")); } catch (e) { /* first install */ }
+    pkg.private = true;
+    pkg.description = "Node 22 + Node-RED 5 for npm run test:nr5 (scripts/test-nr5.sh); not part of the package";
+    pkg.allowScripts = Object.assign({}, pkg.allowScripts, { node: true });
+    fs.writeFileSync(file, JSON.stringify(pkg, null, 2) + "\n");
+  ' "$nr5/package.json"
+  if ! npm install --prefix "$nr5" --no-audit --no-fund --loglevel=error \
       node@22 node-red@5 node-red-node-test-helper@0.3.6; then
     if [ "${CI:-}" != true ] && installed_ok; then
       echo "test:nr5: WARNING: install failed (offline?); using the copy already in .nr5/" >&2

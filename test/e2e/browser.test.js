@@ -48,6 +48,7 @@ describe('editor in a real browser (Chromium)', function () {
     nr = await startNodeRed();
     browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS });
     // launch() gives every browser a fresh, temporary user-data-dir.
+    console.log(`      (Node-RED ${nr.version} on Node ${process.version}, Chromium ${browser.version()} at ${chromiumPath})`);
     const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
     page = await context.newPage();
     problems = watchPageProblems(page);
@@ -76,6 +77,18 @@ describe('editor in a real browser (Chromium)', function () {
     if (nr) {
       if (this.currentTest && this.currentTest.state === 'failed') console.log(nr.output());
       await nr.stop();
+    }
+  });
+
+  // A failed test must not leave a tray or dialog open over the next one.
+  afterEach(async function () {
+    if (!page) return;
+    await page.keyboard.press('Escape').catch(() => {});
+    for (let i = 0; i < 4; i++) {
+      const cancel = page.locator('#node-config-dialog-cancel:visible, #node-dialog-cancel:visible').first();
+      if (!(await cancel.count())) break;
+      await cancel.click().catch(() => {});
+      await page.waitForTimeout(400);
     }
   });
 

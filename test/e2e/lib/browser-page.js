@@ -40,9 +40,10 @@ function watchPageProblems(page) {
 }
 
 /**
- * In the page: strings a user can see inside `selector` that look like message
- * catalogue keys the editor failed to translate (e.g. `asset-subscribe.label.id`,
- * `node-red:common.label.name`). Checks visible text, placeholders, titles and options.
+ * In the page: message-catalogue keys the editor failed to translate inside
+ * `selector`: `data-i18n` elements left empty (hidden ones too), and visible text,
+ * placeholders, titles and options that look like a key (`asset-subscribe.label.id`,
+ * `node-red:common.label.name`), as `RED._()` returns a missing key as is.
  */
 async function untranslatedKeys(page, selector, nodeTypes) {
   return page.evaluate(({ selector, nodeTypes }) => {
@@ -62,6 +63,16 @@ async function untranslatedKeys(page, selector, nodeTypes) {
       }
     }
     const found = new Set();
+    // A data-i18n key the catalogue lacks leaves the element (or attribute) empty.
+    for (const el of root.querySelectorAll('[data-i18n]')) {
+      for (const part of el.getAttribute('data-i18n').split(';')) {
+        const m = /^\[([^\]]+)\](.*)$/.exec(part.trim());
+        const target = m ? m[1] : 'text';
+        const key = (m ? m[2] : part).trim();
+        const shown = ['text', 'html', 'append', 'prepend'].includes(target) ? el.textContent : el.getAttribute(target);
+        if (!shown || !shown.trim()) found.add(`${key} (empty ${target})`);
+      }
+    }
     for (const text of texts) {
       for (const token of text.split(/\s+/)) {
         const t = token.replace(/^[("'[]+|[)"',.:;\]]+$/g, '');
