@@ -8,7 +8,7 @@
  * left in `req.body` is used instead.
  */
 import type { IncomingMessage } from 'http';
-import { parseJsonKeepingBigIntegers } from './json';
+import { parseJsonKeepingBigInts } from '../api/json';
 
 export type BodyOutcome =
   | { ok: true; value: unknown }
@@ -54,7 +54,7 @@ function parseText(text: string): BodyOutcome {
   const trimmed = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   if (trimmed.trim() === '') return { ok: false, status: 400, reason: 'body is empty' };
   try {
-    return { ok: true, value: parseJsonKeepingBigIntegers(trimmed) };
+    return { ok: true, value: parseJsonKeepingBigInts(trimmed) };
   } catch {
     return { ok: false, status: 400, reason: 'body is not valid JSON' };
   }

@@ -1,5 +1,4 @@
 /** Receiving asset-change callbacks: payload parsing, body reading, secret check, duplicate filter. */
-export * from './json';
 export * from './payload';
 export * from './body';
 export * from './secret';

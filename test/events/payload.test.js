@@ -1,8 +1,7 @@
 'use strict';
 require('should');
-const {
-  parseJsonKeepingBigIntegers, quoteUnsafeIntegers, parseCallbackPayload, isEmptyEntry, entryKey, readBooleanFlag
-} = require('../../dist/events');
+const { parseCallbackPayload, isEmptyEntry, entryKey, readBooleanFlag } = require('../../dist/events');
+const { parseJsonKeepingBigInts: parseJsonKeepingBigIntegers, quoteUnsafeIntegers } = require('../../dist/api/json');
 
 describe('events: JSON with big integers', function () {
   it('parses ordinary JSON exactly like JSON.parse', function () {
