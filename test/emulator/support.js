@@ -17,7 +17,7 @@ function tmpDir(prefix = 'dam-emu-test-') {
 }
 
 function rmDir(dir) {
-  fs.rmSync(dir, { recursive: true, force: true });
+  fs.rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
 }
 
 /** Starts an emulator on a fresh temp data dir (port 0); `stop()` closes it and removes the dir. */
