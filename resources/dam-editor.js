@@ -46,7 +46,7 @@
     }
 
     function subscriptionIdValidator(typeField) {
-        return function (v) {
+        return function (v, opt) {
             var type = $("#node-input-" + typeField).val() || this[typeField] || "str";
             if (type !== "str" || v === "" || v === undefined) { return true; }
             return validateSubscriptionId(v);
