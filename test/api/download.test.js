@@ -1,0 +1,296 @@
+'use strict';
+// Download (spec 4.3) against the real emulator: to a Buffer, a stream and a file;
+// interrupted downloads leave nothing behind. Faults from small real servers.
+const fs = require('fs');
+const fsp = require('fs/promises');
+const path = require('path');
+const crypto = require('crypto');
+const should = require('should');
+const { AssetClient } = require('../../dist/api/client');
+const { AssetApiError } = require('../../dist/api/errors');
+const {
+  COOKIES, tempDir, startTestEmulator, startServer, expectError, recordError, seenErrors, assertNoCookieIn, filesIn
+} = require('./helpers');
+
+const MiB = 1024 * 1024;
+
+describe('api client: download against the emulator', () => {
+  let emu;
+  let api;
+  let dir;
+  let small; // { fuid, rrn, bytes }
+  let big; // 32 MiB, random bytes
+  before(async () => {
+    emu = await startTestEmulator();
+    api = new AssetClient({ baseUrl: emu.url, cookie: COOKIES.editor });
+    dir = await tempDir();
+    const smallBytes = Buffer.from('hello, asset\n');
+    const up = await api.upload({ file: { buffer: smallBytes }, name: 'hello.txt', destination: '/dl', wait: true });
+    small = { fuid: up.fuids[0], rrn: up.rrn, bytes: smallBytes };
+    const bigFile = path.join(dir, 'big.bin');
+    const bigBytes = crypto.randomBytes(32 * MiB);
+    await fsp.writeFile(bigFile, bigBytes);
+    const upBig = await api.upload({ file: { path: bigFile }, destination: '/dl', wait: true });
+    big = { fuid: upBig.fuids[0], bytes: bigBytes, sha: crypto.createHash('sha256').update(bigBytes).digest('hex') };
+    await fsp.rm(bigFile);
+  });
+  after(async () => {
+    api.close();
+    await emu.close();
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  it('downloads to a Buffer with file name, content type, length and progress', async () => {
+    const reports = [];
+    const got = await api.downloadToBuffer({ fuid: small.fuid, onProgress: (p) => reports.push(p) });
+    got.data.equals(small.bytes).should.be.true();
+    got.filename.should.equal('hello.txt');
+    got.contentType.should.match(/^text\/plain/);
+    got.length.should.equal(small.bytes.length);
+    got.headers['content-length'].should.equal(String(small.bytes.length));
+    should.not.exist(got.headers['set-cookie']);
+    reports[reports.length - 1].should.eql({ bytes: small.bytes.length, total: small.bytes.length });
+  });
+
+  it('downloads an older revision by rrn (default -1 = latest), fuid given as a string', async () => {
+    const v2 = await api.upload({ file: { buffer: Buffer.from('second revision') }, name: 'hello.txt', destination: '/dl', wait: true });
+    v2.fuids.should.eql([small.fuid]);
+    (await api.downloadToBuffer({ fuid: String(small.fuid), rrn: small.rrn })).data.equals(small.bytes).should.be.true();
+    (await api.downloadToBuffer({ fuid: small.fuid })).data.toString().should.equal('second revision');
+    (await api.downloadToBuffer({ fuid: small.fuid, rrn: -1, collectionId: 0 })).data.toString().should.equal('second revision');
+  });
+
+  it('downloads to a stream', async () => {
+    const got = await api.downloadToStream({ fuid: big.fuid });
+    got.length.should.equal(big.bytes.length);
+    const hash = crypto.createHash('sha256');
+    for await (const chunk of got.stream) hash.update(chunk);
+    hash.digest('hex').should.equal(big.sha);
+  });
+
+  it('downloads to a file atomically, creating folders, or into a folder under the server name', async () => {
+    const target = path.join(dir, 'a', 'b', 'copy.bin');
+    const done = await api.downloadToFile({ fuid: big.fuid, path: target });
+    done.path.should.equal(target);
+    done.bytes.should.equal(big.bytes.length);
+    crypto.createHash('sha256').update(await fsp.readFile(target)).digest('hex').should.equal(big.sha);
+    (await filesIn(path.dirname(target))).should.eql(['copy.bin']);
+
+    const intoFolder = await api.downloadToFile({ fuid: small.fuid, path: path.join(dir, 'folder') + path.sep });
+    intoFolder.path.should.equal(path.join(dir, 'folder', 'hello.txt'));
+    const again = await api.downloadToFile({ fuid: small.fuid, path: path.join(dir, 'folder') });
+    again.path.should.equal(path.join(dir, 'folder', 'hello.txt'));
+    (await filesIn(path.join(dir, 'folder'))).should.eql(['hello.txt']);
+  });
+
+  it('a JSON file is file content, also beyond the peeked size; only success:false JSON is an error', async () => {
+    const json = Buffer.from(JSON.stringify({ success: true, list: Array.from({ length: 20000 }, (_, i) => i) }));
+    json.length.should.be.above(64 * 1024);
+    const up = await api.upload({ file: { buffer: json }, name: 'data.json', destination: '/dl', wait: true });
+    const got = await api.downloadToBuffer({ fuid: up.fuids[0] });
+    got.contentType.should.match(/json/);
+    got.data.equals(json).should.be.true();
+    const smallJson = Buffer.from('{"success":true,"x":1}');
+    const up2 = await api.upload({ file: { buffer: smallJson }, name: 'small.json', destination: '/dl', wait: true });
+    (await api.downloadToBuffer({ fuid: up2.fuids[0] })).data.equals(smallJson).should.be.true();
+  });
+
+  it('an unknown fuid or rrn is kind rejected and creates no file', async () => {
+    const target = path.join(dir, 'unknown', 'x.bin');
+    (await expectError(api.downloadToFile({ fuid: 987654, path: target }), 'rejected')).serverMessage.should.match(/987654/);
+    await expectError(api.downloadToBuffer({ fuid: small.fuid, rrn: 1 }), 'rejected');
+    (await filesIn(path.dirname(target))).should.eql([]);
+  });
+
+  it('401 is kind auth and creates no file', async () => {
+    const wrong = new AssetClient({ baseUrl: emu.url, cookie: `JSESSIONID=${COOKIES.wrong}` });
+    const target = path.join(dir, 'auth', 'x.bin');
+    (await expectError(wrong.downloadToFile({ fuid: small.fuid, path: target }), 'auth')).status.should.equal(401);
+    await expectError(wrong.downloadToStream({ fuid: small.fuid }), 'auth');
+    wrong.close();
+    (await filesIn(path.dirname(target))).should.eql([]);
+  });
+
+  it('aborted half-way via AbortSignal: kind aborted, no file and no temporary file', async () => {
+    const target = path.join(dir, 'aborted', 'big.bin');
+    const controller = new AbortController();
+    let seenBytes = 0;
+    const error = await expectError(api.downloadToFile({
+      fuid: big.fuid, path: target, signal: controller.signal,
+      onProgress: (p) => { seenBytes = p.bytes; if (p.bytes > 0) controller.abort(); }
+    }), 'aborted');
+    error.operation.should.equal('download');
+    seenBytes.should.be.above(0).and.below(big.bytes.length);
+    (await filesIn(path.dirname(target))).should.eql([]);
+  });
+
+  it('a failed download keeps the previous file at the target untouched', async () => {
+    const target = path.join(dir, 'keep', 'big.bin');
+    await fsp.mkdir(path.dirname(target), { recursive: true });
+    await fsp.writeFile(target, 'previous content');
+    const controller = new AbortController();
+    await expectError(api.downloadToFile({
+      fuid: big.fuid, path: target, signal: controller.signal, onProgress: () => controller.abort()
+    }), 'aborted');
+    (await fsp.readFile(target, 'utf8')).should.equal('previous content');
+    (await filesIn(path.dirname(target))).should.eql(['big.bin']);
+  });
+
+  it('a stream download aborted while reading emits kind aborted on the stream', async () => {
+    const controller = new AbortController();
+    const got = await api.downloadToStream({ fuid: big.fuid, signal: controller.signal });
+    let error;
+    let bytes = 0;
+    try {
+      for await (const chunk of got.stream) {
+        bytes += chunk.length;
+        controller.abort();
+      }
+    } catch (err) {
+      error = err;
+    }
+    should.exist(error);
+    recordError(error);
+    error.should.be.instanceOf(AssetApiError);
+    error.kind.should.equal('aborted');
+    bytes.should.be.below(big.bytes.length);
+  });
+
+  it('a stream the caller destroys early ends the request quietly', async () => {
+    const got = await api.downloadToStream({ fuid: big.fuid });
+    await new Promise((resolve) => got.stream.once('readable', resolve));
+    got.stream.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The client still works afterwards.
+    (await api.downloadToBuffer({ fuid: small.fuid })).data.toString().should.equal('second revision');
+  });
+});
+
+describe('api client: download faults (small real servers)', () => {
+  let server;
+  let reply;
+  let dir;
+  let api;
+  const open = [];
+  before(async () => {
+    server = await startServer((req, res) => reply(req, res));
+    api = new AssetClient({ baseUrl: server.url, cookie: COOKIES.editor });
+    dir = await tempDir();
+  });
+  after(async () => {
+    api.close();
+    for (const res of open) res.destroy();
+    await server.close();
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  it('a server that dies mid-body (half of Content-Length sent) gives kind network and leaves no file', async () => {
+    const length = 8 * MiB;
+    reply = (req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': String(length), 'Content-Disposition': 'attachment; filename="half.bin"' });
+      res.write(Buffer.alloc(length / 2, 1), () => setTimeout(() => res.socket.destroy(), 50));
+    };
+    const target = path.join(dir, 'died', 'half.bin');
+    const error = await expectError(api.downloadToFile({ fuid: 1, path: target }), 'network');
+    error.operation.should.equal('download');
+    (await filesIn(path.dirname(target))).should.eql([]);
+    await expectError(api.downloadToBuffer({ fuid: 1 }), 'network');
+  });
+
+  it('a server that stalls mid-body gives kind timeout and leaves no file', async () => {
+    reply = (req, res) => {
+      open.push(res);
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': String(2 * MiB) });
+      res.write(Buffer.alloc(MiB, 2));
+    };
+    const target = path.join(dir, 'stalled', 'x.bin');
+    const started = Date.now();
+    const error = await expectError(api.downloadToFile({ fuid: 1, path: target, timeout: 300 }), 'timeout');
+    (Date.now() - started).should.be.below(5000);
+    error.message.should.match(/300 ms/);
+    (await filesIn(path.dirname(target))).should.eql([]);
+  });
+
+  it('449 and 503 are kind http: server busy, retry later; no file', async () => {
+    for (const status of [449, 503]) {
+      reply = (req, res) => {
+        res.writeHead(status, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ success: 'false', errorInfo: 'resources unavailable', errorCode: 'busy' }));
+      };
+      const target = path.join(dir, `busy${status}`, 'x.bin');
+      const error = await expectError(api.downloadToFile({ fuid: 1, path: target }), 'http');
+      error.status.should.equal(status);
+      error.message.should.match(/server busy \(HTTP \d+\), retry later/);
+      error.serverMessage.should.equal('resources unavailable (busy)');
+      (await filesIn(path.dirname(target))).should.eql([]);
+    }
+  });
+
+  it('a JSON success:false body (boolean or string) is an error, not file content', async () => {
+    for (const body of [{ success: false, error: 'no such revision' }, { success: 'false', errorInfo: 'no such revision' }]) {
+      reply = (req, res) => {
+        res.writeHead(200, { 'Content-Type': 'application/json;charset=UTF-8' });
+        res.end(JSON.stringify(body));
+      };
+      const target = path.join(dir, 'json-error', 'x.bin');
+      (await expectError(api.downloadToFile({ fuid: 1, path: target }), 'rejected')).serverMessage.should.equal('no such revision');
+      (await filesIn(path.dirname(target))).should.eql([]);
+    }
+    reply = (req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end('{"success":false,"error":"Permission denied for download"}');
+    };
+    await expectError(api.downloadToBuffer({ fuid: 1 }), 'permission');
+  });
+
+  it('sends fuid, rrn (default -1) and collectionId as query parameters with the cookie', async () => {
+    const seen = [];
+    reply = (req, res) => {
+      seen.push({ url: req.url, cookie: req.headers.cookie, encoding: req.headers['accept-encoding'] });
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream' });
+      res.end('x');
+    };
+    await api.downloadToBuffer({ fuid: 12 });
+    await api.downloadToBuffer({ fuid: '13', rrn: '9223372036854775807', collectionId: 4 });
+    seen[0].url.should.equal('/review/api/asset/download?fuid=12&rrn=-1');
+    seen[1].url.should.equal('/review/api/asset/download?fuid=13&rrn=9223372036854775807&collectionId=4');
+    seen[0].cookie.should.equal(`JSESSIONID=${COOKIES.editor}`);
+    seen[0].encoding.should.equal('identity');
+  });
+
+  it('sanitizes the server file name (no separators, no .., no control characters); strips Set-Cookie', async () => {
+    const cases = [
+      ['attachment; filename="../../etc/passwd"', 'passwd'],
+      ['attachment; filename="..\\\\..\\\\boot.ini"', 'boot.ini'],
+      ["attachment; filename=\"fallback.txt\"; filename*=UTF-8''..%2F..%2Fna%C3%AFve%0A.txt", 'naïve.txt'],
+      ['attachment; filename=".."', undefined],
+      ['attachment; filename="a..b.txt"', 'a.b.txt'],
+      ['inline', undefined]
+    ];
+    for (const [header, expected] of cases) {
+      reply = (req, res) => {
+        res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Disposition': header, 'Set-Cookie': 'JSESSIONID=new-session; HttpOnly' });
+        res.end('data');
+      };
+      const got = await api.downloadToBuffer({ fuid: 1 });
+      should(got.filename).equal(expected, header);
+      should.not.exist(got.headers['set-cookie']);
+    }
+    reply = (req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Disposition': 'attachment; filename="../../escape.txt"' });
+      res.end('data');
+    };
+    const saved = await api.downloadToFile({ fuid: 1, path: path.join(dir, 'safe') + path.sep });
+    saved.path.should.equal(path.join(dir, 'safe', 'escape.txt'));
+    fs.existsSync(path.join(dir, 'escape.txt')).should.be.false();
+    const unnamed = await api.downloadToFile({ fuid: 77, path: path.join(dir, 'safe') + path.sep });
+    unnamed.path.should.equal(path.join(dir, 'safe', 'escape.txt'));
+  });
+});
+
+describe('api download: no cookie in any error of this file', () => {
+  it('serialises every error seen so far and finds no cookie value', () => {
+    seenErrors.length.should.be.above(10);
+    assertNoCookieIn(seenErrors);
+  });
+});
