@@ -290,8 +290,8 @@ export class AssetClient {
         }
       });
       const { stream } = source;
-      stream.once('error', (err) => { sourceError ??= err; counter?.destroy(err); });
-      counter.once('error', (err) => { sourceError ??= err; });
+      stream.on('error', (err) => { sourceError ??= err; counter?.destroy(err); });
+      counter.on('error', (err) => { sourceError ??= err; });
       stream.pipe(counter);
 
       const form = new FormData();
