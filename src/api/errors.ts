@@ -19,7 +19,9 @@ export type AssetOperation =
  * only the fields below, so it is safe to log, put on a msg or serialise.
  */
 export class AssetApiError extends Error {
+  /** What went wrong; see {@link AssetErrorKind}. */
   readonly kind: AssetErrorKind;
+  /** The client call that failed. */
   readonly operation?: AssetOperation;
   /** HTTP status when a response was received. */
   readonly status?: number;

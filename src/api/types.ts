@@ -44,8 +44,11 @@ export interface SubscriptionFields {
 
 /** Result of register / delete (spec 2.2). */
 export interface SubscriptionResult {
+  /** Echo of the id from the request path. */
   id: string;
+  /** True when the operation completed (the client throws on false). */
   success: boolean;
+  /** The server's message when success is false. */
   error?: string;
 }
 
@@ -55,8 +58,11 @@ export interface SubscriptionResult {
  * a client must read it tolerantly.
  */
 export interface SubscriptionDetails {
+  /** True when the subscription was found (the client throws on false). */
   success: boolean;
+  /** The subscription id. */
   id: string;
+  /** The stored fields, repeated ones as arrays in registration order. */
   subscription?: {
     callback: string;
     header: string[];
@@ -69,6 +75,7 @@ export interface SubscriptionDetails {
     watchPath: string[];
     logicalOperand: LogicalOperand;
   };
+  /** The server's message when success is false. */
   error?: string;
   [extra: string]: unknown;
 }
@@ -78,23 +85,31 @@ export type AssetAction = 'none' | 'added' | 'modified' | 'deleted';
 
 /** One changed asset in a callback payload (spec 2.3). May arrive as an empty object. */
 export interface CallbackEntry {
+  /** Asset id (fuid). */
   assetId?: number;
   /** 64-bit revision: may exceed 2^53, so receivers keep it as a string when it does. */
   rrn?: number | string;
+  /** Repository path of the asset. */
   path?: string;
+  /** Owner of the asset. */
   owner?: string;
+  /** What happened: none, added, modified or deleted. */
   action?: AssetAction | string;
 }
 
 /** Body of a POST callback (spec 2.3). */
 export interface CallbackPayload {
+  /** Success flag, boolean or "true"/"false". */
   success: boolean | string;
+  /** One entry per changed asset since the last callback. */
   data: { entry: CallbackEntry[] };
+  /** Id of the subscription that triggered the call. */
   id: string;
 }
 
 /** Result of an upload (spec 2.4). */
 export interface UploadResult {
+  /** True when the upload completed (the client throws on false). */
   success: boolean;
   data?: {
     /** Branch id, 1 = HEAD. */
@@ -108,6 +123,7 @@ export interface UploadResult {
   length?: number;
   /** Ingest job id when `wait` is false. The emulator sends it as `jobId`. */
   jobId?: string;
+  /** The server's message when success is false. */
   error?: string;
   [extra: string]: unknown;
 }
