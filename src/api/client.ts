@@ -320,9 +320,11 @@ export class AssetClient {
         if (sourceError !== undefined && !control.timedOut && !control.userAborted) throw sourceFailure(sourceError, operation);
         throw this.failure(operation, err, control);
       }
-      if (response.status < 200 || response.status >= 300) {
-        // Stop sending the rest of the file (e.g. a redirect or 401 answered early).
-        (response.request as http.ClientRequest | undefined)?.destroy();
+      const request = response.request as http.ClientRequest | undefined;
+      if (request && !request.writableFinished) {
+        // Answered before the whole file was sent (a redirect, 401, permission denied):
+        // stop sending the rest.
+        request.destroy();
       }
       const result = this.readJsonAnswer(operation, response) as UploadResult;
       return uploadOutcome({ ...result, success: true });
