@@ -26,6 +26,8 @@ export interface NodeRedSettings {
   nodesDir?: string[];
   /** Node-RED's log level. Default `info`. */
   logLevel?: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+  /** More settings, JSON values only, written over the defaults (e.g. `runtimeState` for tests). */
+  extraSettings?: Record<string, unknown>;
 }
 
 /** Writes `<userDir>/settings.js` (overwritten every time) and returns its path. */
@@ -46,7 +48,8 @@ export function writeSettings(settings: NodeRedSettings): string {
     // Never call out to the internet (update checks) from a sandbox or a test.
     telemetry: { enabled: false },
     diagnostics: { enabled: true, ui: false },
-    editorTheme: { tours: false, projects: { enabled: false } }
+    editorTheme: { tours: false, projects: { enabled: false } },
+    ...settings.extraSettings
   };
   const file = path.join(settings.userDir, 'settings.js');
   const text = '// Written by the DAM demo / tests on every start: edits here are replaced.\n' +
