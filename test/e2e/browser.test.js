@@ -336,7 +336,8 @@ describe('editor in a real browser (Chromium)', function () {
         confirm.waitFor({ state: 'visible', timeout: 5000 }).then(() => confirm.click()).catch(() => {}),
         page.waitForFunction(() => !RED.nodes.dirty()),
       ]);
-      await page.waitForFunction(() => !RED.nodes.dirty() && !$('.ui-dialog:visible').length, null, { timeout: 15000 });
+      await page.waitForFunction(() => !RED.nodes.dirty() && !$('.ui-dialog:visible').length &&
+        !$('.red-ui-deploy-button-spinner').is(':visible') && !$('#red-ui-editor-shade').is(':visible'), null, { timeout: 15000 });
       const flows = await (await fetch(new URL('flows', nr.url), { headers: { Accept: 'application/json' } })).text();
       flows.should.containEql(configId);
       flows.should.not.containEql(secretValue);
@@ -349,6 +350,8 @@ describe('editor in a real browser (Chromium)', function () {
       const cookieProp = Object.keys(defs[CONFIG_TYPE].credentials).find(k => /cookie/i.test(k));
       creds.should.have.property(`has_${cookieProp}`, true);
       JSON.stringify(creds).should.not.containEql(secretValue);
+      // The deploy notification would cover the flow in the picture.
+      await page.evaluate(() => $('.red-ui-notification').remove());
       await shoot('workspace');
     });
   });
