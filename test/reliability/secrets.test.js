@@ -1,0 +1,244 @@
+'use strict';
+// Suite 7: secrets. Distinctive session cookies and a distinctive webhook secret go into a real
+// Node-RED process (the project's launcher) running flows with every node of the package, a Catch
+// node and debug nodes that print the complete msg to the runtime log (console, not the sidebar).
+// The flows succeed and fail (401, permission, network, bad webhook secret). Then none of the
+// secrets may appear in:
+//   - Node-RED's stdout/stderr (which holds every debug message and every error),
+//   - the node status texts (read from the editor's comms websocket),
+//   - the exported flows (GET /flows, v1 and v2) and the credentials endpoint,
+//   - the flows file on disk; the credentials file must be encrypted (no plain value, and
+//     decrypting it with the credential secret finds them: they are stored only there),
+//   - the emulator's log (the dam-emulator CLI's stdout/stderr). The CLI prints each session
+//     cookie once in its start-up banner, on purpose, so a user knows what to paste: exactly those
+//     banner lines (`cookie: JSESSIONID=...`) are set aside, and checked to be banner lines.
+require('should');
+const crypto = require('crypto');
+const fs = require('fs');
+const path = require('path');
+const WebSocket = require('ws');
+const { spawnCli } = require('../emulator/support');
+const { startRealNodeRed, freePort } = require('./lib/nodered');
+const r = require('./lib/support');
+
+const GOOD = 'Sx7-goodcookie-Q4mZ81vKp0';
+const WRONG = 'Sx7-wrongcookie-T9bW22cLr5';
+const VIEWER = 'Sx7-viewercookie-H3nD47eJx8';
+const WEBHOOK_SECRET = 'Wh5-webhooksecret-Z2kP93fGq1';
+const CREDENTIAL_SECRET = 'reliability-secrets-credential-key';
+const SECRETS = { GOOD, WRONG, VIEWER, WEBHOOK_SECRET };
+
+const Z = 'sec-tab';
+const EVENT_IN = 'sec-event-in-01';
+const OWNED_SUB = `nr-${EVENT_IN}`;
+
+function debugNode(id) {
+  return { id, type: 'debug', z: Z, name: id, active: true, tosidebar: false, console: true, tostatus: false,
+    complete: 'true', targetType: 'full', statusVal: '', statusType: 'auto', x: 0, y: 0, wires: [] };
+}
+
+function inject(id, next, payload = 'secret test payload') {
+  return { id, type: 'inject', z: Z, name: id, props: [{ p: 'payload' }], payload, payloadType: 'str', repeat: '', once: false, x: 0, y: 0, wires: [[next]] };
+}
+
+describe('reliability 7: secrets stay out of logs, messages, errors, statuses, exported flows and the emulator log', function () {
+  this.timeout(r.pick(60000, 120000));
+  let work;
+  let emulator;
+  let nodeRed;
+  let statusTexts;
+  let ws;
+  let downPort;
+
+  before(async function () {
+    this.timeout(90000);
+    work = r.tempDir('dam-secrets-');
+    emulator = await spawnCli(['--port', '0', '--data', path.join(work, 'emulator'), '--retry-delay', '300ms',
+      '--session', `${GOOD}:events,add`, '--session', `${VIEWER}:`, '--session', 'Sx7-unused-session:events']);
+    downPort = await freePort();
+    nodeRed = await startRealNodeRed({ credentialSecret: CREDENTIAL_SECRET, logLevel: 'debug' });
+    statusTexts = [];
+    ws = new WebSocket(`${nodeRed.url.replace('http', 'ws')}/comms`);
+    await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+    ws.on('message', (data) => {
+      for (const m of [].concat(JSON.parse(String(data)))) if (m.topic && m.topic.startsWith('status/')) statusTexts.push(JSON.stringify(m.data));
+    });
+    ws.send(JSON.stringify({ subscribe: 'status/#' }));
+  });
+
+  after(async function () {
+    this.timeout(30000);
+    if (ws) ws.close();
+    if (nodeRed) await nodeRed.stopAndClean();
+    if (emulator && emulator.child.exitCode === null) {
+      emulator.child.kill('SIGTERM');
+      await emulator.exited;
+    }
+    r.rmDir(work);
+  });
+
+  function flows() {
+    const server = (id, cookie, baseUrl = emulator.url) => ({
+      id, type: 'asset-server', name: `server ${id.slice(8)}`, baseUrl, publicBaseUrl: nodeRed.url, timeout: 5, credentials: { cookie }
+    });
+    const node = (id, type, props, next) => ({ id, type, z: Z, name: id, x: 0, y: 0, wires: [next === undefined ? [] : [].concat(next)], ...props });
+    const download = path.join(work, 'downloads', 'copy.txt');
+    return [
+      { id: Z, type: 'tab', label: 'secrets' },
+      server('sec-srv-good', `JSESSIONID=${GOOD}`),
+      server('sec-srv-wrong', WRONG), // a bare value: sent as JSESSIONID=<value>
+      server('sec-srv-viewer', `JSESSIONID=${VIEWER}`),
+      server('sec-srv-down', `JSESSIONID=${GOOD}`, `http://127.0.0.1:${downPort}`),
+
+      // Receives the emulator's callbacks (it owns its subscription, with the shared secret as header).
+      node(EVENT_IN, 'asset-event-in', { method: 'post', path: '/secrets-hook', manage: true, server: 'sec-srv-good',
+        watchPath: ['* /secrets'], watchMetadata: [], retryCount: '5', credentials: { secret: WEBHOOK_SECRET } }, 'sec-dbg-event'),
+      debugNode('sec-dbg-event'),
+
+      // Successes: upload -> download (buffer, file), export.
+      inject('sec-inj-upload', 'sec-upload'),
+      node('sec-upload', 'asset-upload', { server: 'sec-srv-good', destination: '/secrets', destinationType: 'str', assetName: 'note.txt', assetNameType: 'str',
+        wait: 'true', waitType: 'bool' }, ['sec-dbg-upload', 'sec-download-buffer', 'sec-download-file', 'sec-export']),
+      debugNode('sec-dbg-upload'),
+      node('sec-download-buffer', 'asset-download', { server: 'sec-srv-good', output: 'buffer' }, 'sec-dbg-download'),
+      node('sec-download-file', 'asset-download', { server: 'sec-srv-good', output: 'file', filename: download, filenameType: 'str' }, 'sec-dbg-download'),
+      debugNode('sec-dbg-download'),
+      node('sec-export', 'asset-export', { server: 'sec-srv-good' }, 'sec-dbg-export'),
+      debugNode('sec-dbg-export'),
+
+      // Subscriptions: register / delete one, and read the event node's own (which carries the secret header).
+      inject('sec-inj-register', 'sec-register'),
+      node('sec-register', 'asset-subscribe', { server: 'sec-srv-good', action: 'register', subscriptionId: 'sec-other-sub-01', subscriptionIdType: 'str',
+        callback: `${nodeRed.url}/elsewhere`, callbackType: 'str', method: 'POST', watchPath: ['* /other'], header: ['X-Plain: not-a-secret'] }, 'sec-dbg-subscribe'),
+      inject('sec-inj-get-own', 'sec-get-own'),
+      node('sec-get-own', 'asset-subscribe', { server: 'sec-srv-good', action: 'get', subscriptionId: OWNED_SUB, subscriptionIdType: 'str' }, 'sec-dbg-subscribe'),
+      inject('sec-inj-delete', 'sec-delete'),
+      node('sec-delete', 'asset-subscribe', { server: 'sec-srv-good', action: 'delete', subscriptionId: 'sec-other-sub-01', subscriptionIdType: 'str' }, 'sec-dbg-subscribe'),
+      debugNode('sec-dbg-subscribe'),
+
+      // Failures: 401 (wrong cookie), permission (viewer), network (server down), for several node types.
+      inject('sec-inj-401', 'sec-upload-401'),
+      node('sec-upload-401', 'asset-upload', { server: 'sec-srv-wrong', destination: '/secrets', destinationType: 'str' }, 'sec-dbg-never'),
+      inject('sec-inj-401-export', 'sec-export-401'),
+      node('sec-export-401', 'asset-export', { server: 'sec-srv-wrong', fuid: '2', fuidType: 'num' }, 'sec-dbg-never'),
+      inject('sec-inj-permission', 'sec-upload-viewer'),
+      node('sec-upload-viewer', 'asset-upload', { server: 'sec-srv-viewer', destination: '/secrets', destinationType: 'str' }, 'sec-dbg-never'),
+      inject('sec-inj-permission-subscribe', 'sec-register-viewer'),
+      node('sec-register-viewer', 'asset-subscribe', { server: 'sec-srv-viewer', action: 'register', subscriptionId: 'sec-viewer-sub-01', subscriptionIdType: 'str',
+        callback: `${nodeRed.url}/elsewhere`, callbackType: 'str' }, 'sec-dbg-never'),
+      inject('sec-inj-network', 'sec-upload-down'),
+      node('sec-upload-down', 'asset-upload', { server: 'sec-srv-down', destination: '/secrets', destinationType: 'str' }, 'sec-dbg-never'),
+      inject('sec-inj-network-download', 'sec-download-down'),
+      node('sec-download-down', 'asset-download', { server: 'sec-srv-down', fuid: '2', fuidType: 'num', output: 'buffer' }, 'sec-dbg-never'),
+      debugNode('sec-dbg-never'),
+
+      { id: 'sec-catch', type: 'catch', z: Z, name: 'catch all', scope: null, uncaught: false, x: 0, y: 0, wires: [['sec-dbg-catch']] },
+      debugNode('sec-dbg-catch')
+    ];
+  }
+
+  /** How many complete messages the debug node `name` printed to the log so far. */
+  const printed = (name) => nodeRed.lines.filter((l) => l.includes(`[debug:${name}]`)).length;
+
+  async function clickAndWait(injectId, debugName, count = 1) {
+    const before = printed(debugName);
+    await nodeRed.inject(injectId);
+    await r.waitFor(`${count} message(s) at ${debugName} after ${injectId}`, () => printed(debugName) >= before + count, 15000, 50);
+  }
+
+  function leaks(text) {
+    return Object.entries(SECRETS).filter(([, value]) => text.includes(value)).map(([name]) => name);
+  }
+
+  it('run: successes and failures of every node, callbacks with the right and a wrong secret', async function () {
+    await nodeRed.deployAs('full', flows());
+    await r.waitFor('the owned subscription on the emulator', async () => {
+      const res = await fetch(`${emulator.url}/review/api/events/assets/subscribe/${OWNED_SUB}`, { headers: { Cookie: `JSESSIONID=${GOOD}` } });
+      return (await res.json()).success === true;
+    }, 15000, 100);
+
+    await clickAndWait('sec-inj-upload', 'sec-dbg-upload');
+    await r.waitFor('download and export output', () => printed('sec-dbg-download') >= 2 && printed('sec-dbg-export') >= 1, 15000, 50);
+    // The upload's change comes back through the emulator's callback, secret header and all.
+    await r.waitFor('the callback message', () => printed('sec-dbg-event') >= 1, 15000, 50);
+    await clickAndWait('sec-inj-register', 'sec-dbg-subscribe');
+    await clickAndWait('sec-inj-get-own', 'sec-dbg-subscribe');
+    await clickAndWait('sec-inj-delete', 'sec-dbg-subscribe');
+
+    for (const id of ['sec-inj-401', 'sec-inj-401-export', 'sec-inj-permission', 'sec-inj-permission-subscribe', 'sec-inj-network', 'sec-inj-network-download']) {
+      await clickAndWait(id, 'sec-dbg-catch');
+    }
+    printed('sec-dbg-never').should.equal(0);
+    const log = nodeRed.lines.join('\n');
+    for (const kind of ['auth', 'permission', 'network']) log.should.match(new RegExp(`kind: '${kind}'`), `a caught ${kind} error was printed`);
+
+    // Callers of the webhook with a wrong or no secret are refused (401), and say nothing of the secret.
+    for (const headers of [{ 'X-DAM-Secret': `${WEBHOOK_SECRET.slice(0, -1)}X` }, {}, { 'X-DAM-Secret': '' }]) {
+      const res = await fetch(`${nodeRed.url}/secrets-hook`, {
+        method: 'POST', headers: { 'Content-Type': 'application/json', ...headers },
+        body: JSON.stringify({ success: true, id: OWNED_SUB, data: { entry: [{ assetId: 99, rrn: 1, path: '/secrets/forged', action: 'added' }] } })
+      });
+      res.status.should.equal(401);
+      leaks(await res.text()).should.eql([]);
+    }
+    await r.sleep(300); // the last log lines and status events
+  });
+
+  it('Node-RED stdout/stderr (every debug message and every error in it) hold no secret', function () {
+    const log = nodeRed.lines.join('\n');
+    log.should.containEql('[debug:sec-dbg-catch]');
+    log.should.containEql('[debug:sec-dbg-event]');
+    const leaking = nodeRed.lines.filter((line) => leaks(line).length > 0);
+    leaking.should.eql([], `secret(s) in the Node-RED log:\n${leaking.join('\n')}`);
+  });
+
+  it('node status texts hold no secret', function () {
+    statusTexts.length.should.be.above(5);
+    statusTexts.join('\n').should.match(/auth:/);
+    leaks(statusTexts.join('\n')).should.eql([]);
+  });
+
+  it('the exported flows (GET /flows v1 and v2) and the credentials endpoint hold no secret', async function () {
+    for (const version of ['v1', 'v2']) {
+      const res = await fetch(`${nodeRed.url}/flows`, { headers: { 'Node-RED-API-Version': version } });
+      const text = await res.text();
+      text.should.containEql('sec-srv-good');
+      leaks(text).should.eql([], `GET /flows ${version}`);
+    }
+    for (const [type, id] of [['asset-server', 'sec-srv-good'], ['asset-server', 'sec-srv-wrong'], ['asset-event-in', EVENT_IN]]) {
+      const res = await fetch(`${nodeRed.url}/credentials/${type}/${id}`);
+      const text = await res.text();
+      text.should.match(/"has_(cookie|secret)":true/);
+      leaks(text).should.eql([], `GET /credentials/${type}/${id}`);
+    }
+  });
+
+  it('the flows file holds no secret; the credentials file is encrypted and is where they are', function () {
+    const flowsText = fs.readFileSync(path.join(nodeRed.userDir, 'flows.json'), 'utf8');
+    flowsText.should.containEql(EVENT_IN);
+    leaks(flowsText).should.eql([]);
+    const credText = fs.readFileSync(path.join(nodeRed.userDir, 'flows_cred.json'), 'utf8');
+    leaks(credText).should.eql([], 'no plain secret in flows_cred.json');
+    const sealed = JSON.parse(credText);
+    Object.keys(sealed).should.eql(['$']);
+    // Node-RED's scheme: aes-256-ctr, key sha256(credentialSecret), IV in the first 32 hex characters.
+    const key = crypto.createHash('sha256').update(CREDENTIAL_SECRET).digest();
+    const decipher = crypto.createDecipheriv('aes-256-ctr', key, Buffer.from(sealed.$.slice(0, 32), 'hex'));
+    const plain = decipher.update(sealed.$.slice(32), 'base64', 'utf8') + decipher.final('utf8');
+    leaks(plain).sort().should.eql(Object.keys(SECRETS).sort(), 'every secret is stored, encrypted, in flows_cred.json');
+  });
+
+  it('the emulator log holds no secret apart from its start-up banner', function () {
+    const lines = emulator.stdout().split('\n');
+    const banner = lines.filter((l) => /^cookie: JSESSIONID=\S+ \(permissions: [^)]*\)$/.test(l));
+    banner.map((l) => l.split(' ')[1]).should.eql([`JSESSIONID=${GOOD}`, `JSESSIONID=${VIEWER}`, 'JSESSIONID=Sx7-unused-session']);
+    // The banner is the first write: its cookie lines come straight after the listening and data folder lines.
+    lines.slice(0, 5).should.eql([lines[0], lines[1], ...banner]);
+    lines[0].should.startWith('dam-emulator listening on ');
+    const rest = lines.slice(5).concat(emulator.stderr().split('\n'));
+    rest.filter((l) => / (GET|POST|DELETE) /.test(l)).length.should.be.above(10, 'request lines were logged');
+    rest.some((l) => /delivery \d+ of subscription/.test(l)).should.be.true('delivery lines were logged');
+    const leaking = rest.filter((line) => leaks(line).length > 0);
+    leaking.should.eql([], `secret(s) in the emulator log:\n${leaking.join('\n')}`);
+  });
+});
