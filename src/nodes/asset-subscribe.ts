@@ -34,6 +34,30 @@ export interface AssetSubscribeConfig {
 /** Repeated fields of spec 2.1, in the order the editor lists them. */
 const LIST_FIELDS = ['header', 'queryParam', 'watchPath', 'watchMetadata'] as const;
 
+/**
+ * Masks the values of callback headers (`Name: value` -> `Name: ***`) in a `get` answer: a
+ * callback header usually carries a webhook's shared secret (asset-event-in sends its secret
+ * that way), and secrets never go into a msg. Any `header`/`headers` property is masked, as a
+ * string, a list of strings or an object, since the answer's shape is "not shown" in the spec.
+ */
+export function maskHeaderValues(value: unknown, depth = 0): unknown {
+  if (depth > 8 || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(v => maskHeaderValues(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+    out[key] = /^headers?$/i.test(key) ? maskHeaders(v) : maskHeaderValues(v, depth + 1);
+  }
+  return out;
+}
+
+function maskHeaders(value: unknown): unknown {
+  const mask = (line: unknown) => typeof line === 'string' && line.includes(':') ? `${line.slice(0, line.indexOf(':'))}: ***` : '***';
+  if (typeof value === 'string') return mask(value);
+  if (Array.isArray(value)) return value.map(mask);
+  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.keys(value).map(name => [name, '***']));
+  return value;
+}
+
 function nonEmptyStrings(list: unknown): string[] {
   return Array.isArray(list) ? list.filter((v): v is string => typeof v === 'string' && v.trim() !== '') : [];
 }
@@ -89,7 +113,7 @@ export default function register(RED: NodeAPI): void {
       if (action === 'register') {
         msg.payload = await client.registerSubscription(id, await subscriptionFields(msg), call);
       } else if (action === 'get') {
-        msg.payload = await client.getSubscription(id, call);
+        msg.payload = maskHeaderValues(await client.getSubscription(id, call));
       } else {
         msg.payload = await client.deleteSubscription(id, call);
       }
