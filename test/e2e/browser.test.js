@@ -271,12 +271,15 @@ describe('editor in a real browser (Chromium)', function () {
     noProblemsSince(mark, 'while typing subscription ids');
   });
 
-  describe('the session cookie', function () {
-    const secretValue = `brs${Math.random().toString(36).slice(2)}${Date.now().toString(36)}`;
+  describe('secrets: the session cookie and webhook secrets', function () {
+    const unique = () => `${Math.random().toString(36).slice(2)}${Date.now().toString(36)}`;
+    const secretValue = `brs${unique()}`;
     const cookie = `JSESSIONID=${secretValue}`;
     let configId;
+    /** Every secret typed in, with the node and credential holding it. */
+    const typed = [];
 
-    it('is asked for in a password field of the asset-server dialog', async function () {
+    it('asks for the cookie in a password field of the asset-server dialog', async function () {
       const server = requireDef(CONFIG_TYPE);
       const cookieProp = Object.keys(server.credentials).find(k => /cookie/i.test(k));
       should.exist(cookieProp, `${CONFIG_TYPE} has no cookie credential (credentials: ${Object.keys(server.credentials).join(', ') || 'none'})`);
@@ -304,14 +307,35 @@ describe('editor in a real browser (Chromium)', function () {
         return id;
       }, CONFIG_TYPE);
       should.exist(configId, `no ${CONFIG_TYPE} node after the dialog closed with Done`);
+      typed.push({ type: CONFIG_TYPE, id: configId, prop: cookieProp, value: secretValue });
       noProblemsSince(mark, `while the ${CONFIG_TYPE} dialog was used`);
     });
 
-    it('is not in an exported flow (current flow and all flows)', async function () {
+    // Other secrets (asset-event-in's shared secret): password fields too.
+    it('asks for the other password credentials (webhook secrets) in password fields', async function () {
+      const owners = FLOW_TYPES.filter(t => defs[t] && Object.values(defs[t].credentials).some(c => c.type === 'password'));
+      owners.should.containEql('asset-event-in');
+      const mark = problems.mark();
+      for (const type of owners) {
+        await openEditDialog(type);
+        for (const prop of Object.keys(defs[type].credentials).filter(k => defs[type].credentials[k].type === 'password')) {
+          const input = page.locator(`#node-input-${prop}`);
+          (await input.getAttribute('type')).should.equal('password', `${type} ${prop}`);
+          const value = `wbs${unique()}`;
+          await input.fill(value);
+          typed.push({ type, id: nodeIds[type], prop, value });
+        }
+        await closeTopTray('node-dialog-ok');
+      }
+      noProblemsSince(mark, 'while the secrets were typed');
+    });
+
+    it('are not in an exported flow (current flow and all flows)', async function () {
       should.exist(configId, 'needs the previous test');
-      // The editor does hold the cookie (deploy sends it to the runtime), so its
-      // absence from the exports below means something.
-      (await page.evaluate(() => JSON.stringify(RED.nodes.createCompleteNodeSet()))).should.containEql(secretValue);
+      // The editor does hold the secrets (deploy sends them to the runtime), so
+      // their absence from the exports below means something.
+      const withCredentials = await page.evaluate(() => JSON.stringify(RED.nodes.createCompleteNodeSet()));
+      for (const t of typed) withCredentials.should.containEql(t.value, `the editor lost ${t.type} ${t.prop}`);
       const mark = problems.mark();
       for (const range of ['flow', 'full']) {
         await page.evaluate(() => RED.actions.invoke('core:show-export-dialog'));
@@ -320,14 +344,14 @@ describe('editor in a real browser (Chromium)', function () {
         const exported = await page.locator('#red-ui-clipboard-dialog-export-text').inputValue();
         if (range === 'full') await shoot('export-dialog');
         exported.should.containEql(configId, `the ${range} export lacks the ${CONFIG_TYPE} node`);
-        exported.should.not.containEql(secretValue, `the ${range} export contains the cookie`);
+        for (const t of typed) exported.should.not.containEql(t.value, `the ${range} export contains ${t.type} ${t.prop}`);
         await page.keyboard.press('Escape');
         await page.locator('#red-ui-clipboard-dialog').waitFor({ state: 'hidden' });
       }
       noProblemsSince(mark, 'while exporting');
     });
 
-    it('is deployed as a credential only: not in GET /flows, not in flows.json', async function () {
+    it('are deployed as credentials only: not in GET /flows, not in flows.json', async function () {
       should.exist(configId, 'needs the previous tests');
       await page.locator('#red-ui-header-button-deploy').click();
       // Nodes left unconfigured by the dialog tests make the editor ask first.
@@ -340,16 +364,18 @@ describe('editor in a real browser (Chromium)', function () {
         !$('.red-ui-deploy-button-spinner').is(':visible') && !$('#red-ui-editor-shade').is(':visible'), null, { timeout: 15000 });
       const flows = await (await fetch(new URL('flows', nr.url), { headers: { Accept: 'application/json' } })).text();
       flows.should.containEql(configId);
-      flows.should.not.containEql(secretValue);
       const onDisk = fs.readFileSync(path.join(nr.userDir, 'flows.json'), 'utf8');
       onDisk.should.containEql(configId);
-      onDisk.should.not.containEql(secretValue);
-      // The cookie did reach the runtime, as a credential (encrypted on disk).
-      fs.readFileSync(path.join(nr.userDir, 'flows_cred.json'), 'utf8').should.not.containEql(secretValue);
-      const creds = await (await fetch(new URL(`credentials/${CONFIG_TYPE}/${configId}`, nr.url))).json();
-      const cookieProp = Object.keys(defs[CONFIG_TYPE].credentials).find(k => /cookie/i.test(k));
-      creds.should.have.property(`has_${cookieProp}`, true);
-      JSON.stringify(creds).should.not.containEql(secretValue);
+      const credFile = fs.readFileSync(path.join(nr.userDir, 'flows_cred.json'), 'utf8');
+      for (const t of typed) {
+        flows.should.not.containEql(t.value, `GET /flows shows ${t.type} ${t.prop}`);
+        onDisk.should.not.containEql(t.value, `flows.json holds ${t.type} ${t.prop}`);
+        credFile.should.not.containEql(t.value, `flows_cred.json holds ${t.type} ${t.prop} unencrypted`);
+        // It did reach the runtime, as a credential (encrypted on disk).
+        const creds = await (await fetch(new URL(`credentials/${t.type}/${t.id}`, nr.url))).json();
+        creds.should.have.property(`has_${t.prop}`, true);
+        JSON.stringify(creds).should.not.containEql(t.value);
+      }
       // The deploy notification would cover the flow in the picture.
       await page.evaluate(() => $('.red-ui-notification').remove());
       await shoot('workspace');
