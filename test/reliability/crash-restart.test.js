@@ -13,6 +13,7 @@
 require('should');
 const crypto = require('crypto');
 const http = require('http');
+const { Readable } = require('stream');
 const { AssetClient } = require('../../dist/api/client');
 const { spawnCli } = require('../emulator/support');
 const { freePort } = require('./lib/nodered');
@@ -38,6 +39,21 @@ function kill9(child) {
 /** Sizes from 16 KiB to 6 MiB, so that many uploads are still in flight when the kill lands. */
 function sizeOf(i) {
   return [16 * 1024, 200 * 1024, 1024 * 1024, 3 * 1024 * 1024, 6 * 1024 * 1024][i % 5] + i;
+}
+
+/** Every 10th upload is a slow stream (64 KiB per 50 ms), so that some are surely mid-body at the kill. */
+const isSlow = (i) => i % 10 === 9;
+
+function slowStream(data) {
+  let at = 0;
+  return new Readable({
+    read() {
+      if (at >= data.length) { this.push(null); return; }
+      const piece = data.subarray(at, at + 64 * 1024);
+      at += piece.length;
+      setTimeout(() => this.push(piece), 50);
+    }
+  });
 }
 
 /** A receiver on a fixed port that can be down (not listening) and brought up later. */
@@ -120,8 +136,8 @@ describe('reliability 3: kill -9 of the emulator during 50 concurrent uploads, r
       let successes = 0;
       let killing;
       const child = running.child;
-      const outcomes = files.map((f) => client.upload({
-        file: { buffer: f.data }, name: f.name, destination: '/crash', wait: true,
+      const outcomes = files.map((f, i) => client.upload({
+        file: isSlow(i) ? { stream: slowStream(f.data), length: f.data.length } : { buffer: f.data }, name: f.name, destination: '/crash', wait: true,
         onProgress: (p) => { f.sent = p.bytes; }
       }).then((outcome) => {
         f.fuid = outcome.fuids[0];
@@ -189,6 +205,7 @@ describe('reliability 3: kill -9 of the emulator during 50 concurrent uploads, r
       sub.subscription.callback.should.equal(receiver.url);
       sub.subscription.retryCount.should.equal(100);
 
+      (failed.length - inDoubt).should.be.above(0, 'some uploads were cut mid-body (the slow ones at least)');
       totals.uploads += files.length;
       totals.acknowledged += acknowledged.length;
       totals.failedMidBody += failed.length - inDoubt;

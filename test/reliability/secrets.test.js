@@ -94,6 +94,11 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
       node(EVENT_IN, 'asset-event-in', { method: 'post', path: '/secrets-hook', manage: true, server: 'sec-srv-good',
         watchPath: ['* /secrets'], watchMetadata: [], retryCount: '5', credentials: { secret: WEBHOOK_SECRET } }, 'sec-dbg-event'),
       debugNode('sec-dbg-event'),
+      // The same secret on endpoints whose subscription cannot be registered: 401 and network.
+      node('sec-event-in-401', 'asset-event-in', { method: 'post', path: '/secrets-hook-401', manage: true, server: 'sec-srv-wrong',
+        watchPath: ['* /secrets'], watchMetadata: [], credentials: { secret: WEBHOOK_SECRET } }, 'sec-dbg-event'),
+      node('sec-event-in-down', 'asset-event-in', { method: 'post', path: '/secrets-hook-down', manage: true, server: 'sec-srv-down',
+        watchPath: ['* /secrets'], watchMetadata: [], credentials: { secret: WEBHOOK_SECRET } }, 'sec-dbg-event'),
 
       // Successes: upload -> download (buffer, file), export.
       inject('sec-inj-upload', 'sec-upload'),
@@ -169,6 +174,10 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
       await clickAndWait(id, 'sec-dbg-catch');
     }
     printed('sec-dbg-never').should.equal(0);
+    // The two endpoints that cannot register their subscription said why (in the log and their status).
+    await r.waitFor('registration errors of the failing event nodes', () =>
+      nodeRed.lines.some((l) => /\[asset-event-in:sec-event-in-401\]/.test(l) && /401|auth/i.test(l)) &&
+      nodeRed.lines.some((l) => /\[asset-event-in:sec-event-in-down\]/.test(l) && /refused|network/i.test(l)), 15000, 100);
     const log = nodeRed.lines.join('\n');
     for (const kind of ['auth', 'permission', 'network']) log.should.match(new RegExp(`kind: '${kind}'`), `a caught ${kind} error was printed`);
 
@@ -205,7 +214,7 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
       text.should.containEql('sec-srv-good');
       leaks(text).should.eql([], `GET /flows ${version}`);
     }
-    for (const [type, id] of [['asset-server', 'sec-srv-good'], ['asset-server', 'sec-srv-wrong'], ['asset-event-in', EVENT_IN]]) {
+    for (const [type, id] of [['asset-server', 'sec-srv-good'], ['asset-server', 'sec-srv-wrong'], ['asset-event-in', EVENT_IN], ['asset-event-in', 'sec-event-in-401']]) {
       const res = await fetch(`${nodeRed.url}/credentials/${type}/${id}`);
       const text = await res.text();
       text.should.match(/"has_(cookie|secret)":true/);
