@@ -455,8 +455,9 @@ export class AssetClient {
   }
 
   /** A new call: refuses an already aborted signal before anything is sent. */
-  private control(operation: AssetOperation, signal: AbortSignal | undefined, timeout: number): CallControl {
-    if (signal !== undefined && (signal === null || typeof signal.addEventListener !== 'function')) {
+  private control(operation: AssetOperation, given: AbortSignal | undefined | null, timeout: number): CallControl {
+    const signal = given ?? undefined;
+    if (signal !== undefined && typeof signal.addEventListener !== 'function') {
       throw invalidInput('signal', 'must be an AbortSignal', operation);
     }
     if (signal?.aborted) throw new AssetApiError('aborted', `${operation}: aborted`, { operation });

@@ -33,11 +33,12 @@ function startEmulatorProcess(dataDir) {
   });
 }
 
-describe('api client: 1 GiB upload from disk', function () {
+describe('api client: 1 GiB upload from disk and back', function () {
   this.timeout(180000);
   let dir;
   let emulator;
   let file;
+  let uploaded;
   before(async () => {
     dir = await tempDir('dam-api-big-');
     file = path.join(dir, 'one-gib.bin');
@@ -81,5 +82,29 @@ describe('api client: 1 GiB upload from disk', function () {
     outcome.fuids.should.have.length(1);
     last.should.eql({ bytes: GiB, total: GiB });
     growth.should.be.below(64 * MiB);
+    uploaded = outcome.fuids[0];
+  });
+
+  it('downloads it back to a file: RSS grows by less than 64 MiB, every byte arrives', async function () {
+    if (uploaded === undefined) this.skip();
+    const api = new AssetClient({ baseUrl: emulator.url, cookie: COOKIES.editor });
+    const target = path.join(dir, 'back', 'one-gib.bin');
+    const baseline = process.memoryUsage().rss;
+    let peak = baseline;
+    const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss); }, 50);
+    const started = Date.now();
+    let done;
+    try {
+      done = await api.downloadToFile({ fuid: uploaded, path: target });
+    } finally {
+      clearInterval(sampler);
+      api.close();
+    }
+    peak = Math.max(peak, process.memoryUsage().rss);
+    const seconds = (Date.now() - started) / 1000;
+    console.log(`      1 GiB back in ${seconds.toFixed(1)} s (${(1024 / seconds).toFixed(0)} MiB/s), RSS growth ${((peak - baseline) / MiB).toFixed(1)} MiB`);
+    done.bytes.should.equal(GiB);
+    (await fsp.stat(target)).size.should.equal(GiB);
+    (peak - baseline).should.be.below(64 * MiB);
   });
 });
