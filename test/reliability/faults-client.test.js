@@ -15,7 +15,15 @@ const r = require('./lib/support');
 const COOKIE_VALUE = 'faults-cookie-3c9e1d7a';
 const COOKIE = `JSESSIONID=${COOKIE_VALUE}`;
 
-describe('reliability 1: faults on the client (fault proxy in front of the emulator)', function () {
+/** Faults that ended in the expected error, by kind, and connections through the proxy, over every pass. */
+const tally = { kinds: {}, connections: 0 };
+const expectFailure = (...args) => r.expectFailure(...args).then((err) => {
+  tally.kinds[err.kind] = (tally.kinds[err.kind] || 0) + 1;
+  return err;
+});
+
+/** The suite; run PASSES times (once in CI, 10 times in the long mode). */
+function suite(pass) {
   this.timeout(r.pick(20000, 120000));
   let emulator;
   let proxy;
@@ -66,6 +74,11 @@ describe('reliability 1: faults on the client (fault proxy in front of the emula
 
   after(async function () {
     if (faults) faults.stop();
+    if (proxy) tally.connections += proxy.stats.accepted;
+    if (pass === PASSES) {
+      r.figure(`client faults: ${PASSES} pass(es), expected errors by kind ${JSON.stringify(tally.kinds)}, ` +
+        `${tally.connections} connections through the proxy, every one closed again, no unhandled rejection`);
+    }
     if (proxy) await proxy.close();
     if (emulator) await emulator.close();
     r.rmDir(work);
@@ -111,12 +124,12 @@ describe('reliability 1: faults on the client (fault proxy in front of the emula
     await proxy.setMode({ mode: 'refuse' });
     const c = newClient();
     for (const [name, call] of Object.entries(allOperations(c, 'refused'))) {
-      const err = await r.expectFailure(call(), 'network', { within: 2000 });
+      const err = await expectFailure(call(), 'network', { within: 2000 });
       err.code.should.equal('ECONNREFUSED', name);
       err.message.should.match(/connection refused/);
     }
     const t = downloadTarget();
-    await r.expectFailure(c.downloadToFile({ fuid: asset.fuid, path: t.target }), 'network');
+    await expectFailure(c.downloadToFile({ fuid: asset.fuid, path: t.target }), 'network');
     t.clean();
     (await storedNames('/faults')).should.eql([]);
   });
@@ -125,7 +138,7 @@ describe('reliability 1: faults on the client (fault proxy in front of the emula
     await proxy.setMode({ mode: 'reset-request', afterBytes: r.MiB });
     const c = newClient();
     const resetsBefore = proxy.stats.resets;
-    const err = await r.expectFailure(
+    const err = await expectFailure(
       c.upload({ file: { buffer: crypto.randomBytes(8 * r.MiB) }, name: 'reset-upload.bin', destination: '/faults', wait: true }), 'network');
     err.message.should.match(/closed before the transfer completed|ECONNRESET|EPIPE/);
     proxy.stats.resets.should.be.above(resetsBefore);
@@ -136,13 +149,13 @@ describe('reliability 1: faults on the client (fault proxy in front of the emula
   it('reset mid-download (after 300 kB of 2 MiB): kind network for buffer, stream and file; no file left', async function () {
     await proxy.setMode({ mode: 'reset-response', afterBytes: 300 * 1000 });
     const c = newClient();
-    await r.expectFailure(c.downloadToBuffer({ fuid: asset.fuid }), 'network');
+    await expectFailure(c.downloadToBuffer({ fuid: asset.fuid }), 'network');
     const t = downloadTarget();
-    await r.expectFailure(c.downloadToFile({ fuid: asset.fuid, path: t.target }), 'network');
+    await expectFailure(c.downloadToFile({ fuid: asset.fuid, path: t.target }), 'network');
     t.clean();
     const { stream } = await c.downloadToStream({ fuid: asset.fuid });
     const consumed = (async () => { for await (const chunk of stream) void chunk; })();
-    await r.expectFailure(consumed, 'network');
+    await expectFailure(consumed, 'network');
   });
 
   it('stalled server (accepts, never answers): kind timeout within the timeout for every call; no file left', async function () {
@@ -151,19 +164,19 @@ describe('reliability 1: faults on the client (fault proxy in front of the emula
     // An upload with wait=true may legitimately be silent for waitInMinutes once its file is sent
     // (the server ingests): that case is the next test's. Here the server owes an answer at once.
     for (const [name, call] of Object.entries(allOperations(c, 'stalled', { wait: false }))) {
-      const err = await r.expectFailure(call(), 'timeout', { within: 2500 });
+      const err = await expectFailure(call(), 'timeout', { within: 2500 });
       err.took.should.be.aboveOrEqual(450, name);
       err.message.should.match(/timed out/);
     }
     const t = downloadTarget();
-    await r.expectFailure(c.downloadToFile({ fuid: asset.fuid, path: t.target }), 'timeout', { within: 2500 });
+    await expectFailure(c.downloadToFile({ fuid: asset.fuid, path: t.target }), 'timeout', { within: 2500 });
     t.clean();
   });
 
   it('stalled server that stops reading mid-upload (wait=true, 32 MiB): kind timeout, nothing stored', async function () {
     await proxy.setMode({ mode: 'stall', read: false });
     const c = newClient(500);
-    const err = await r.expectFailure(
+    const err = await expectFailure(
       c.upload({ file: { buffer: Buffer.alloc(32 * r.MiB, 7) }, name: 'stall-upload.bin', destination: '/faults', wait: true }), 'timeout', { within: 3000 });
     err.message.should.match(/timed out/);
     (await storedNames('/faults')).should.not.containEql('stall-upload.bin');
@@ -185,10 +198,10 @@ describe('reliability 1: faults on the client (fault proxy in front of the emula
     await proxy.setMode({ mode: 'drip', bytes: 4096, intervalMs: 800 });
     const c = newClient(500);
     const t = downloadTarget();
-    await r.expectFailure(c.downloadToFile({ fuid: asset.fuid, path: t.target }), 'timeout', { within: 3000 });
+    await expectFailure(c.downloadToFile({ fuid: asset.fuid, path: t.target }), 'timeout', { within: 3000 });
     t.clean();
     await proxy.setMode({ mode: 'drip', bytes: 16, intervalMs: 800 });
-    await r.expectFailure(c.upload({ file: { buffer: Buffer.alloc(1000) }, name: 'drip.bin', destination: '/faults', wait: false }), 'timeout', { within: 3000 });
+    await expectFailure(c.upload({ file: { buffer: Buffer.alloc(1000) }, name: 'drip.bin', destination: '/faults', wait: false }), 'timeout', { within: 3000 });
   });
 
   for (const status of [500, 502, 503, 449]) {
@@ -197,13 +210,13 @@ describe('reliability 1: faults on the client (fault proxy in front of the emula
         await proxy.setMode({ mode: 'status', status, answerAfter });
         const c = newClient();
         for (const [name, call] of Object.entries(allOperations(c, `status-${status}`))) {
-          const err = await r.expectFailure(call(), 'http', { within: 2000 });
+          const err = await expectFailure(call(), 'http', { within: 2000 });
           err.status.should.equal(status, name);
           err.message.should.containEql(String(status));
           if (status === 503 || status === 449) err.message.should.match(/busy.*retry later/);
         }
         const t = downloadTarget();
-        await r.expectFailure(c.downloadToFile({ fuid: asset.fuid, path: t.target }), 'http');
+        await expectFailure(c.downloadToFile({ fuid: asset.fuid, path: t.target }), 'http');
         t.clean();
         c.close();
         client = undefined;
@@ -217,7 +230,7 @@ describe('reliability 1: faults on the client (fault proxy in front of the emula
       const c = newClient();
       const ops = allOperations(c, 'not-json');
       for (const name of ['upload', 'register', 'get', 'delete', 'export']) {
-        const err = await r.expectFailure(ops[name](), 'http');
+        const err = await expectFailure(ops[name](), 'http');
         err.message.should.match(/not a JSON object/, `${name} with body ${JSON.stringify(body)}`);
       }
       c.close();
@@ -230,7 +243,7 @@ describe('reliability 1: faults on the client (fault proxy in front of the emula
     const c = newClient();
     const acceptedBefore = proxy.stats.accepted;
     const sentBefore = proxy.stats.bytesFromClient;
-    const err = await r.expectFailure(
+    const err = await expectFailure(
       c.upload({ file: { path: r.sparseFile(path.join(work, 'redirect-early.bin'), 256 * r.MiB) }, destination: '/faults', wait: true }),
       'http', { within: 5000 });
     err.status.should.equal(302);
@@ -248,7 +261,7 @@ describe('reliability 1: faults on the client (fault proxy in front of the emula
     const c = newClient(10000);
     const sentBefore = proxy.stats.bytesFromClient;
     const rss = r.rssSampler();
-    const err = await r.expectFailure(c.upload({ file: { path: file }, destination: '/faults', wait: true }), 'http');
+    const err = await expectFailure(c.upload({ file: { path: file }, destination: '/faults', wait: true }), 'http');
     const memory = rss.stop();
     fs.rmSync(file);
     err.status.should.equal(302);
@@ -263,7 +276,7 @@ describe('reliability 1: faults on the client (fault proxy in front of the emula
     const c = newClient();
     const ops = allOperations(c, 'redirect');
     for (const name of ['download', 'register', 'get', 'delete', 'export']) {
-      (await r.expectFailure(ops[name](), 'http')).status.should.equal(307, name);
+      (await expectFailure(ops[name](), 'http')).status.should.equal(307, name);
     }
   });
 
@@ -285,4 +298,9 @@ describe('reliability 1: faults on the client (fault proxy in front of the emula
     const text = errors.map((e) => JSON.stringify(e) + e.message + e.stack).join('\n');
     text.should.not.containEql(COOKIE_VALUE);
   });
-});
+}
+
+const PASSES = r.pick(1, 10);
+for (let pass = 1; pass <= PASSES; pass++) {
+  describe(`reliability 1: faults on the client (fault proxy in front of the emulator)${PASSES > 1 ? ` (pass ${pass} of ${PASSES})` : ''}`, function () { suite.call(this, pass); });
+}

@@ -23,7 +23,11 @@ const NODES = {
   upload: 'up1', downloadBuffer: 'dlb', downloadFile: 'dlf', export: 'ex1', subscribe: 'sb1'
 };
 
-describe('reliability 1: faults on the nodes (test helper, fault proxy in front of the emulator)', function () {
+/** Faults that reached the Catch node with the expected kind, by kind, and proxy connections, over every pass. */
+const tally = { kinds: {}, connections: 0 };
+
+/** The suite; run PASSES times (once in CI, 10 times in the long mode). */
+function suite(pass) {
   this.timeout(r.pick(20000, 120000));
   let emulator;
   let proxy;
@@ -50,6 +54,11 @@ describe('reliability 1: faults on the nodes (test helper, fault proxy in front 
 
   after(async function () {
     if (faults) faults.stop();
+    if (proxy) tally.connections += proxy.stats.accepted;
+    if (pass === PASSES) {
+      r.figure(`node faults: ${PASSES} pass(es), Catch-node errors by kind ${JSON.stringify(tally.kinds)}, ` +
+        `${tally.connections} connections through the proxy, every one closed again, no unhandled rejection`);
+    }
     await helper.unload();
     if (proxy) await proxy.close();
     if (emulator) await emulator.close();
@@ -134,6 +143,7 @@ describe('reliability 1: faults on the nodes (test helper, fault proxy in front 
     const last = statuses[id][statuses[id].length - 1];
     last.should.containDeep({ fill: 'red', shape: 'ring' });
     last.text.should.startWith(`${kind}:`);
+    tally.kinds[kind] = (tally.kinds[kind] || 0) + 1;
     const everything = s.serialise(caught) + s.serialise(statuses[id]) + s.loggedText();
     everything.should.not.containEql(COOKIE_VALUE);
     return caught;
@@ -217,4 +227,9 @@ describe('reliability 1: faults on the nodes (test helper, fault proxy in front 
     r.figure(`asset-upload node, redirect after a ${size / r.MiB} MiB body: kind http, Node-RED process RSS growth ${(memory.growth / r.MiB).toFixed(1)} MiB`);
     memory.growth.should.be.below(64 * r.MiB);
   });
-});
+}
+
+const PASSES = r.pick(1, 10);
+for (let pass = 1; pass <= PASSES; pass++) {
+  describe(`reliability 1: faults on the nodes (test helper, fault proxy in front of the emulator)${PASSES > 1 ? ` (pass ${pass} of ${PASSES})` : ''}`, function () { suite.call(this, pass); });
+}

@@ -154,11 +154,13 @@ describe(`reliability 4: delivery under a flapping receiver (${LONG ? 'long' : '
     const { deliveries } = await emulatorCall('GET', `/emulator/deliveries?subscription=${SUBSCRIPTION_ID}`);
     const keys = [];
     let unfinished = 0;
+    let retried = 0;
     for (const d of deliveries) {
+      if (d.attempts > 1) retried++;
       if (d.state === 'permanently-failed') for (const e of d.entries) keys.push(`${e.assetId}:${e.rrn}:${e.action}`);
       else if (d.state !== 'succeeded') unfinished++;
     }
-    return { keys, unfinished, deliveries: deliveries.length };
+    return { keys, unfinished, retried, deliveries: deliveries.length };
   }
 
   it('emits every change exactly once or lists it as permanently failed, and the two add up', async function () {
@@ -203,7 +205,7 @@ describe(`reliability 4: delivery under a flapping receiver (${LONG ? 'long' : '
 
     figure(`suite 4 (${LONG ? 'long' : 'short'}): ${expected.length} changes in ${(streamMs / 1000).toFixed(1)} s, ` +
       `${flaps.length} flaps [${flaps.join(', ')}]; emitted ${counts.size}, permanently failed ${failedSet.size}, ` +
-      `sum ${counts.size + failedSet.size}; emitted twice ${twice.length}; lost ${lost.length}; deliveries ${failed.deliveries}`);
+      `sum ${counts.size + failedSet.size}; emitted twice ${twice.length}; lost ${lost.length}; deliveries ${failed.deliveries} (${failed.retried} retried)`);
 
     expected.should.have.length(CHANGES);
     expectedSet.size.should.equal(CHANGES); // every change has its own key
@@ -217,6 +219,7 @@ describe(`reliability 4: delivery under a flapping receiver (${LONG ? 'long' : '
     // The long outage outlasts every retry: deliveries tried during it end permanently failed.
     failedSet.size.should.be.above(0);
     counts.size.should.be.above(CHANGES / 2);
+    failed.retried.should.be.above(failedSet.size ? 1 : 0, 'some deliveries needed retries and then succeeded');
     rig.crashLines().should.eql([]);
   });
 });

@@ -25,8 +25,9 @@ function rssOf(pid) {
 /**
  * A Node-RED child that survives restarts: same user dir (flows and encrypted credentials stay),
  * same port (callback URLs stay valid). `lines` keeps everything it printed over all its lives.
+ * Log level info at least: the launcher's deploy() waits for the "Started flows" line.
  */
-async function launchNodeRed({ logLevel = 'warn', env, extraSettings } = {}) {
+async function launchNodeRed({ logLevel = 'info', env, extraSettings } = {}) {
   const userDir = tempDir('dam-rig-nr-');
   const port = await freePort();
   const lines = [];
