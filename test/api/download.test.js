@@ -197,6 +197,31 @@ describe('api client: download faults (small real servers)', () => {
     await expectError(api.downloadToBuffer({ fuid: 1 }), 'network');
   });
 
+  it('aborted exactly half-way (half of the body received, then AbortSignal) leaves no file and no temporary file', async () => {
+    const length = 8 * MiB;
+    const controller = new AbortController();
+    let received = 0;
+    reply = (req, res) => {
+      open.push(res);
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': String(length) });
+      // Once half is flushed to the socket, give the client time to take it in, then abort.
+      res.write(Buffer.alloc(length / 2, 3), () => setTimeout(async () => {
+        partial = await filesIn(path.dirname(target));
+        controller.abort();
+      }, 300));
+    };
+    let partial;
+    const target = path.join(dir, 'half-aborted', 'x.bin');
+    await expectError(api.downloadToFile({
+      fuid: 1, path: target, signal: controller.signal, onProgress: (p) => { received = p.bytes; }
+    }), 'aborted');
+    received.should.be.above(0).and.belowOrEqual(length / 2);
+    // While it ran, only a temporary file was there; after the abort, nothing.
+    partial.should.have.length(1);
+    partial[0].should.match(/^\.x\.bin\.[0-9a-f]{12}\.part$/);
+    (await filesIn(path.dirname(target))).should.eql([]);
+  });
+
   it('a server that stalls mid-body gives kind timeout and leaves no file', async () => {
     reply = (req, res) => {
       open.push(res);
