@@ -443,7 +443,7 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
     const session = authenticate(req);
     if (!session) { sendJson(res, 401, { success: false, error: 'authentication failed' }); return; }
     if (route.permission && !session.permissions.has(route.permission)) { fail(res, PERMISSION_ERRORS[route.permission], extra); return; }
-    const fields: FormFields = {};
+    const fields: FormFields = Object.create(null); // field names come from the request: no prototype keys
     addUrlEncoded(fields, query);
     try {
       await handler(req, res, { session, fields, path: routePath, params });

@@ -186,6 +186,17 @@ describe('emulator routes', function () {
   });
 
   describe('robustness', () => {
+    it('field names that are Object.prototype keys (valueOf, __proto__, constructor) are plain fields, never a 500', async () => {
+      for (const name of ['valueOf', '__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+        const sub = await request(emu.url, 'POST', `${SUB}proto-keys-1?${name}=1`, { form: { [name]: 'x', callback: `${receiver.url}/cb` } });
+        sub.status.should.equal(200);
+        sub.json.should.eql({ id: 'proto-keys-1', success: true });
+        const dl = await request(emu.url, 'GET', `/review/api/asset/download?${name}=1`);
+        dl.status.should.equal(200);
+        dl.json.success.should.equal(false);
+      }
+    });
+
     it('a malformed request line or header gets a 400 and the server keeps answering', async () => {
       const url = new URL(emu.url);
       const net = require('net');
