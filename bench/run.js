@@ -7,7 +7,8 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { execFileSync } = require('child_process');
-const { MiB, freePort, parseSize, formatSize, toolVersion } = require('./lib/util');
+const { MiB, freePort, parseSize, formatSize, toolVersion, sleep } = require('./lib/util');
+const { readMemory } = require('./lib/rss');
 const { makeFile, checkDiskSpace } = require('./lib/files');
 const { startEmulator, EMULATOR_CLI } = require('./lib/emulator');
 const { startNodeRed } = require('./lib/nodered');
@@ -23,16 +24,17 @@ const COOKIE = `JSESSIONID=${COOKIE_VALUE}`;
 const CASES = ['transfer', 'events', 'fanout'];
 
 const USAGE = `Usage: npm run bench -- [options]
-  --quick            small sizes (1M,8M) and short bursts, for CI (under a minute)
+  --quick            small sizes (1M,4M) and short bursts, for CI (under a minute)
   --sizes LIST       file sizes, e.g. 16M,256M,1G (default 16M,256M,1G)
   --runs N           runs per case, median reported (default 3, at least 3 for a real report)
   --only LIST        some of: ${CASES.join(',')} (default all)
+  --variants LIST    transfer variants, some of: curl,client,node,core (default all; for investigations)
   --strict           exit 1 when a target is missed (default: only when a case breaks)
   --verbose          show Node-RED and emulator output
   --help`;
 
 function parseArgs(argv) {
-  const o = { quick: false, sizes: null, runs: 3, only: CASES, strict: false, verbose: false };
+  const o = { quick: false, sizes: null, runs: 3, only: CASES, variants: ['curl', 'client', 'node', 'core'], strict: false, verbose: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = () => {
@@ -43,19 +45,33 @@ function parseArgs(argv) {
     else if (a === '--sizes') o.sizes = value().split(',').filter(Boolean).map(parseSize);
     else if (a === '--runs') o.runs = Number(value());
     else if (a === '--only') o.only = value().split(',').filter(Boolean);
+    else if (a === '--variants') o.variants = value().split(',').filter(Boolean);
     else if (a === '--strict') o.strict = true;
     else if (a === '--verbose') o.verbose = true;
     else if (a === '--help' || a === '-h') { console.log(USAGE); process.exit(0); }
     else throw new Error(`unknown option ${a}\n${USAGE}`);
   }
   if (!Number.isInteger(o.runs) || o.runs < 1) throw new Error('--runs: must be a whole number, 1 or more');
+  for (const v of o.variants) if (!['curl', 'client', 'node', 'core'].includes(v)) throw new Error(`--variants: "${v}" is not one of curl, client, node, core`);
   for (const c of o.only) if (!CASES.includes(c)) throw new Error(`--only: "${c}" is not one of ${CASES.join(', ')}`);
-  if (!o.sizes) o.sizes = o.quick ? [MiB, 8 * MiB] : [16 * MiB, 256 * MiB, 1024 * MiB];
+  if (!o.sizes) o.sizes = o.quick ? [MiB, 4 * MiB] : [16 * MiB, 256 * MiB, 1024 * MiB];
   o.sizes.sort((a, b) => a - b);
   return o;
 }
 
 const log = (line) => process.stderr.write(line + '\n');
+
+/** The idle RSS of a freshly started process: the lowest of a few samples once it has settled. */
+async function settledRss(pid) {
+  await sleep(1000);
+  let low = Infinity;
+  for (let i = 0; i < 5; i++) {
+    const m = readMemory(pid);
+    if (m) low = Math.min(low, m.rss);
+    await sleep(100);
+  }
+  return low;
+}
 
 function environment() {
   let commit = 'unknown';
@@ -67,7 +83,8 @@ function environment() {
   return {
     node: process.version,
     nodeRed: require(require.resolve('node-red/package.json', { paths: [REPO] })).version,
-    curl: toolVersion('curl'),
+    curl: (toolVersion('curl') || '').split(' (')[0] || undefined,
+    loadAverage: os.loadavg().map((l) => +l.toFixed(2)),
     cpus: os.cpus().length,
     cpuModel: (os.cpus()[0] || {}).model || 'unknown CPU',
     totalMem: os.totalmem(),
@@ -108,8 +125,8 @@ async function main() {
 
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-bench-'));
   const results = { startedAt: startedAt.toISOString(), quick: opts.quick, runs: opts.runs, env, notes, errors, sizes: [], events: null, fanout: null };
-  let nr;
   let emulator;
+  let stopNodeRed = async () => {};
   const processLog = opts.verbose ? (prefix) => (line) => log(`    [${prefix}] ${line}`) : () => () => {};
   try {
     const needTransfer = opts.only.includes('transfer') && parts.emulator;
@@ -128,13 +145,18 @@ async function main() {
       return emulator;
     };
 
+    // Two Node-RED processes: 'ours' (asset-* transfer flows and both event flows, which the
+    // issue wants side by side in one process) and 'core' (the core-node transfer flows).
     let types = new Set();
-    let flows;
-    const nodeRed = async () => {
-      if (nr && nr.alive()) return nr;
-      if (nr) notes.push(`Node-RED exited during the run (code ${nr.exitInfo().code}, signal ${nr.exitInfo().signal}) and was restarted.`);
-      log('starting Node-RED...');
-      nr = await startNodeRed({ userDir: path.join(tmp, `node-red-${Date.now()}`), log: processLog('node-red') });
+    const processes = {};
+    const PARTS = { ours: ['ours', 'events'], core: ['core'] };
+    const nodeRed = async (kind = 'ours') => {
+      const running = processes[kind];
+      if (running && running.alive()) return running;
+      if (running) notes.push(`Node-RED (${kind} flows) exited during the run (code ${running.exitInfo().code}, signal ${running.exitInfo().signal}) and was restarted.`);
+      log(`starting Node-RED for the ${kind} flows...`);
+      const nr = await startNodeRed({ userDir: path.join(tmp, `node-red-${kind}-${Date.now()}`), log: processLog(`node-red ${kind}`) });
+      processes[kind] = nr;
       const reg = await nr.nodeTypes();
       types = reg.types;
       for (const t of ['asset-server', 'asset-upload', 'asset-download', 'asset-event-in']) {
@@ -143,18 +165,20 @@ async function main() {
           if (!notes.includes(msg)) notes.push(msg);
         }
       }
-      flows = buildFlows({ emulatorUrl: `http://127.0.0.1:${emulatorPort}`, cookie: COOKIE, types });
-      await nr.deploy(flows);
+      await nr.deploy(buildFlows({ emulatorUrl: `http://127.0.0.1:${emulatorPort}`, cookie: COOKIE, types, parts: new Set(PARTS[kind]) }));
+      nr.idleRss = await settledRss(nr.pid);
       return nr;
     };
+    stopNodeRed = async () => { for (const nr of Object.values(processes)) await nr.stop(); };
     const hasNode = (t) => types.has(t) && types.has('asset-server');
 
     if (opts.only.includes('transfer') || opts.only.includes('events')) {
-      if (parts.emulator || opts.only.includes('events')) await nodeRed();
+      if (parts.emulator || opts.only.includes('events')) await nodeRed('ours');
+      if (needTransfer) await nodeRed('core');
     }
 
     if (needTransfer) {
-      const variants = (dir, ourType) => ['curl', 'client', 'node', 'core'].filter((v) =>
+      const variants = (dir, ourType) => opts.variants.filter((v) =>
         (v !== 'curl' || env.curl) && (v !== 'client' || parts.client) && (v !== 'node' || hasNode(ourType)));
       for (const size of opts.sizes) {
         log(`\n== ${formatSize(size)}: upload and download`);
@@ -163,6 +187,7 @@ async function main() {
         await newEmulator(String(size));
         const ctx = {
           emulator, cookie: COOKIE, nodeRed, opts, log, tmp,
+          progress: opts.verbose ? (what) => log(`  ${new Date().toISOString().slice(11, 19)} ${what}...`) : () => {},
           variants: { upload: variants('upload', 'asset-upload'), download: variants('download', 'asset-download') }
         };
         try {
@@ -179,12 +204,12 @@ async function main() {
     if (opts.only.includes('events')) {
       log('\n== event bursts');
       try {
-        results.events = await runEvents({ nr: await nodeRed(), opts, log, hasOurs: types.has('asset-event-in') });
+        results.events = await runEvents({ nr: await nodeRed('ours'), opts, log, hasOurs: types.has('asset-event-in') });
       } catch (e) {
         errors.push(`event bursts: ${e.message}`);
       }
     }
-    if (nr) { await nr.stop(); }
+    await stopNodeRed();
 
     if (opts.only.includes('fanout') && parts.emulator) {
       log('\n== emulator fan-out');
@@ -198,11 +223,14 @@ async function main() {
   } catch (e) {
     errors.push(e.message);
   } finally {
-    if (nr) await nr.stop();
+    await stopNodeRed();
     if (emulator) await emulator.stop();
     fs.rmSync(tmp, { recursive: true, force: true });
   }
 
+  results.env.loadAverageAtEnd = os.loadavg().map((l) => +l.toFixed(2));
+  results.finishedAt = new Date().toISOString();
+  results.seconds = Math.round((Date.now() - startedAt) / 1000);
   const md = markdown(results);
   const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
   const outDir = path.join(__dirname, 'results');

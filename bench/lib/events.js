@@ -49,7 +49,7 @@ async function settledCount(nr, variant, expected) {
   for (let i = 0; i < 100; i++) {
     const c = (await counts(nr))[variant];
     if (c >= expected) return c;
-    if (c === last) { if (++same >= 5) return c; } else same = 0;
+    if (c === last) { if (++same >= 3) return c; } else same = 0;
     last = c;
     await sleep(100);
   }
@@ -65,7 +65,7 @@ async function burst(nr, variant, n, amount, rate) {
   if (reset.status !== 200) throw new Error(`POST /bench/reset: HTTP ${reset.status}`);
   const connections = Math.min(10, amount, rate || Infinity);
   const opts = {
-    url: nr.url + EVENT_PATHS[variant], method: 'POST', connections, amount, timeout: 30,
+    url: nr.url + EVENT_PATHS[variant], method: 'POST', connections, amount, timeout: 30, sampleInt: 100,
     headers: { 'content-type': 'application/json' },
     requests: [{ setupRequest: (req) => { req.body = callbackBody(n); return req; } }]
   };
@@ -86,7 +86,7 @@ async function burst(nr, variant, n, amount, rate) {
 /** Warm-up burst for a fixed time; returns callbacks per second (nothing else is kept). */
 async function calibrate(nr, variant, n, seconds) {
   const r = await cannon({
-    url: nr.url + EVENT_PATHS[variant], method: 'POST', connections: 10, duration: seconds, timeout: 30,
+    url: nr.url + EVENT_PATHS[variant], method: 'POST', connections: 10, duration: seconds, timeout: 30, sampleInt: 100,
     headers: { 'content-type': 'application/json' },
     requests: [{ setupRequest: (req) => { req.body = callbackBody(n); return req; } }]
   });
@@ -102,8 +102,8 @@ async function runEvents(ctx) {
   const { nr, opts, log } = ctx;
   const variants = ctx.hasOurs ? ['ours', 'core'] : ['core'];
   const batchSizes = [1, 100, 1000];
-  const burstSeconds = opts.quick ? 0.4 : 2;
-  const warmSeconds = opts.quick ? 0.3 : 1;
+  const burstSeconds = opts.quick ? 0.25 : 2;
+  const warmSeconds = opts.quick ? 0.2 : 1;
   const results = [];
   for (const n of batchSizes) {
     const rows = {};

@@ -80,8 +80,10 @@ function httpResponse(id, y) {
  * @param {string} o.cookie      cookie header value, e.g. JSESSIONID=bench
  * @param {Set<string>} o.types node types the runtime has; a flow of ours whose type is missing
  *   is left out (Node-RED would otherwise stop every flow while it waits for the type)
+ * @param {Set<string>} o.parts  which flows: 'ours' (asset-upload/-download), 'core' (core-node
+ *   transfers), 'events' (asset-event-in and the core http-in flow, side by side)
  */
-function buildFlows({ emulatorUrl, cookie, types }) {
+function buildFlows({ emulatorUrl, cookie, types, parts }) {
   const has = (t) => types.has(t) && types.has('asset-server');
   const nodes = [{ id: TAB, type: 'tab', label: 'bench', disabled: false, info: '' }];
 
@@ -93,48 +95,49 @@ function buildFlows({ emulatorUrl, cookie, types }) {
     httpIn('bench-reset-in', '/bench/reset', 'post', ['bench-reset-fn'], 640),
     fn('bench-reset-fn', `flow.set('ours', 0); flow.set('core', 0); msg.payload = { ok: true }; return msg;`, ['bench-reset-out'], 450, 640),
     httpResponse('bench-reset-out', 640),
-    httpIn('bench-gc-in', '/bench/gc', 'post', ['bench-gc-fn'], 680),
-    fn('bench-gc-fn', `global.get('benchGc')(); msg.payload = { ok: true }; return msg;`, ['bench-gc-out'], 450, 680),
-    httpResponse('bench-gc-out', 680),
     { id: 'bench-catch', type: 'catch', z: TAB, name: '', scope: null, uncaught: false, x: 150, y: 720, wires: [['bench-catch-fn']] },
     fn('bench-catch-fn', CATCH_FUNC, [], 450, 720)
   );
 
-  // --- 1d: upload with core nodes: file in (one Buffer) -> function (form) -> http request
-  nodes.push(
-    inject(ID.upCore, ['bench-up-core-file'], 100),
-    { id: 'bench-up-core-file', type: 'file in', z: TAB, name: '', filename: 'filename', filenameType: 'msg',
-      format: '', chunk: false, sendError: false, encoding: 'none', allProps: false, x: 300, y: 100, wires: [['bench-up-core-form']] },
-    fn('bench-up-core-form', CORE_FORM_FUNC, ['bench-up-core-http'], 450, 100),
-    { id: 'bench-up-core-http', type: 'http request', z: TAB, name: '', method: 'POST', ret: 'obj', paytoqs: 'ignore',
-      url: `${emulatorUrl}/review/api/asset/upload`, tls: '', persist: false, proxy: '', insecureHTTPParser: false,
-      authType: '', senderr: true, headers: [], x: 600, y: 100, wires: [['bench-up-core-done']] },
-    fn('bench-up-core-done', DONE_FUNC, [], 750, 100)
-  );
+  if (parts.has('core')) {
+    // --- 1d: upload with core nodes: file in (one Buffer) -> function (form) -> http request
+    nodes.push(
+      inject(ID.upCore, ['bench-up-core-file'], 100),
+      { id: 'bench-up-core-file', type: 'file in', z: TAB, name: '', filename: 'filename', filenameType: 'msg',
+        format: '', chunk: false, sendError: false, encoding: 'none', allProps: false, x: 300, y: 100, wires: [['bench-up-core-form']] },
+      fn('bench-up-core-form', CORE_FORM_FUNC, ['bench-up-core-http'], 450, 100),
+      { id: 'bench-up-core-http', type: 'http request', z: TAB, name: '', method: 'POST', ret: 'obj', paytoqs: 'ignore',
+        url: `${emulatorUrl}/review/api/asset/upload`, tls: '', persist: false, proxy: '', insecureHTTPParser: false,
+        authType: '', senderr: true, headers: [], x: 600, y: 100, wires: [['bench-up-core-done']] },
+      fn('bench-up-core-done', DONE_FUNC, [], 750, 100)
+    );
 
-  // --- 2d: download with core nodes: http request (binary Buffer) -> file out
-  nodes.push(
-    inject(ID.downCore, ['bench-down-core-http'], 300),
-    { id: 'bench-down-core-http', type: 'http request', z: TAB, name: '', method: 'GET', ret: 'bin', paytoqs: 'ignore',
-      url: '', tls: '', persist: false, proxy: '', insecureHTTPParser: false, authType: '', senderr: true, headers: [],
-      x: 300, y: 300, wires: [['bench-down-core-file']] },
-    { id: 'bench-down-core-file', type: 'file', z: TAB, name: '', filename: 'filename', filenameType: 'msg',
-      appendNewline: false, createDir: true, overwriteFile: 'true', encoding: 'none', x: 450, y: 300, wires: [['bench-down-core-done']] },
-    fn('bench-down-core-done', DONE_FUNC, [], 750, 300)
-  );
+    // --- 2d: download with core nodes: http request (binary Buffer) -> file out
+    nodes.push(
+      inject(ID.downCore, ['bench-down-core-http'], 300),
+      { id: 'bench-down-core-http', type: 'http request', z: TAB, name: '', method: 'GET', ret: 'bin', paytoqs: 'ignore',
+        url: '', tls: '', persist: false, proxy: '', insecureHTTPParser: false, authType: '', senderr: true, headers: [],
+        x: 300, y: 300, wires: [['bench-down-core-file']] },
+      { id: 'bench-down-core-file', type: 'file', z: TAB, name: '', filename: 'filename', filenameType: 'msg',
+        appendNewline: false, createDir: true, overwriteFile: 'true', encoding: 'none', x: 450, y: 300, wires: [['bench-down-core-done']] },
+      fn('bench-down-core-done', DONE_FUNC, [], 750, 300)
+    );
+  }
 
-  // --- 3b: events with core nodes: http in -> change (entries) -> split -> count -> http response
-  nodes.push(
-    httpIn('bench-ev-core-in', EVENT_PATHS.core, 'post', ['bench-ev-core-change'], 500),
-    { id: 'bench-ev-core-change', type: 'change', z: TAB, name: 'entries',
-      rules: [{ t: 'set', p: 'payload', pt: 'msg', to: 'payload.data.entry', tot: 'msg' }], x: 300, y: 500, wires: [['bench-ev-core-split']] },
-    { id: 'bench-ev-core-split', type: 'split', z: TAB, name: '', splt: '\\n', spltType: 'str', arraySplt: 1,
-      arraySpltType: 'len', stream: false, addname: '', property: 'payload', x: 450, y: 500, wires: [['bench-ev-core-count']] },
-    fn('bench-ev-core-count', COUNT_CORE, ['bench-ev-core-out'], 600, 500),
-    httpResponse('bench-ev-core-out', 500)
-  );
+  if (parts.has('events')) {
+    // --- 3b: events with core nodes: http in -> change (entries) -> split -> count -> http response
+    nodes.push(
+      httpIn('bench-ev-core-in', EVENT_PATHS.core, 'post', ['bench-ev-core-change'], 500),
+      { id: 'bench-ev-core-change', type: 'change', z: TAB, name: 'entries',
+        rules: [{ t: 'set', p: 'payload', pt: 'msg', to: 'payload.data.entry', tot: 'msg' }], x: 300, y: 500, wires: [['bench-ev-core-split']] },
+      { id: 'bench-ev-core-split', type: 'split', z: TAB, name: '', splt: '\\n', spltType: 'str', arraySplt: 1,
+        arraySpltType: 'len', stream: false, addname: '', property: 'payload', x: 450, y: 500, wires: [['bench-ev-core-count']] },
+      fn('bench-ev-core-count', COUNT_CORE, ['bench-ev-core-out'], 600, 500),
+      httpResponse('bench-ev-core-out', 500)
+    );
+  }
 
-  if (has('asset-upload') || has('asset-download')) {
+  if (parts.has('ours') && (has('asset-upload') || has('asset-download'))) {
     nodes.push({ id: ID.server, type: 'asset-server', name: 'bench emulator', baseUrl: emulatorUrl,
       timeout: 30, rejectUnauthorized: true, tls: '', publicBaseUrl: '', credentials: { cookie } });
 
@@ -149,7 +152,7 @@ function buildFlows({ emulatorUrl, cookie, types }) {
       fn('bench-up-ours-done', DONE_FUNC, [], 750, 40)
     );
   }
-  if (has('asset-download')) {
+  if (parts.has('ours') && has('asset-download')) {
     // --- 2c: inject -> asset-download (file mode, msg.filename) -> done
     nodes.push(
       inject(ID.downOurs, ['bench-down-ours'], 240),
@@ -159,7 +162,7 @@ function buildFlows({ emulatorUrl, cookie, types }) {
       fn('bench-down-ours-done', DONE_FUNC, [], 750, 240)
     );
   }
-  if (types.has('asset-event-in')) {
+  if (parts.has('events') && types.has('asset-event-in')) {
     // --- 3a: asset-event-in (defaults: one msg per entry, duplicate filter on) -> count
     nodes.push(
       { id: 'bench-ev-ours-in', type: 'asset-event-in', z: TAB, name: '', path: EVENT_PATHS.ours, method: 'post',

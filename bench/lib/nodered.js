@@ -13,7 +13,6 @@ const REPORT_PREFIX = '@@BENCH ';
 
 function settingsSource(port) {
   // benchReport: how the last function node of a flow says "done" (one line on stdout).
-  // benchGc: lets the harness collect garbage before it reads the idle RSS.
   return `'use strict';
 module.exports = {
   uiHost: '127.0.0.1',
@@ -27,15 +26,14 @@ module.exports = {
   externalModules: { autoInstall: false, palette: { allowInstall: false }, modules: { allowInstall: false } },
   editorTheme: { tours: false, projects: { enabled: false } },
   functionGlobalContext: {
-    benchReport: (o) => process.stdout.write(${JSON.stringify(REPORT_PREFIX)} + JSON.stringify(o) + '\\n'),
-    benchGc: () => { if (global.gc) { global.gc(); global.gc(); } }
+    benchReport: (o) => process.stdout.write(${JSON.stringify(REPORT_PREFIX)} + JSON.stringify(o) + '\\n')
   }
 };
 `;
 }
 
 /**
- * Starts Node-RED with `--expose-gc` and this package linked into `<userDir>/node_modules`.
+ * Starts Node-RED with this package linked into `<userDir>/node_modules`.
  * Resolves with a handle: { url, pid, deploy(flows), inject(id, props), waitReport(tag, ms),
  * get/post(path), nodeTypes(), stop() }.
  */
@@ -48,8 +46,10 @@ async function startNodeRed({ userDir, log = () => {} }) {
     JSON.stringify({ name: 'bench-user-dir', private: true, dependencies: { '@dam-assets/node-red': '*' } }));
   fs.writeFileSync(path.join(userDir, 'settings.js'), settingsSource(port));
 
+  // BENCH_NODE_RED_ARGS adds node options, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile.
+  const extra = (process.env.BENCH_NODE_RED_ARGS || '').split(' ').filter(Boolean);
   const child = spawn(process.execPath,
-    ['--expose-gc', RED_JS, '--settings', path.join(userDir, 'settings.js'), '--userDir', userDir],
+    [...extra, RED_JS, '--settings', path.join(userDir, 'settings.js'), '--userDir', userDir],
     { cwd: userDir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_RED_ENABLE_PROJECTS: '' } });
   const url = `http://127.0.0.1:${port}`;
   const output = [];
@@ -125,12 +125,6 @@ async function startNodeRed({ userDir, log = () => {} }) {
           reject: (e) => { clearTimeout(timer); reject(e); }
         });
       });
-    },
-
-    /** Runs gc twice in Node-RED (through the bench's http-in route) and lets RSS settle. */
-    async collectGarbage() {
-      await request('POST', url + '/bench/gc', { body: {} }).catch(() => {});
-      await sleep(250);
     },
 
     async stop() {

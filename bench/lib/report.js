@@ -81,7 +81,8 @@ function markdown(results) {
   const env = results.env;
   L.push(`# Benchmark ${results.startedAt}${results.quick ? ' (quick)' : ''}`, '');
   L.push(`Machine: ${env.cpus} × ${env.cpuModel}, ${formatSize(env.totalMem)} RAM, ${env.platform}; Node ${env.node}, ` +
-    `Node-RED ${env.nodeRed}, ${env.curl || 'curl missing'}; commit ${env.commit}. ` +
+    `Node-RED ${env.nodeRed}, ${env.curl || 'curl missing'}; commit ${env.commit}; ` +
+    `load average ${env.loadAverage[0]} at the start, ${env.loadAverageAtEnd[0]} at the end; ${results.seconds} s in all. ` +
     `Each figure is the median of ${results.runs} runs; baselines ran interleaved with ours in the same invocation.`, '');
   for (const note of results.notes) L.push(`> ${note}`);
   if (results.notes.length) L.push('');

@@ -3,6 +3,7 @@
 const fs = require('fs');
 
 const KiB = 1024;
+const CLOCK_TICKS = 100; // USER_HZ: 100 on every Linux architecture Node runs on
 
 /** { rss, hwm } in bytes, or null when the process is gone or /proc is missing. */
 function readMemory(pid) {
@@ -12,6 +13,15 @@ function readMemory(pid) {
   const hwm = /VmHWM:\s+(\d+) kB/.exec(text);
   if (!rss) return null;
   return { rss: Number(rss[1]) * KiB, hwm: hwm ? Number(hwm[1]) * KiB : 0 };
+}
+
+/** CPU time (user + system, seconds) the process has used so far, or NaN when it is gone. */
+function readCpu(pid) {
+  try {
+    // fields after the command name: state is field 3, utime 14 and stime 15 (1-based, see proc(5))
+    const rest = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').pop().split(' ');
+    return (Number(rest[11]) + Number(rest[12])) / CLOCK_TICKS;
+  } catch { return NaN; }
 }
 
 /** Resets VmHWM to the current RSS (`echo 5 > clear_refs`, Linux 4.0+). false when not allowed. */
@@ -28,6 +38,7 @@ async function measurePeak(pid, work, intervalMs = 20) {
   const before = readMemory(pid);
   if (!before) throw new Error(`cannot read /proc/${pid}/status: process gone or not Linux`);
   const hwmReset = resetPeak(pid);
+  const cpuBefore = readCpu(pid);
   let sampled = before.rss;
   let samples = 0;
   const timer = setInterval(() => {
@@ -40,10 +51,11 @@ async function measurePeak(pid, work, intervalMs = 20) {
   } finally {
     clearInterval(timer);
   }
+  const cpu = readCpu(pid) - cpuBefore;
   const after = readMemory(pid);
   if (after && after.rss > sampled) sampled = after.rss;
   const peak = Math.max(sampled, hwmReset && after ? after.hwm : 0);
-  return { idle: before.rss, peak, growth: peak - before.rss, sampledPeak: sampled, hwmUsed: hwmReset, samples, result };
+  return { idle: before.rss, peak, growth: peak - before.rss, cpu, sampledPeak: sampled, hwmUsed: hwmReset, samples, result };
 }
 
-module.exports = { readMemory, resetPeak, measurePeak };
+module.exports = { readMemory, readCpu, resetPeak, measurePeak };

@@ -5,7 +5,7 @@ const fs = require('fs');
 const path = require('path');
 const { spawn, fork } = require('child_process');
 const { median, sha256File, MiB } = require('./util');
-const { measurePeak, readMemory } = require('./rss');
+const { measurePeak, readMemory, readCpu } = require('./rss');
 const { ID } = require('./flows');
 
 const CLIENT_CHILD = path.join(__dirname, 'client-child.js');
@@ -13,14 +13,27 @@ const CLIENT_CHILD = path.join(__dirname, 'client-child.js');
 /** Generous time limit for one transfer: 60 s plus 10 MB/s. */
 const timeLimitMs = (size) => 60000 + size / 10e3;
 
-/** Runs curl, samples its RSS, returns { ms, status, body, peak }. */
+/**
+ * Runs curl, samples its RSS, returns { ms, status, body, peak, cpu }. curl runs under bash so
+ * that the `times` builtin can report the CPU time it used (it is gone before /proc can tell).
+ */
 function runCurl(args, size) {
   return new Promise((resolve, reject) => {
-    const child = spawn('curl', [...args, '-w', '\n@@BENCH %{http_code} %{time_total}'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const script = 'curl "$@"; rc=$?; echo "@@TIMES" >&2; times >&2; exit $rc';
+    const child = spawn('bash', ['-c', script, 'curl', ...args, '-w', '\n@@BENCH %{http_code} %{time_total}'],
+      { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     let peak = 0;
-    const sample = () => { const m = readMemory(child.pid); if (m && m.rss > peak) peak = m.rss; };
+    let curlPid;
+    const sample = () => {
+      // curl is the child of the bash wrapper
+      if (!curlPid) {
+        try { curlPid = Number(fs.readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(' ')[0]) || undefined; } catch { /* not yet */ }
+      }
+      const m = curlPid && readMemory(curlPid);
+      if (m && m.rss > peak) peak = m.rss;
+    };
     const timer = setInterval(sample, 20);
     const killer = setTimeout(() => child.kill('SIGKILL'), timeLimitMs(size));
     child.stdout.setEncoding('utf8').on('data', (t) => { out += t; });
@@ -30,8 +43,12 @@ function runCurl(args, size) {
       clearInterval(timer);
       clearTimeout(killer);
       const m = /@@BENCH (\d+) ([\d.]+)\s*$/.exec(out);
-      if (code !== 0 || !m) return reject(new Error(`curl exited with ${code}: ${err.trim() || out.slice(-200)}`));
-      resolve({ status: Number(m[1]), ms: Number(m[2]) * 1000, body: out.slice(0, m.index), peak });
+      const [curlErr, times = ''] = err.split('@@TIMES');
+      if (code !== 0 || !m) return reject(new Error(`curl exited with ${code}: ${curlErr.trim() || out.slice(-200)}`));
+      // `times`: shell user/sys, then children's user/sys, e.g. "0m0.123s 0m0.456s"
+      const secs = [...times.matchAll(/(\d+)m([\d.]+)s/g)].map((t) => Number(t[1]) * 60 + Number(t[2]));
+      const cpu = secs.length >= 4 ? secs[2] + secs[3] : NaN;
+      resolve({ status: Number(m[1]), ms: Number(m[2]) * 1000, body: out.slice(0, m.index), peak, cpu });
     });
   });
 }
@@ -56,7 +73,7 @@ function runClientChild(ctx, job, size) {
         child.send({ cmd: 'exit' });
         const r = measured.result;
         if (!r.ok) return finish(reject, new Error(r.error));
-        finish(resolve, { ...r, idle: measured.idle, peak: measured.peak, growth: measured.growth });
+        finish(resolve, { ...r, idle: measured.idle, peak: measured.peak, growth: measured.growth, cpu: measured.cpu });
       } catch (e) {
         child.kill('SIGKILL');
         finish(reject, e);
@@ -65,10 +82,15 @@ function runClientChild(ctx, job, size) {
   });
 }
 
-/** Presses the inject node `injectId` with `props`, measuring Node-RED's RSS until the flow reports. */
+/**
+ * Presses the inject node `injectId` with `props`, measuring Node-RED's RSS until the flow reports.
+ * Our flows and the core-node flows run in two Node-RED processes, so that neither's memory
+ * (or garbage collection) shows up in the other's figures.
+ */
 async function runFlow(ctx, injectId, tag, props, size) {
-  const nr = await ctx.nodeRed();
-  await nr.collectGarbage();
+  const nr = await ctx.nodeRed(injectId === ID.upCore || injectId === ID.downCore ? 'core' : 'ours');
+  // No forced gc() before a run: it shrinks V8's heap limits, and the transfer that follows then
+  // spends 3 to 6 times the CPU in garbage collection (measured: 256 MiB download, 0.4 s -> 2.2 s).
   const measured = await measurePeak(nr.pid, async () => {
     const report = nr.waitReport(tag, timeLimitMs(size));
     await nr.inject(injectId, [
@@ -80,7 +102,13 @@ async function runFlow(ctx, injectId, tag, props, size) {
   });
   const r = measured.result;
   if (r.error) throw new Error(`${r.source || 'flow'}: ${r.error}`);
-  return { ...r, idle: measured.idle, peak: measured.peak, growth: measured.growth };
+  // Growth over the process's idle RSS right after start: what a file costs this Node-RED,
+  // including memory an earlier run left behind (the core nodes' Buffers are not always
+  // collected before the next run, so the RSS just before a run would understate them).
+  return {
+    ...r, idle: nr.idleRss, peak: measured.peak, growth: measured.peak - nr.idleRss,
+    growthOverPreRun: measured.growth, preRunRss: measured.idle, cpu: measured.cpu
+  };
 }
 
 function uploadChecked(result, size, statusCode) {
@@ -97,7 +125,7 @@ const UPLOADS = {
       '-F', `file=@${file};type=application/octet-stream`, '-F', `destination=${destination}`, '-F', 'wait=true',
       `${ctx.emulator.url}/review/api/asset/upload`], size);
     const fuid = uploadChecked(JSON.parse(r.body), size, r.status);
-    return { ms: r.ms, fuid, idle: NaN, peak: r.peak, growth: NaN };
+    return { ms: r.ms, fuid, idle: NaN, peak: r.peak, growth: NaN, cpu: r.cpu };
   },
   client: async (ctx, { file, size, destination }) => {
     const r = await runClientChild(ctx, { op: 'upload', file, destination }, size);
@@ -124,7 +152,7 @@ const DOWNLOADS = {
     const r = await runCurl(['-sS', '--noproxy', '*', '-H', `Cookie: ${ctx.cookie}`, '-o', out,
       `${ctx.emulator.url}/review/api/asset/download?fuid=${fuid}&rrn=-1`], size);
     if (r.status !== 200) throw new Error(`HTTP ${r.status}`);
-    return { ms: r.ms, idle: NaN, peak: r.peak, growth: NaN };
+    return { ms: r.ms, idle: NaN, peak: r.peak, growth: NaN, cpu: r.cpu };
   },
   client: (ctx, { fuid, out, size }) => runClientChild(ctx, { op: 'download', fuid, file: out }, size),
   node: (ctx, { fuid, out, size, tag }) => runFlow(ctx, ID.downOurs, tag, [
@@ -142,6 +170,15 @@ const DOWNLOADS = {
 };
 
 const rotate = (list, n) => list.map((_, i) => list[(i + n) % list.length]);
+
+/** Rejects when `promise` takes longer than `ms`, so that no variant can stall the whole bench. */
+function deadline(promise, ms, what) {
+  let timer;
+  const expired = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no result within ${Math.round(ms / 1000)} s`)), ms);
+  });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
+}
 
 /**
  * Runs every variant `opts.runs` times for one file, interleaved (the order rotates per run).
@@ -161,15 +198,19 @@ async function runTransfers(ctx, src) {
       const destination = `/bench/${sizeTag}/${v}/${run + 1}`;
       const rec = { run: run + 1 };
       try {
-        Object.assign(rec, await UPLOADS[v](ctx, { file: src.file, size: src.size, destination, tag }));
+        ctx.progress(`upload ${v} run ${run + 1}`);
+        const emulatorCpu = readCpu(ctx.emulator.pid);
+        Object.assign(rec, await deadline(UPLOADS[v](ctx, { file: src.file, size: src.size, destination, tag }),
+          timeLimitMs(src.size) + 30000, `upload ${v}`));
+        rec.emulatorCpu = readCpu(ctx.emulator.pid) - emulatorCpu;
         rec.mibPerSec = src.size / MiB / (rec.ms / 1000);
+        rec.bytes = src.size;
         if (downloadFuid === undefined) downloadFuid = rec.fuid; // same bytes whoever uploaded them
       } catch (e) {
         rec.error = e.message;
       }
       (out.upload[v] = out.upload[v] || []).push(rec);
-      log(`  upload ${v} run ${run + 1}: ` + (rec.error ? `ERROR ${rec.error}` :
-        `${rec.mibPerSec.toFixed(0)} MiB/s, peak RSS +${(rec.growth / MiB).toFixed(1)} MiB`));
+      log(`  upload ${v} run ${run + 1}: ${describe(rec)}`);
     }
   }
   if (downloadFuid === undefined) {
@@ -184,21 +225,31 @@ async function runTransfers(ctx, src) {
       fs.mkdirSync(path.dirname(target), { recursive: true });
       const rec = { run: run + 1 };
       try {
-        Object.assign(rec, await DOWNLOADS[v](ctx, { fuid: downloadFuid, out: target, size: src.size, tag }));
+        ctx.progress(`download ${v} run ${run + 1}`);
+        const emulatorCpu = readCpu(ctx.emulator.pid);
+        Object.assign(rec, await deadline(DOWNLOADS[v](ctx, { fuid: downloadFuid, out: target, size: src.size, tag }),
+          timeLimitMs(src.size) + 30000, `download ${v}`));
+        rec.emulatorCpu = readCpu(ctx.emulator.pid) - emulatorCpu;
         const st = fs.statSync(target);
         if (st.size !== src.size) throw new Error(`file on disk has ${st.size} bytes, expected ${src.size}`);
         if (run === 0 && await sha256File(target) !== src.sha256) throw new Error('downloaded bytes differ from the uploaded file');
         rec.mibPerSec = src.size / MiB / (rec.ms / 1000);
+        rec.bytes = src.size;
       } catch (e) {
         rec.error = e.message;
       }
       fs.rmSync(path.dirname(target), { recursive: true, force: true });
       (out.download[v] = out.download[v] || []).push(rec);
-      log(`  download ${v} run ${run + 1}: ` + (rec.error ? `ERROR ${rec.error}` :
-        `${rec.mibPerSec.toFixed(0)} MiB/s, peak RSS +${(rec.growth / MiB).toFixed(1)} MiB`));
+      log(`  download ${v} run ${run + 1}: ${describe(rec)}`);
     }
   }
   return out;
+}
+
+function describe(rec) {
+  if (rec.error) return `ERROR ${rec.error}`;
+  const memory = Number.isFinite(rec.growth) ? `peak RSS +${(rec.growth / MiB).toFixed(1)} MiB` : `peak RSS ${(rec.peak / MiB).toFixed(1)} MiB`;
+  return `${rec.mibPerSec.toFixed(0)} MiB/s, ${memory}, CPU ${rec.cpu.toFixed(2)} s (emulator ${rec.emulatorCpu.toFixed(2)} s)`;
 }
 
 /** Median figures of a list of runs (failed runs are left out, and counted). */
@@ -211,7 +262,10 @@ function summarize(runs) {
     mibPerSec: median(ok.map((r) => r.mibPerSec)),
     growth: median(ok.map((r) => r.growth)),
     peak: median(ok.map((r) => r.peak)),
-    idle: median(ok.map((r) => r.idle))
+    idle: median(ok.map((r) => r.idle)),
+    // CPU seconds per GiB moved, on the sending/receiving side and in the emulator
+    cpuPerGiB: median(ok.map((r) => r.cpu / (r.bytes || NaN) * 1024 * MiB)),
+    emulatorCpuPerGiB: median(ok.map((r) => r.emulatorCpu / (r.bytes || NaN) * 1024 * MiB))
   };
 }
 
