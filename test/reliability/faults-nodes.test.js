@@ -209,6 +209,31 @@ function suite(pass) {
     for (const c of caught) c.error.message.should.match(/not a JSON object/);
   });
 
+  it('asset-event-in owning its subscription: a stalled server shows "timeout" in its status, and it registers once the server answers', async function () {
+    this.timeout(20000);
+    await proxy.setMode({ mode: 'stall' });
+    const eventIn = require('../../nodes/asset-event-in.js');
+    await helper.load([...Object.values(s.nodes), eventIn], [
+      { id: 'f1', type: 'tab', label: 'faults' },
+      { id: 'server', type: 'asset-server', name: 'via proxy', baseUrl: proxy.url, publicBaseUrl: 'http://127.0.0.1:9', timeout: 0.5 },
+      { id: 'ev1', type: 'asset-event-in', z: 'f1', path: '/faults-hook', method: 'post', manage: true, server: 'server',
+        subscriptionId: 'faults-owned-sub-01', watchPath: ['* /nowhere'], wires: [[]] }
+    ], { server: { cookie: COOKIE } });
+    const statuses = s.recordStatus(helper.getNode('ev1'));
+    const failed = await r.waitFor('a red timeout status', () => statuses.find((st) => st.fill === 'red' && /timeout:/.test(st.text)), 5000);
+    failed.text.should.startWith('faults-owned-sub-01');
+    await proxy.setMode({ mode: 'pass' });
+    // The node retries after 5 s (its first backoff step).
+    await r.waitFor('the subscription registered after the retry', async () => {
+      const res = await fetch(`${emulator.url}/review/api/events/assets/subscribe/faults-owned-sub-01`, { headers: { Cookie: COOKIE } });
+      return (await res.json()).success === true;
+    }, 10000, 100);
+    await r.waitFor('a status without the error', () => statuses.length && statuses[statuses.length - 1].fill !== 'red', 3000);
+    s.loggedText().should.match(/registering subscription faults-owned-sub-01 failed \(timeout\)/);
+    s.loggedText().should.not.containEql(COOKIE_VALUE);
+    await helper.unload(); // the keep-alive socket of the registration closes with the config node
+  });
+
   it(`a redirect on upload: kind http, not followed, and a ${r.pick(256, 1024)} MiB file from disk is streamed, not buffered`, async function () {
     this.timeout(r.pick(40000, 180000));
     const size = r.pick(256, 1024) * r.MiB;
