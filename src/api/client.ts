@@ -13,7 +13,7 @@ import * as http from 'http';
 import * as https from 'https';
 import * as path from 'path';
 import * as tls from 'tls';
-import { Readable } from 'stream';
+import { PassThrough, Readable } from 'stream';
 import { pipeline } from 'stream/promises';
 import type { Agent as HttpAgent } from 'http';
 import type { Agent as HttpsAgent } from 'https';
@@ -273,7 +273,9 @@ export class AssetClient {
     const control = this.control(operation, opts.signal, timeout);
     let source: UploadSource | undefined;
     let counter: ByteCounter | undefined;
+    let body: PassThrough | undefined;
     let sourceError: unknown;
+    let failed = true;
     try {
       source = await openUploadSource(opts.file, opts.name, operation);
       const expected = source.length;
@@ -303,13 +305,24 @@ export class AssetClient {
         knownLength: expected || undefined
       });
 
+      // axios gets a plain stream with the form's headers and length set here. Given the form
+      // itself it would first await form.getLength(), and an abort during that wait leaves the
+      // request it creates afterwards open. Destroying this stream with an error (below, on
+      // failure) makes axios destroy the request whenever it was created.
+      const formHeaders: Record<string, string> = { ...form.getHeaders(), Accept: 'application/json' };
+      if (form.hasKnownLength()) formHeaders['Content-Length'] = String(form.getLengthSync());
+      body = new PassThrough();
+      body.on('error', () => undefined); // its errors are ours (below); axios reports the request's own
+      form.on('error', (err: Error) => body?.destroy(err));
+      form.pipe(body);
+
       let response: AxiosResponse;
       try {
         response = await this.http.request({
           method: 'POST',
           url: this.url(API_PATHS.upload),
-          data: form,
-          headers: this.headers({ Accept: 'application/json' }),
+          data: body,
+          headers: this.headers(formHeaders),
           signal: control.signal,
           responseType: 'text',
           maxRedirects: 0,
@@ -327,9 +340,11 @@ export class AssetClient {
         request.destroy();
       }
       const result = this.readJsonAnswer(operation, response) as UploadResult;
+      failed = false;
       return uploadOutcome({ ...result, success: true });
     } finally {
       control.dispose();
+      if (failed) body?.destroy(new Error('upload ended'));
       // On success both have ended; on failure this closes the file.
       source?.stream.destroy();
       counter?.destroy();

@@ -202,6 +202,27 @@ describe('api client: upload faults (small real servers)', () => {
     };
   }
 
+  it('an abort in the first moments (next tick, first progress report) closes the request: no socket left open', async () => {
+    reply = (req) => { req.resume(); }; // reads, never answers
+    const openConnections = () => new Promise((resolve) => server.server.getConnections((err, n) => resolve(n)));
+    for (const when of ['nextTick', 'firstProgress']) {
+      const controller = new AbortController();
+      let chunks = 0;
+      const stream = new Readable({ read() { this.push(chunks++ < 400 ? Buffer.alloc(65536) : null); } });
+      if (when === 'nextTick') process.nextTick(() => controller.abort());
+      const err = await expectError(client().upload({
+        file: { stream, length: 400 * 65536 }, name: 'early.bin', destination: '/t', signal: controller.signal,
+        onProgress: () => { if (when === 'firstProgress') controller.abort(); }
+      }), 'aborted');
+      err.operation.should.equal('upload');
+      // The request may still be connecting when the call rejects: give it time to show up.
+      await new Promise((r) => setTimeout(r, 500));
+      const deadline = Date.now() + 2000;
+      while (await openConnections() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      (await openConnections()).should.equal(0, `a socket stayed open after an abort at ${when}`);
+    }
+  });
+
   it('keeps an rrn beyond 2^53 exact (as a string) and reads a job id tolerantly', async () => {
     answerAfterBody(200, () => '{"success":true,"data":{"bid":1,"fuids":[5],"rrn":9223372036854775807},"length":3}');
     const big = await client().upload({ file: { buffer: Buffer.from('abc') }, name: 'a', destination: '/x', wait: true });
