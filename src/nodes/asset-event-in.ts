@@ -290,6 +290,20 @@ export default function register(RED: NodeAPI): void {
       return msgs.length;
     }
 
+    /**
+     * Node-RED hands sent messages to the next nodes on a later turn of the event loop
+     * (setImmediate). Answering success before that turn would let a stop in between (deploy,
+     * flows stopped, SIGINT) drop the messages while the server counts the delivery done. So the
+     * answer waits for that turn; if the node closed meanwhile, the messages may have been
+     * dropped with the stopped flow: answer 503 and the server sends them again.
+     */
+    async function deliveredWhileOpen(res: ServerResponse): Promise<boolean> {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (!state.closed) return true;
+      reply(res, 503, { success: false, error: 'endpoint is closing' });
+      return false;
+    }
+
     async function handle(req: IncomingMessage & { query?: Record<string, unknown> }, res: ServerResponse): Promise<void> {
       const receivedAt = new Date();
       if (secret && !secretMatches(req.headers[settings.secretHeader.toLowerCase()], secret)) {
@@ -306,6 +320,7 @@ export default function register(RED: NodeAPI): void {
         if (settings.subscriptionId) msg.subscriptionId = settings.subscriptionId;
         node.send(msg);
         state.lastEventAt = receivedAt;
+        if (!await deliveredWhileOpen(res)) return;
         reply(res, settings.successCode, { success: true });
         showStatus();
         return;
@@ -326,6 +341,7 @@ export default function register(RED: NodeAPI): void {
       }
       const sent = emitEntries(parsed.entries, parsed.id ?? settings.subscriptionId, receivedAt.toISOString());
       state.lastEventAt = receivedAt;
+      if (sent > 0 && !await deliveredWhileOpen(res)) return;
       reply(res, settings.successCode, { success: true, received: parsed.entries.length, emitted: sent });
       showStatus();
     }
