@@ -160,7 +160,7 @@ describe(`reliability 4: delivery under a flapping receiver (${LONG ? 'long' : '
       if (d.state === 'permanently-failed') for (const e of d.entries) keys.push(`${e.assetId}:${e.rrn}:${e.action}`);
       else if (d.state !== 'succeeded') unfinished++;
     }
-    return { keys, unfinished, retried, deliveries: deliveries.length };
+    return { keys, unfinished, retried, deliveries: deliveries.length, list: deliveries };
   }
 
   it('emits every change exactly once or lists it as permanently failed, and the two add up', async function () {
@@ -207,6 +207,14 @@ describe(`reliability 4: delivery under a flapping receiver (${LONG ? 'long' : '
       `${flaps.length} flaps [${flaps.join(', ')}]; emitted ${counts.size}, permanently failed ${failedSet.size}, ` +
       `sum ${counts.size + failedSet.size}; emitted twice ${twice.length}; lost ${lost.length}; deliveries ${failed.deliveries} (${failed.retried} retried)`);
 
+    if (lost.length) {
+      // Which delivery held each lost change, and what became of it.
+      for (const k of lost) {
+        const d = failed.list.find((x) => x.entries.some((e) => `${e.assetId}:${e.rrn}:${e.action}` === k));
+        console.log(`      lost ${k}: ${d ? JSON.stringify({ ...d, entries: d.entries.length }) : 'in no delivery'}`);
+      }
+      console.log(rig.lines.slice(-80).join('\n'));
+    }
     expected.should.have.length(CHANGES);
     expectedSet.size.should.equal(CHANGES); // every change has its own key
     twice.should.eql([], 'no change is emitted twice');
