@@ -450,9 +450,17 @@ export class AssetClient {
     }
   }
 
-  /** Destroys the client's own agent (not one passed in). */
+  /**
+   * Closes the connections of the client's own agents (not one passed in): idle ones at once,
+   * busy ones as soon as their request ends. Requests in flight are left to finish (a node
+   * removed in the same deploy may still be deleting its subscription); abort them with
+   * their AbortSignal to stop them.
+   */
   close(): void {
-    for (const agent of this.ownAgents) agent.destroy();
+    for (const agent of this.ownAgents) {
+      (agent as http.Agent & { keepAlive: boolean }).keepAlive = false;
+      for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
+    }
   }
 
   // ---- internals ----

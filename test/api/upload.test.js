@@ -223,6 +223,19 @@ describe('api client: upload faults (small real servers)', () => {
     }
   });
 
+  it('close() lets a request in flight finish, then leaves no connection open', async () => {
+    answerAfterBody(200, { success: true, length: 3, data: { bid: 1, fuids: [7], rrn: 1001 } }, 300);
+    const made = client();
+    const pending = made.upload({ file: { buffer: Buffer.from('abc') }, name: 'c.txt', destination: '/t' });
+    await new Promise((r) => setTimeout(r, 100));
+    made.close();
+    (await pending).fuids.should.eql([7]);
+    const openConnections = () => new Promise((resolve) => server.server.getConnections((err, n) => resolve(n)));
+    const deadline = Date.now() + 2000;
+    while (await openConnections() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    (await openConnections()).should.equal(0);
+  });
+
   it('keeps an rrn beyond 2^53 exact (as a string) and reads a job id tolerantly', async () => {
     answerAfterBody(200, () => '{"success":true,"data":{"bid":1,"fuids":[5],"rrn":9223372036854775807},"length":3}');
     const big = await client().upload({ file: { buffer: Buffer.from('abc') }, name: 'a', destination: '/x', wait: true });
