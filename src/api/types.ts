@@ -52,6 +52,20 @@ export interface SubscriptionResult {
   error?: string;
 }
 
+/** A subscription as the server stores it (the emulator's GET answer): defaults filled in, repeated fields as arrays. */
+export interface StoredSubscription {
+  callback: string;
+  header: string[];
+  method: string;
+  successCode: number;
+  retryCount: number;
+  requestType: string;
+  queryParam: string[];
+  watchMetadata: string[];
+  watchPath: string[];
+  logicalOperand: LogicalOperand;
+}
+
 /**
  * Details of a stored subscription as returned by GET (spec: "not shown").
  * The emulator answers `{ success, id, subscription: {...fields, repeated ones as arrays} }`;
@@ -63,18 +77,7 @@ export interface SubscriptionDetails {
   /** The subscription id. */
   id: string;
   /** The stored fields, repeated ones as arrays in registration order. */
-  subscription?: {
-    callback: string;
-    header: string[];
-    method: string;
-    successCode: number;
-    retryCount: number;
-    requestType: string;
-    queryParam: string[];
-    watchMetadata: string[];
-    watchPath: string[];
-    logicalOperand: LogicalOperand;
-  };
+  subscription?: StoredSubscription;
   /** The server's message when success is false. */
   error?: string;
   [extra: string]: unknown;

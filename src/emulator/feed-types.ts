@@ -3,6 +3,10 @@
  * - the repository + HTTP side (server.ts, repository.ts, upload.ts, cli.ts, index.ts), and
  * - the subscription side (subscriptions.ts, matching.ts, delivery.ts) implementing SubscriptionHub.
  */
+import type { StoredSubscription } from '../api/types';
+
+/** A stored subscription, as returned by GET subscribe/:id under `subscription` (a wire type). */
+export type { StoredSubscription };
 
 /** One committed change to the repository; each has its own rrn. */
 export interface AssetChange {
@@ -21,20 +25,6 @@ export interface AssetChange {
 
 /** Fields of a subscription as parsed from a request: every value as a list, in order. */
 export type FormFields = Record<string, string[]>;
-
-/** A stored subscription, as returned by GET subscribe/:id under `subscription`. */
-export interface StoredSubscription {
-  callback: string;
-  header: string[];
-  method: string;
-  successCode: number;
-  retryCount: number;
-  requestType: string;
-  queryParam: string[];
-  watchMetadata: string[];
-  watchPath: string[];
-  logicalOperand: 'AND' | 'OR';
-}
 
 export type DeliveryState = 'pending' | 'succeeded' | 'failed' | 'permanently-failed';
 
