@@ -41,7 +41,7 @@ function sizeOf(i) {
   return [16 * 1024, 200 * 1024, 1024 * 1024, 3 * 1024 * 1024, 6 * 1024 * 1024][i % 5] + i;
 }
 
-/** Every 10th upload is a slow stream (64 KiB per 50 ms), so that some are surely mid-body at the kill. */
+/** Every 10th upload is a slow stream (32 KiB per 50 ms, about 10 s for 6 MiB), so that some are surely mid-body at the kill. */
 const isSlow = (i) => i % 10 === 9;
 
 function slowStream(data) {
@@ -49,7 +49,7 @@ function slowStream(data) {
   return new Readable({
     read() {
       if (at >= data.length) { this.push(null); return; }
-      const piece = data.subarray(at, at + 64 * 1024);
+      const piece = data.subarray(at, at + 32 * 1024);
       at += piece.length;
       setTimeout(() => this.push(piece), 50);
     }

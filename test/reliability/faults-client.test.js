@@ -268,7 +268,9 @@ function suite(pass) {
     const sent = proxy.stats.bytesFromClient - sentBefore;
     sent.should.be.aboveOrEqual(size, 'the whole file went through the proxy before the redirect');
     r.figure(`redirect after a ${size / r.MiB} MiB upload body: kind http in ${err.took} ms, client RSS growth ${(memory.growth / r.MiB).toFixed(1)} MiB`);
-    memory.growth.should.be.below(64 * r.MiB, 'RSS stayed flat: the body was streamed, not buffered');
+    // Buffering the body would add at least the file's size (256 MiB or more). The bound covers the
+    // streaming itself in this process (client and proxy both), measured from a collected heap.
+    memory.growth.should.be.below(r.RSS_BOUND, 'RSS stayed flat: the body was streamed, not buffered');
   });
 
   it('a redirect on download, subscribe and export is kind http too', async function () {
