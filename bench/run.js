@@ -31,6 +31,7 @@ const USAGE = `Usage: npm run bench -- [options]
   --variants LIST    transfer variants, some of: curl,client,node,core (default all; for investigations)
   --strict           exit 1 when a target is missed (default: only when a case breaks)
   --verbose          show Node-RED and emulator output
+  --report FILE      only re-render the Markdown and SVG of a saved results JSON (bench/results/*.json)
   --help`;
 
 function parseArgs(argv) {
@@ -48,6 +49,7 @@ function parseArgs(argv) {
     else if (a === '--variants') o.variants = value().split(',').filter(Boolean);
     else if (a === '--strict') o.strict = true;
     else if (a === '--verbose') o.verbose = true;
+    else if (a === '--report') o.report = value();
     else if (a === '--help' || a === '-h') { console.log(USAGE); process.exit(0); }
     else throw new Error(`unknown option ${a}\n${USAGE}`);
   }
@@ -108,8 +110,22 @@ function probeParts(notes) {
   return parts;
 }
 
+/** Writes <base>.md and <base>.svg from the results and prints the Markdown. */
+function writeReport(results, base) {
+  const md = markdown(results);
+  fs.writeFileSync(base + '.md', md + `\n![Peak RSS growth vs file size](${path.basename(base)}.svg)\n`);
+  fs.writeFileSync(base + '.svg', chartSvg(results));
+  process.stdout.write(md + '\n');
+  return md;
+}
+
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
+  if (opts.report) {
+    const results = JSON.parse(fs.readFileSync(opts.report, 'utf8'));
+    writeReport(results, opts.report.replace(/\.json$/, ''));
+    return;
+  }
   const startedAt = new Date();
   const env = environment();
   const notes = [];
@@ -186,7 +202,7 @@ async function main() {
         const sha256 = await makeFile(file, size);
         await newEmulator(String(size));
         const ctx = {
-          emulator, cookie: COOKIE, nodeRed, opts, log, tmp,
+          emulator, cookie: COOKIE, nodeRed, processes, opts, log, tmp,
           progress: opts.verbose ? (what) => log(`  ${new Date().toISOString().slice(11, 19)} ${what}...`) : () => {},
           variants: { upload: variants('upload', 'asset-upload'), download: variants('download', 'asset-download') }
         };
@@ -231,16 +247,12 @@ async function main() {
   results.env.loadAverageAtEnd = os.loadavg().map((l) => +l.toFixed(2));
   results.finishedAt = new Date().toISOString();
   results.seconds = Math.round((Date.now() - startedAt) / 1000);
-  const md = markdown(results);
   const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
   const outDir = path.join(__dirname, 'results');
   fs.mkdirSync(outDir, { recursive: true });
   const base = path.join(outDir, stamp + (opts.quick ? '-quick' : ''));
-  const svg = chartSvg(results);
-  fs.writeFileSync(base + '.md', md + `\n![Peak RSS growth vs file size](${path.basename(base)}.svg)\n`);
-  fs.writeFileSync(base + '.svg', svg);
+  writeReport(results, base);
   fs.writeFileSync(base + '.json', JSON.stringify(results, null, 2));
-  process.stdout.write(md + '\n');
   log(`\nwritten: ${path.relative(process.cwd(), base)}.{md,json,svg}`);
 
   // A failing core-node run is a finding about the baseline; any other failed run means our code

@@ -5,6 +5,7 @@ const autocannon = require('autocannon');
 const { performance } = require('perf_hooks');
 const { median, sleep } = require('./util');
 const { EVENT_PATHS } = require('./flows');
+const { readCpu } = require('./rss');
 
 let sequence = 0; // every entry of the whole run has its own assetId/rrn, so no filter drops any
 
@@ -70,16 +71,18 @@ async function burst(nr, variant, n, amount, rate) {
     requests: [{ setupRequest: (req) => { req.body = callbackBody(n); return req; } }]
   };
   if (rate) opts.overallRate = rate;
+  const cpuBefore = readCpu(nr.pid);
   const r = await cannon(opts);
   // autocannon makes exactly `amount` requests (its `requests.sent` also counts rate-limited tries)
   const sentEntries = amount * n;
   const counted = await settledCount(nr, variant, sentEntries);
+  const cpu = readCpu(nr.pid) - cpuBefore; // Node-RED's CPU for this burst (less sensitive to load than time)
   const seconds = r.seconds;
   return {
     callbacks: amount, answered: r.requests.total, ok2xx: r['2xx'], non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts,
     seconds, callbacksPerSec: r['2xx'] / seconds, entriesPerSec: counted / seconds,
     p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max,
-    sentEntries, counted, lost: sentEntries - counted
+    sentEntries, counted, lost: sentEntries - counted, cpuSeconds: cpu, cpuMicrosPerEntry: cpu / counted * 1e6
   };
 }
 
@@ -143,6 +146,7 @@ async function runEvents(ctx) {
       r.p99 = median(r.max.map((b) => b.p99));
       r.halfP50 = median(r.half.map((b) => b.p50));
       r.halfP99 = median(r.half.map((b) => b.p99));
+      r.cpuMicrosPerEntry = median(r.max.map((b) => b.cpuMicrosPerEntry));
       r.lost = [...r.max, ...r.half].reduce((s, b) => s + b.lost, 0);
       r.httpFailures = [...r.max, ...r.half].reduce((s, b) => s + b.non2xx + b.errors + b.timeouts, 0);
       results.push(r);

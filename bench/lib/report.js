@@ -93,12 +93,12 @@ function markdown(results) {
     const rows = transfers.filter((r) => r.dir === dir);
     if (!rows.length) continue;
     L.push(dir === 'upload' ? '## 1. Upload: file on disk → emulator' : '## 2. Download: emulator → file on disk', '');
-    L.push('| Size | Variant | MiB/s | × curl | Peak RSS growth (MiB) | Target |', '|---|---|---:|---:|---:|---|');
+    L.push('| Size | Variant | MiB/s | × curl | Peak RSS growth (MiB) | CPU s/GiB (this side / emulator) | Target |', '|---|---|---:|---:|---:|---:|---|');
     for (const r of rows) {
       const growth = r.variant === 'curl' ? `(whole process ${mib(r.peak)})` : mib(r.growth);
       const failed = r.failed ? ` (${r.failed}/${r.runs} failed: ${r.errors.join('; ').slice(0, 160)})` : '';
       L.push(`| ${formatSize(r.size)} | ${LABEL[dir][r.variant]}${failed} | ${fmt(r.mibPerSec)} | ${r.variant === 'curl' ? '1.00' : fmt(r.ratio, 2)} | ` +
-        `${growth} | ${r.targets.map((t) => t.text).join(', ')} |`);
+        `${growth} | ${fmt(r.cpuPerGiB, 1)} / ${fmt(r.emulatorCpuPerGiB, 1)} | ${r.targets.map((t) => t.text).join(', ')} |`);
       targets.push(...r.targets);
     }
     L.push('');
@@ -106,13 +106,13 @@ function markdown(results) {
 
   if (results.events && results.events.length) {
     L.push('## 3. Event bursts: callbacks POSTed by autocannon (10 connections) to Node-RED', '');
-    L.push('| Entries / callback | Flow | Entries/s (max) | p50 / p99 ms (max rate) | Half rate (callbacks/s) | p50 / p99 ms (half rate) | Lost | Target |',
-      '|---:|---|---:|---:|---:|---:|---:|---|');
+    L.push('| Entries / callback | Flow | Entries/s (max) | p50 / p99 ms (max rate) | Half rate (callbacks/s) | p50 / p99 ms (half rate) | Lost | Node-RED CPU µs/entry | Target |',
+      '|---:|---|---:|---:|---:|---:|---:|---:|---|');
     targets.push(...eventTargets(results.events));
     for (const r of results.events) {
       const lost = `${r.lost}${r.httpFailures ? ` (+${r.httpFailures} HTTP failures)` : ''}`;
       L.push(`| ${r.entriesPerCallback} | ${EVENT_LABEL[r.variant]} | ${fmt(r.entriesPerSec)} | ${fmt(r.p50)} / ${fmt(r.p99)} | ` +
-        `${r.halfRate} | ${fmt(r.halfP50)} / ${fmt(r.halfP99)} | ${lost} | ${r.targets.map((t) => t.text).join(', ')} |`);
+        `${r.halfRate} | ${fmt(r.halfP50)} / ${fmt(r.halfP99)} | ${lost} | ${fmt(r.cpuMicrosPerEntry)} | ${r.targets.map((t) => t.text).join(', ')} |`);
     }
     L.push('');
   }
@@ -142,7 +142,7 @@ function markdown(results) {
 function chartSvg(results) {
   const transfers = transferSummaries(results);
   const sizes = results.sizes.map((s) => s.size);
-  const W = 960; const H = 440; const panelW = 430; const top = 60; const plotH = 300; const left = 70;
+  const W = 960; const H = 470; const panelW = 430; const top = 60; const plotH = 300; const left = 70;
   const series = [
     { v: 'curl', color: '#888888', label: 'curl (whole process peak)' },
     { v: 'client', color: '#1f77b4', label: 'API client (own process)' },

@@ -15,13 +15,19 @@ function readMemory(pid) {
   return { rss: Number(rss[1]) * KiB, hwm: hwm ? Number(hwm[1]) * KiB : 0 };
 }
 
-/** CPU time (user + system, seconds) the process has used so far, or NaN when it is gone. */
-function readCpu(pid) {
+/** CPU time (seconds) the process has used so far: { user, sys }, NaN when it is gone. */
+function readCpuParts(pid) {
   try {
     // fields after the command name: state is field 3, utime 14 and stime 15 (1-based, see proc(5))
     const rest = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').pop().split(' ');
-    return (Number(rest[11]) + Number(rest[12])) / CLOCK_TICKS;
-  } catch { return NaN; }
+    return { user: Number(rest[11]) / CLOCK_TICKS, sys: Number(rest[12]) / CLOCK_TICKS };
+  } catch { return { user: NaN, sys: NaN }; }
+}
+
+/** CPU time (user + system, seconds) the process has used so far, or NaN when it is gone. */
+function readCpu(pid) {
+  const c = readCpuParts(pid);
+  return c.user + c.sys;
 }
 
 /** Resets VmHWM to the current RSS (`echo 5 > clear_refs`, Linux 4.0+). false when not allowed. */
@@ -38,7 +44,7 @@ async function measurePeak(pid, work, intervalMs = 20) {
   const before = readMemory(pid);
   if (!before) throw new Error(`cannot read /proc/${pid}/status: process gone or not Linux`);
   const hwmReset = resetPeak(pid);
-  const cpuBefore = readCpu(pid);
+  const cpuBefore = readCpuParts(pid);
   let sampled = before.rss;
   let samples = 0;
   const timer = setInterval(() => {
@@ -51,11 +57,14 @@ async function measurePeak(pid, work, intervalMs = 20) {
   } finally {
     clearInterval(timer);
   }
-  const cpu = readCpu(pid) - cpuBefore;
+  const cpuAfter = readCpuParts(pid);
+  const cpuUser = cpuAfter.user - cpuBefore.user;
+  const cpuSys = cpuAfter.sys - cpuBefore.sys;
+  const cpu = cpuUser + cpuSys;
   const after = readMemory(pid);
   if (after && after.rss > sampled) sampled = after.rss;
   const peak = Math.max(sampled, hwmReset && after ? after.hwm : 0);
-  return { idle: before.rss, peak, growth: peak - before.rss, cpu, sampledPeak: sampled, hwmUsed: hwmReset, samples, result };
+  return { idle: before.rss, peak, growth: peak - before.rss, cpu, cpuUser, cpuSys, sampledPeak: sampled, hwmUsed: hwmReset, samples, result };
 }
 
-module.exports = { readMemory, readCpu, resetPeak, measurePeak };
+module.exports = { readMemory, readCpu, readCpuParts, resetPeak, measurePeak };

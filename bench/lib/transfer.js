@@ -107,7 +107,7 @@ async function runFlow(ctx, injectId, tag, props, size) {
   // collected before the next run, so the RSS just before a run would understate them).
   return {
     ...r, idle: nr.idleRss, peak: measured.peak, growth: measured.peak - nr.idleRss,
-    growthOverPreRun: measured.growth, preRunRss: measured.idle, cpu: measured.cpu
+    growthOverPreRun: measured.growth, preRunRss: measured.idle, cpu: measured.cpu, cpuUser: measured.cpuUser, cpuSys: measured.cpuSys
   };
 }
 
@@ -200,9 +200,11 @@ async function runTransfers(ctx, src) {
       try {
         ctx.progress(`upload ${v} run ${run + 1}`);
         const emulatorCpu = readCpu(ctx.emulator.pid);
+        const nodeRedCpu = nodeRedCpuNow(ctx);
         Object.assign(rec, await deadline(UPLOADS[v](ctx, { file: src.file, size: src.size, destination, tag }),
           timeLimitMs(src.size) + 30000, `upload ${v}`));
         rec.emulatorCpu = readCpu(ctx.emulator.pid) - emulatorCpu;
+        rec.nodeRedCpu = nodeRedCpuSince(ctx, nodeRedCpu);
         rec.mibPerSec = src.size / MiB / (rec.ms / 1000);
         rec.bytes = src.size;
         if (downloadFuid === undefined) downloadFuid = rec.fuid; // same bytes whoever uploaded them
@@ -227,9 +229,11 @@ async function runTransfers(ctx, src) {
       try {
         ctx.progress(`download ${v} run ${run + 1}`);
         const emulatorCpu = readCpu(ctx.emulator.pid);
+        const nodeRedCpu = nodeRedCpuNow(ctx);
         Object.assign(rec, await deadline(DOWNLOADS[v](ctx, { fuid: downloadFuid, out: target, size: src.size, tag }),
           timeLimitMs(src.size) + 30000, `download ${v}`));
         rec.emulatorCpu = readCpu(ctx.emulator.pid) - emulatorCpu;
+        rec.nodeRedCpu = nodeRedCpuSince(ctx, nodeRedCpu);
         const st = fs.statSync(target);
         if (st.size !== src.size) throw new Error(`file on disk has ${st.size} bytes, expected ${src.size}`);
         if (run === 0 && await sha256File(target) !== src.sha256) throw new Error('downloaded bytes differ from the uploaded file');
@@ -246,10 +250,25 @@ async function runTransfers(ctx, src) {
   return out;
 }
 
+/** CPU used so far by each Node-RED process of the bench (to see one disturb the other). */
+function nodeRedCpuNow(ctx) {
+  const out = {};
+  for (const [kind, nr] of Object.entries(ctx.processes || {})) out[kind] = readCpu(nr.pid);
+  return out;
+}
+function nodeRedCpuSince(ctx, before) {
+  const now = nodeRedCpuNow(ctx);
+  const out = {};
+  for (const kind of Object.keys(now)) out[kind] = +(now[kind] - (before[kind] ?? now[kind])).toFixed(2);
+  return out;
+}
+
 function describe(rec) {
   if (rec.error) return `ERROR ${rec.error}`;
   const memory = Number.isFinite(rec.growth) ? `peak RSS +${(rec.growth / MiB).toFixed(1)} MiB` : `peak RSS ${(rec.peak / MiB).toFixed(1)} MiB`;
-  return `${rec.mibPerSec.toFixed(0)} MiB/s, ${memory}, CPU ${rec.cpu.toFixed(2)} s (emulator ${rec.emulatorCpu.toFixed(2)} s)`;
+  const split = Number.isFinite(rec.cpuUser) ? ` [user ${rec.cpuUser.toFixed(2)} sys ${rec.cpuSys.toFixed(2)}]` : '';
+  const others = Object.entries(rec.nodeRedCpu || {}).map(([k, c]) => `NR ${k} ${c.toFixed(2)} s`).join(', ');
+  return `${rec.mibPerSec.toFixed(0)} MiB/s, ${memory}, CPU ${rec.cpu.toFixed(2)} s${split} (emulator ${rec.emulatorCpu.toFixed(2)} s; ${others})`;
 }
 
 /** Median figures of a list of runs (failed runs are left out, and counted). */
