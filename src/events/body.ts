@@ -24,12 +24,27 @@ export function contentTypeProblem(header: string | undefined): string | undefin
   return `content type ${type || '(empty)'} is not JSON`;
 }
 
-type MaybeParsed = IncomingMessage & { body?: unknown; _body?: boolean };
+/**
+ * Deepest JSON nesting accepted. A callback is 4 levels deep (body, data, entry list, entry);
+ * 64 leaves room for vendor fields. Far deeper input is refused before parsing: JSON.parse of
+ * 25 million nested arrays (a 50 MB body) blocks for seconds and takes gigabytes, and a deep
+ * value that got through would overflow the stack of Node-RED's message cloning.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Set on a request (by asset-event-in's guard at the top of Node-RED's root app) whose body this
+ * module must read from the stream itself even though `_body` says a parser already did: the
+ * guard sets `_body` so that body parsers in front of the route skip the request.
+ */
+export const READ_OWN_BODY = Symbol.for('@dam-assets/node-red.readOwnBody');
+
+type MaybeParsed = IncomingMessage & { body?: unknown; _body?: boolean; [READ_OWN_BODY]?: boolean };
 
 /** Reads and parses the body of `req`, answering 413 past `limitBytes` and 400 for anything that is not JSON. */
 export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<BodyOutcome> {
   const pre = req as MaybeParsed;
-  if (pre._body || req.readableEnded) return fromParsedBody(pre.body);
+  if (req.readableEnded || (pre._body && !pre[READ_OWN_BODY])) return fromParsedBody(pre.body);
 
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
   if (encoding !== 'identity') {
@@ -47,12 +62,52 @@ function fromParsedBody(body: unknown): BodyOutcome {
   if (body === undefined || (typeof body === 'object' && body !== null && Object.keys(body).length === 0)) {
     return { ok: false, status: 400, reason: 'body is empty' };
   }
+  if (valueDeeperThan(body, MAX_JSON_DEPTH)) return tooDeep();
   return { ok: true, value: body };
+}
+
+function tooDeep(): BodyOutcome {
+  return { ok: false, status: 400, reason: `body: JSON nested deeper than ${MAX_JSON_DEPTH} levels` };
+}
+
+/** True when the JSON text opens more than `max` arrays/objects at once (strings are skipped). */
+export function textDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  for (let i = 0, n = text.length; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      for (i++; i < n; i++) {
+        const s = text.charCodeAt(i);
+        if (s === 0x5c /* \ */) i++;
+        else if (s === 0x22) break;
+      }
+    } else if (c === 0x5b /* [ */ || c === 0x7b /* { */) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d /* ] */ || c === 0x7d /* } */) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/** Same for an already parsed value; iterative, so no depth can overflow the stack. */
+export function valueDeeperThan(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop() as [unknown, number];
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth > max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return false;
 }
 
 function parseText(text: string): BodyOutcome {
   const trimmed = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   if (trimmed.trim() === '') return { ok: false, status: 400, reason: 'body is empty' };
+  if (textDeeperThan(trimmed, MAX_JSON_DEPTH)) return tooDeep();
   try {
     return { ok: true, value: parseJsonKeepingBigInts(trimmed) };
   } catch {

@@ -14,7 +14,7 @@ import type { AssetClient } from '../api/client';
 import { AssetApiError } from '../api/errors';
 import type { CallbackEntry, SubscriptionFields } from '../api/types';
 import {
-  DuplicateFilter, contentTypeProblem, entryKey, isEmptyEntry, parseCallbackPayload, readJsonBody, secretMatches
+  DuplicateFilter, READ_OWN_BODY, contentTypeProblem, entryKey, isEmptyEntry, parseCallbackPayload, readJsonBody, secretMatches
 } from '../events';
 import type { AssetServerConfigNode } from './asset-server';
 import type { Node, NodeAPI, NodeMessage, NodeStatus } from './node-red';
@@ -156,6 +156,61 @@ function removeRoute(app: any, handler: Function): void {
     const route = stack[i] && stack[i].route;
     if (route && Array.isArray(route.stack) && route.stack.some((layer: any) => layer.handle === handler)) stack.splice(i, 1);
   }
+}
+
+/**
+ * Body guard. With httpAdminRoot and httpNodeRoot the same (Node-RED's default, `/`), the editor
+ * API's JSON body parser (limit apiMaxLength, 5 MB) reads every application/json request before
+ * httpNode routes see it: the secret would be checked only after that read, Max body would not
+ * apply, a big rrn would be rounded, and a deep body parsed. Core http in (4.1+) meets the same
+ * stack for its raw-body option with a middleware moved to the top of the root app; so does this
+ * guard, which only marks requests to our POST routes as read (`_body`, so parsers skip them) and
+ * as ours (READ_OWN_BODY, so readJsonBody reads the stream). Nothing is read here.
+ */
+const guardedPaths = new WeakMap<object, Map<string, number>>();
+
+function rootAppOf(app: any): any {
+  let root = app;
+  while (root && root.parent) root = root.parent;
+  return root;
+}
+
+/** `POST /a/b`: method and full path, slashes collapsed, no trailing slash, case-insensitive as express routes. */
+function guardKey(method: string, fullPath: string): string {
+  return `${method.toUpperCase()} ${fullPath.replace(/\/{2,}/g, '/').replace(/(.)\/$/, '$1').toLowerCase()}`;
+}
+
+/** Guards POST `fullPath`; returns the function that stops guarding it. */
+function guardBody(app: any, fullPath: string): () => void {
+  const root = rootAppOf(app);
+  if (!root || typeof root.use !== 'function') return () => undefined;
+  let paths = guardedPaths.get(root);
+  if (!paths) {
+    const known = new Map<string, number>();
+    paths = known;
+    guardedPaths.set(root, known);
+    const guard = (req: any, _res: unknown, next: () => void) => {
+      if (known.size && known.has(guardKey(req.method || '', String(req.originalUrl || req.url || '').split('?')[0]))) {
+        req._body = true;
+        req[READ_OWN_BODY] = true;
+      }
+      next();
+    };
+    root.use(guard);
+    const stack: any[] | undefined = (root._router || root.router)?.stack;
+    const at = Array.isArray(stack) ? stack.findIndex((layer) => layer && layer.handle === guard) : -1;
+    if (at > 0) stack!.unshift(stack!.splice(at, 1)[0]);
+  }
+  const key = guardKey('POST', fullPath);
+  paths.set(key, (paths.get(key) || 0) + 1);
+  const counts = paths;
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    const n = (counts.get(key) || 1) - 1;
+    if (n > 0) counts.set(key, n); else counts.delete(key);
+  };
 }
 
 function reply(res: ServerResponse, status: number, body: Record<string, unknown>): void {
@@ -357,6 +412,9 @@ export default function register(RED: NodeAPI): void {
     const configured = RED.settings.httpNodeMiddleware;
     const middleware = typeof configured === 'function' || Array.isArray(configured) ? [configured] : [];
     RED.httpNode[settings.method](settings.path, ...middleware, route);
+    const releaseGuard = settings.method === 'post'
+      ? guardBody(RED.httpNode, (RED.settings.httpNodeRoot || '/') + settings.path)
+      : () => undefined;
 
     // ---- the owned subscription
     let owner: OwnedSubscription | undefined;
@@ -403,6 +461,7 @@ export default function register(RED: NodeAPI): void {
     node.on('close', (removed: boolean, done: () => void) => {
       state.closed = true;
       removeRoute(RED.httpNode, route);
+      releaseGuard();
       node.status({});
       if (!owner) { done(); return; }
       owner.close(removed).then(done, done);
