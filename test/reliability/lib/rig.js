@@ -106,8 +106,7 @@ function ids(prefix) {
  * A monitor inside Node-RED: on start, a function node enables perf_hooks.monitorEventLoopDelay
  * (10 ms resolution) and keeps it in global context; `GET /rig/stats` answers its figures (ms)
  * and the process memory, `POST /rig/reset` resets the histogram (after a warm-up) and the counters.
- * `counter` is a function node id: wire messages to it to count them (total, distinct keys, by
- * topic); its key is `msg.payload.assetId:rrn:action`.
+ * `counter` is a function node id: wire messages to it to count them (total, distinct keys); its key is `msg.payload.assetId:rrn:action`; `last` is the last payload counted.
  */
 function monitorNodes(z, next) {
   const stats = next();
@@ -125,6 +124,7 @@ function monitorNodes(z, next) {
         'c.total++;',
         'const p = msg.payload || {};',
         'c.keys.add(`${p.assetId}:${p.rrn}:${p.action}`);',
+        'c.last = p;',
         'return null;'
       ].join('\n'),
       wires: []
@@ -146,6 +146,7 @@ function monitorNodes(z, next) {
         'msg.payload = {',
         '  lag: { p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max), mean: ms(h.mean), samples: h.count },',
         '  count: { total: c.total, distinct: c.keys.size },',
+        '  last: c.last,',
         '  memory: { rss: m.rss, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers }',
         '};',
         'return msg;'
@@ -180,10 +181,28 @@ async function getJson(url, init) {
 function monitorStats(rig) { return getJson(`${rig.url}/rig/stats`); }
 function monitorReset(rig) { return getJson(`${rig.url}/rig/reset`, { method: 'POST' }); }
 
+/**
+ * Samples the RSS of `pid` every `everyMs` until `stop()`, which returns { base, peak, growth, end }
+ * in bytes (base: just before; end: at stop).
+ */
+function rssSampler(pid, everyMs = 10) {
+  const base = rssOf(pid);
+  let peak = base;
+  const timer = setInterval(() => { const r = rssOf(pid); if (r > peak) peak = r; }, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      const end = rssOf(pid);
+      if (end > peak) peak = end;
+      return { base, peak, end, growth: peak - base };
+    }
+  };
+}
+
 const MiB = 1024 * 1024;
 const mib = (bytes) => `${(bytes / MiB).toFixed(1)} MiB`;
 
 module.exports = {
   ROOT, LONG, pick, figure, tempDir, rmDir, sleep, freePort, rssOf, launchNodeRed, ids, monitorNodes, monitorStats,
-  monitorReset, getJson, MiB, mib
+  monitorReset, getJson, rssSampler, MiB, mib
 };
