@@ -44,6 +44,11 @@ function show(value: unknown): string {
   return shown;
 }
 
+/** Upper case of ASCII letters only: "post" is POST, but "poſt" (long s, which toUpperCase makes S) stays unknown. */
+function asciiUpper(text: string): string {
+  return text.replace(/[a-z]+/g, (letters) => letters.toUpperCase());
+}
+
 /** True for undefined, null and '' (an optional field left empty, as editors do). */
 function isAbsent(value: unknown): boolean {
   return value === undefined || value === null || value === '';
@@ -123,6 +128,11 @@ function listOf(field: string, value: unknown, operation?: AssetOperation): stri
 function checkCallback(value: unknown, operation?: AssetOperation): string {
   if (isAbsent(value)) throw invalidInput('callback', 'is required: the http(s) URL the server calls on a change', operation);
   const text = textField('callback', value, operation, true);
+  // The URL parser is lenient ("http:x", "http:/x", "http:///x" and backslashes all parse) and the
+  // text is sent as typed: require "http(s)://", a host right after it, and no backslash.
+  if (!/^https?:\/\/[^/?#]/i.test(text) || text.includes('\\')) {
+    throw invalidInput('callback', 'must be an absolute http:// or https:// URL', operation);
+  }
   let url: URL;
   try {
     url = new URL(text);
@@ -201,7 +211,7 @@ export function validateSubscriptionFields(fields: SubscriptionFields, operation
   const form: Array<[string, string]> = [['callback', checkCallback(input.callback, operation)]];
 
   if (!isAbsent(input.method)) {
-    const method = textField('method', input.method, operation).trim().toUpperCase();
+    const method = asciiUpper(textField('method', input.method, operation).trim());
     if (!(CALLBACK_METHODS as readonly string[]).includes(method)) {
       throw invalidInput('method', `must be one of ${CALLBACK_METHODS.join(', ')} (got ${show(input.method)})`, operation);
     }
@@ -211,7 +221,7 @@ export function validateSubscriptionFields(fields: SubscriptionFields, operation
   if (!isAbsent(input.retryCount)) form.push(['retryCount', integerField('retryCount', input.retryCount, 0, MAX_RETRY_COUNT, operation)]);
   if (!isAbsent(input.requestType)) form.push(['requestType', textField('requestType', input.requestType, operation).trim()]);
   if (!isAbsent(input.logicalOperand)) {
-    const operand = textField('logicalOperand', input.logicalOperand, operation).trim().toUpperCase();
+    const operand = asciiUpper(textField('logicalOperand', input.logicalOperand, operation).trim());
     if (operand !== 'AND' && operand !== 'OR') {
       throw invalidInput('logicalOperand', `must be AND or OR (got ${show(input.logicalOperand)})`, operation);
     }
