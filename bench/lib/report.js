@@ -142,7 +142,7 @@ function markdown(results) {
 function chartSvg(results) {
   const transfers = transferSummaries(results);
   const sizes = results.sizes.map((s) => s.size);
-  const W = 960; const H = 470; const panelW = 430; const top = 60; const plotH = 300; const left = 70;
+  const W = 960; const H = 470; const panelW = 430; const top = 60; const plotH = 300; const left = 85;
   const series = [
     { v: 'curl', color: '#888888', label: 'curl (whole process peak)' },
     { v: 'client', color: '#1f77b4', label: 'API client (own process)' },
@@ -190,7 +190,7 @@ function chartSvg(results) {
       }
     }
   });
-  out.push(`<text transform="translate(18 ${top + plotH / 2}) rotate(-90)" text-anchor="middle">peak RSS growth</text>`);
+  out.push(`<text transform="translate(16 ${top + plotH / 2}) rotate(-90)" text-anchor="middle">peak RSS growth</text>`);
   series.forEach((ser, i) => {
     const x = left + (i % 2) * 430; const y = top + plotH + 62 + Math.floor(i / 2) * 18;
     out.push(`<line x1="${x}" y1="${y - 4}" x2="${x + 24}" y2="${y - 4}" stroke="${ser.color}" stroke-width="2"${ser.v === 'curl' ? ' stroke-dasharray="2,3"' : ''}/>`);
