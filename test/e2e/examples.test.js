@@ -13,57 +13,18 @@ require('should');
 const { execFile } = require('child_process');
 const crypto = require('crypto');
 const fs = require('fs');
-const http = require('http');
 const os = require('os');
 const path = require('path');
 const { promisify } = require('util');
 const { startEmulator } = require('../../dist/emulator');
 const { startNodeRed } = require('../../dist/demo/node-red');
-const { freePort, waitFor, sleep } = require('./support');
+const { freePort, waitFor, sleep, startCollector } = require('./support');
 
 const PROJECT_DIR = path.resolve(__dirname, '..', '..');
 const MODULE = '@dam-assets/node-red';
 const COOKIE = 'local-dev';
 const EXAMPLE_DIR = '/tmp/dam-examples';
 
-/** A tiny HTTP server the reporters POST to: one entry per message a debug node would show. */
-function startCollector() {
-  const reports = [];
-  const waiters = new Set();
-  const server = http.createServer((req, res) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      try {
-        const report = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        reports.push(report);
-        for (const w of [...waiters]) w();
-      } finally {
-        res.end('ok');
-      }
-    });
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({
-    url: `http://127.0.0.1:${server.address().port}/report`,
-    reports,
-    close: () => new Promise((r) => server.close(r)),
-    /** The next report from the debug node `name` (matching `test`), counting from `since`. */
-    next(name, since, timeoutMs = 10000, test = () => true) {
-      const find = () => reports.slice(since).find((r) => r.debug === name && test(r.msg));
-      return new Promise((res, rej) => {
-        const found = find();
-        if (found) return res(found.msg);
-        const check = () => { const f = find(); if (f) { waiters.delete(check); clearTimeout(timer); res(f.msg); } };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          rej(new Error(`no message at debug node "${name}" within ${timeoutMs} ms; got: ` +
-            JSON.stringify(reports.slice(since).map((r) => r.debug))));
-        }, timeoutMs);
-        waiters.add(check);
-      });
-    }
-  })));
-}
 
 describe('example flows, packed and installed into a real Node-RED', function () {
   this.timeout(30000);
@@ -90,7 +51,7 @@ describe('example flows, packed and installed into a real Node-RED', function ()
     fs.lstatSync(path.join(userDir, 'node_modules', MODULE)).isSymbolicLink().should.be.false();
 
     emulator = await startEmulator({ host: '127.0.0.1', port: 0, dataDir: path.join(work, 'emulator'), retryDelayMs: 1000 });
-    collector = await startCollector();
+    collector = await startCollector({ key: 'debug' });
     nodeRed = await startNodeRed({
       userDir, port: await freePort(), credentialSecret: 'examples-e2e', logLevel: 'info',
       env: { DAM_COOKIE: COOKIE }, // for the comments' "`${DAM_COOKIE}` also works there"

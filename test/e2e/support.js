@@ -1,5 +1,6 @@
 'use strict';
 // Small helpers shared by the end-to-end tests (not a test file itself).
+const http = require('http');
 const net = require('net');
 
 /** A port that was free a moment ago on 127.0.0.1 (for processes that need a port number up front). */
@@ -110,4 +111,43 @@ function exitOf(child, timeoutMs) {
   });
 }
 
-module.exports = { freePort, listening, sleep, waitFor, processAlive, lineCollector, exitOf };
+/**
+ * A tiny HTTP server that flows POST reports to (JSON bodies, one per message a debug node
+ * would show). `next(name, since)` waits for the next report whose `key` field (`tag` by
+ * default) is `name` and whose msg passes `test`, counting from report number `since`.
+ */
+function startCollector({ key = 'tag' } = {}) {
+  const reports = [];
+  const waiters = new Set();
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      try {
+        reports.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+        for (const w of [...waiters]) w();
+      } catch { /* not a report */ }
+      res.end('ok');
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({
+    url: `http://127.0.0.1:${server.address().port}/report`,
+    reports,
+    close: () => { server.closeAllConnections(); return new Promise((r) => server.close(r)); },
+    next(name, since = 0, timeoutMs = 10000, test = () => true) {
+      const find = () => reports.slice(since).find((rep) => rep[key] === name && test(rep.msg));
+      return new Promise((res, rej) => {
+        const found = find();
+        if (found) { res(found.msg); return; }
+        const check = () => { const f = find(); if (f) { waiters.delete(check); clearTimeout(timer); res(f.msg); } };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          rej(new Error(`no report "${name}" within ${timeoutMs} ms; got: ${JSON.stringify(reports.slice(since).map((x) => x[key]))}`));
+        }, timeoutMs);
+        waiters.add(check);
+      });
+    }
+  })));
+}
+
+module.exports = { freePort, listening, sleep, waitFor, processAlive, lineCollector, exitOf, startCollector };

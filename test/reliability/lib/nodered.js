@@ -3,24 +3,13 @@
 // (dist/demo/node-red.js, as `npm start` and the e2e tests use it), plus a collector: flows report
 // messages by POSTing them to this test process.
 const fs = require('fs');
-const http = require('http');
-const net = require('net');
 const os = require('os');
 const path = require('path');
 const { startNodeRed } = require('../../../dist/demo/node-red');
+const { freePort, startCollector } = require('../../e2e/support');
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * Starts Node-RED with this package loaded from the project folder (nodesDir), in a fresh user dir.
@@ -65,41 +54,6 @@ async function startRealNodeRed({ credentialSecret = 'reliability-credential-key
   };
 }
 
-/** An HTTP server collecting reports (JSON bodies) from flows; `next(tag)` waits for one. */
-function startCollector() {
-  const reports = [];
-  const waiters = new Set();
-  const server = http.createServer((req, res) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      try {
-        reports.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-        for (const w of [...waiters]) w();
-      } catch { /* not a report */ }
-      res.end('ok');
-    });
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({
-    url: `http://127.0.0.1:${server.address().port}/report`,
-    reports,
-    close: () => { server.closeAllConnections(); return new Promise((r) => server.close(r)); },
-    /** The next report tagged `tag` (passing `test`) that arrived after report number `since`. */
-    next(tag, since = 0, timeoutMs = 10000, test = () => true) {
-      const find = () => reports.slice(since).find((rep) => rep.tag === tag && test(rep.msg));
-      return new Promise((res, rej) => {
-        const found = find();
-        if (found) { res(found.msg); return; }
-        const check = () => { const f = find(); if (f) { waiters.delete(check); clearTimeout(timer); res(f.msg); } };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          rej(new Error(`no report "${tag}" within ${timeoutMs} ms; got: ${JSON.stringify(reports.slice(since).map((x) => x.tag))}`));
-        }, timeoutMs);
-        waiters.add(check);
-      });
-    }
-  })));
-}
 
 /**
  * Two core nodes that report every msg they get to the collector, tagged `tag`: a function that
