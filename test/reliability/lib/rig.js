@@ -105,7 +105,7 @@ function ids(prefix) {
 /**
  * A monitor inside Node-RED: on start, a function node enables perf_hooks.monitorEventLoopDelay
  * (10 ms resolution) and keeps it in global context; `GET /rig/stats` answers its figures (ms)
- * and the process memory, `POST /rig/reset` resets the histogram (after a warm-up) and the counters.
+ * and the process memory (`?gc=1`: after a full garbage collection), `POST /rig/reset` resets the histogram (after a warm-up) and the counters.
  * `counter` is a function node id: wire messages to it to count them (total, distinct keys); its key is `msg.payload.assetId:rrn:action`; `last` is the last payload counted.
  */
 function monitorNodes(z, next) {
@@ -114,7 +114,7 @@ function monitorNodes(z, next) {
   const reset = next();
   const resetOut = next();
   const counter = next();
-  const libs = [{ var: 'perfHooks', module: 'perf_hooks' }, { var: 'proc', module: 'process' }];
+  const libs = [{ var: 'perfHooks', module: 'perf_hooks' }, { var: 'proc', module: 'process' }, { var: 'v8', module: 'v8' }, { var: 'vm', module: 'vm' }];
   const nodes = [
     {
       id: counter, type: 'function', z, name: 'count', outputs: 0, libs: [],
@@ -142,6 +142,12 @@ function monitorNodes(z, next) {
         'const h = global.get("rigLag");',
         'const ms = (ns) => Math.round(ns / 1e4) / 100;',
         'const c = global.get("rigCount") || { total: 0, keys: new Set() };',
+        'if (msg.req.query.gc) {',
+        '  // A full collection first, so that heap figures are what is still referenced.',
+        '  v8.setFlagsFromString("--expose-gc");',
+        '  const gc = vm.runInNewContext("gc");',
+        '  gc(); gc();',
+        '}',
         'const m = proc.memoryUsage();',
         'msg.payload = {',
         '  lag: { p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max), mean: ms(h.mean), samples: h.count },',
@@ -177,8 +183,8 @@ async function getJson(url, init) {
   return JSON.parse(text);
 }
 
-/** Figures of the in-process monitor (see monitorNodes). */
-function monitorStats(rig) { return getJson(`${rig.url}/rig/stats`); }
+/** Figures of the in-process monitor (see monitorNodes); `gc` runs a full garbage collection first. */
+function monitorStats(rig, { gc = false } = {}) { return getJson(`${rig.url}/rig/stats${gc ? '?gc=1' : ''}`); }
 function monitorReset(rig) { return getJson(`${rig.url}/rig/reset`, { method: 'POST' }); }
 
 /**
