@@ -50,4 +50,38 @@ describe('events: duplicate filter', function () {
     f.isDuplicate('a').should.be.false();
     f.isDuplicate('a').should.be.false();
   });
+  it('under churn (expiry, cap and re-sightings mixed) answers like a plain list of first sightings', function () {
+    // Reference: an array of [key, firstSeen] in arrival order, expired and capped from the front.
+    const windowMs = 500;
+    const maxKeys = 50;
+    const f = new DuplicateFilter({ windowMs, maxKeys, now: clock });
+    let list = [];
+    let seed = 7;
+    const random = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+    let answersTrue = 0;
+    let expired = 0;
+    let capped = 0;
+    for (let i = 0; i < 20000; i++) {
+      // bursts (often the same millisecond, the cap bites) and pauses (keys expire)
+      now += random() < 0.03 ? Math.floor(random() * 400) : Math.floor(random() * 8);
+      const key = 'k' + Math.floor(random() * 120); // fewer keys than calls: many re-sightings
+      const before = list.length;
+      list = list.filter(([, at]) => now - at < windowMs);
+      expired += before - list.length;
+      const expected = list.some(([k]) => k === key);
+      if (!expected) {
+        list.push([key, now]);
+        if (list.length > maxKeys) { list.shift(); capped++; }
+      } else answersTrue++;
+      f.isDuplicate(key).should.equal(expected, 'call ' + i + ' key ' + key);
+      if (i % 997 === 0) f.size.should.equal(list.filter(([, at]) => now - at < windowMs).length);
+    }
+    // the run did exercise duplicates, expiry and the cap
+    answersTrue.should.be.above(1000);
+    expired.should.be.above(1000);
+    capped.should.be.above(1000);
+    f.clear();
+    f.size.should.equal(0);
+    f.isDuplicate('k1').should.be.false();
+  });
 });
