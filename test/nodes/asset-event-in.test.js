@@ -55,6 +55,12 @@ describe('asset-event-in (test helper)', function () {
     return node.status.lastCall ? node.status.lastCall.args[0] : undefined;
   }
 
+  /** Status updates after callbacks come at most every 250 ms: waits for the trailing one. */
+  async function settledStatus(node) {
+    await new Promise((r) => setTimeout(r, 300));
+    return lastStatus(node);
+  }
+
   describe('receiving', function () {
     it('emits one message per entry with topic, subscriptionId, parts and receivedAt, then answers 200', async function () {
       await load();
@@ -227,7 +233,32 @@ describe('asset-event-in (test helper)', function () {
       const node = await load();
       for (let i = 0; i < 5; i++) await request(app).post('/dam/events').type('text/html').send('<html/>').expect(400);
       node.warn.callCount.should.equal(1);
-      lastStatus(node).text.should.match(/5 rejected/);
+      (await settledStatus(node)).text.should.match(/5 rejected/);
+    });
+
+    it('updates the status at most every 250 ms during a burst, ending on the final state, and not after close', async function () {
+      const node = await load();
+      const before = node.status.callCount;
+      const started = Date.now();
+      let n = 0;
+      while (Date.now() - started < 600) {
+        await request(app).post('/dam/events').send(payload([entry(++n, 1)])).expect(200);
+        await request(app).post('/dam/events').type('text/html').send('<html/>').expect(400);
+      }
+      const elapsed = Date.now() - started;
+      n.should.be.above(10);
+      const during = node.status.callCount - before;
+      during.should.be.within(1, Math.ceil(elapsed / 250) + 1); // first at once, then one per interval
+      (await settledStatus(node)).text.should.match(new RegExp(`last event .* · ${n} rejected$`));
+      // A callback right before close leaves a pending update: it must not fire on the closed node.
+      const shown = [];
+      const spy = node.status;
+      node.status = function (status) { shown.push(status); return spy.apply(this, arguments); };
+      await request(app).post('/dam/events').type('text/html').send('<html/>').expect(400);
+      await helper.unload();
+      loaded = false;
+      await new Promise((r) => setTimeout(r, 300));
+      shown.should.eql([{}]); // only the clearing on close
     });
   });
 
@@ -281,7 +312,7 @@ describe('asset-event-in (test helper)', function () {
       msgs.should.have.length(3);
       msgs[2].payload.should.eql(entry(1, 11, 'modified'));
       msgs[2].parts.should.containEql({ index: 0, count: 1 });
-      lastStatus(node).text.should.match(/2 dup dropped/);
+      (await settledStatus(node)).text.should.match(/2 dup dropped/);
       // Same asset and rrn under another subscription id is not a duplicate.
       await request(app).post('/dam/events').send(payload([entry(1, 10)], 'sub-test-0002')).expect(200);
       (await messages(4)).should.have.length(4);
