@@ -27,7 +27,7 @@ import {
   isFailedAnswer, isPlainObject, tryParseJson
 } from './answers';
 import { filenameFromContentDisposition, sanitizeFilename } from './filename';
-import { ByteCounter, CallControl, peek, slices } from './transfer';
+import { ByteCounter, CallControl, TRANSFER_HIGH_WATER_MARK, peek, slices } from './transfer';
 import {
   integerField, textField, validateFuid, validateRrn, validateSubscriptionFields, validateSubscriptionId,
   validateUploadFields
@@ -311,7 +311,7 @@ export class AssetClient {
       // failure) makes axios destroy the request whenever it was created.
       const formHeaders: Record<string, string> = { ...form.getHeaders(), Accept: 'application/json' };
       if (form.hasKnownLength()) formHeaders['Content-Length'] = String(form.getLengthSync());
-      body = new PassThrough();
+      body = new PassThrough({ highWaterMark: TRANSFER_HIGH_WATER_MARK });
       body.on('error', () => undefined); // its errors are ours (below); axios reports the request's own
       form.on('error', (err: Error) => body?.destroy(err));
       form.pipe(body);
@@ -401,7 +401,7 @@ export class AssetClient {
       }
       temporary = path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(6).toString('hex')}.part`);
       try {
-        await pipeline(body, fs.createWriteStream(temporary, { flags: 'wx' }));
+        await pipeline(body, fs.createWriteStream(temporary, { flags: 'wx', highWaterMark: TRANSFER_HIGH_WATER_MARK }));
       } catch (err) {
         if (err instanceof AssetApiError) throw err;
         if (isFileSystemError(err)) throw localFileFailure(err, 'path', `cannot write ${temporary}`, operation);
@@ -722,7 +722,7 @@ async function openUploadSource(file: UploadOptions['file'], name: unknown, oper
     }
     if (!stat.isFile()) throw invalidInput('file', `${filePath} is not a regular file`, operation);
     return {
-      stream: fs.createReadStream(filePath, { highWaterMark: 256 * 1024 }),
+      stream: fs.createReadStream(filePath, { highWaterMark: TRANSFER_HIGH_WATER_MARK }),
       length: stat.size,
       filename: sanitizeFilename(path.basename(filePath)) ?? 'upload.bin'
     };

@@ -70,6 +70,14 @@ export interface Progress {
 export const PROGRESS_INTERVAL_MS = 100;
 
 /**
+ * Buffer size of the file streams and the counter on a transfer's path. Node's defaults
+ * (16 KiB for streams, 64 KiB for file reads) make every 64 KiB socket chunk fill a buffer,
+ * so the socket is paused and resumed and the file written chunk by chunk; at 1 MiB the
+ * chunks flow and the file stream writes several at once (writev).
+ */
+export const TRANSFER_HIGH_WATER_MARK = 1024 * 1024;
+
+/**
  * A pass-through stream that counts bytes, restarts the call's inactivity timer,
  * reports progress (throttled) and, at the end, checks the count against the
  * expected length.
@@ -87,7 +95,7 @@ export class ByteCounter extends Transform {
       onEnd?: (bytes: number) => Error | undefined;
     }
   ) {
-    super();
+    super({ highWaterMark: TRANSFER_HIGH_WATER_MARK });
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
