@@ -84,6 +84,7 @@ export function parseCallbackPayload(body: unknown): ParsedCallback {
 
 /** Identity of an entry for the duplicate filter: subscription id, assetId, rrn, action. */
 export function entryKey(subscriptionId: string | undefined, entry: CallbackEntry): string {
-  const part = (v: unknown) => (v === undefined || v === null ? '' : String(v));
+  // Values come from JSON: an object here (hostile or odd input) may have no usable toString.
+  const part = (v: unknown) => (v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
   return [part(subscriptionId), part(entry.assetId), part(entry.rrn), part(entry.action)].join('\u0000');
 }

@@ -91,5 +91,7 @@ describe('events: callback payload (spec 2.3)', function () {
     entryKey('s1', entry).should.not.equal(entryKey('s1', { ...entry, rrn: 43 }));
     entryKey('s1', entry).should.not.equal(entryKey('s1', { ...entry, action: 'modified' }));
     entryKey(undefined, { assetId: 1, rrn: '18446744073709551615' }).should.not.equal(entryKey(undefined, { assetId: 1, rrn: '18446744073709551616' }));
+    // Objects from hostile JSON may have no usable toString: keyed by their JSON, never a throw.
+    entryKey('s1', { assetId: { toString: null }, action: 'added' }).should.not.equal(entryKey('s1', { assetId: { valueOf: null }, action: 'added' }));
   });
 });

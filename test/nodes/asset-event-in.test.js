@@ -91,6 +91,15 @@ describe('asset-event-in (test helper)', function () {
       msg.payload.should.eql({ assetId: 7, rrn: '18446744073709551615', action: 'added' });
     });
 
+    it('an entry field holding an object without a usable toString is emitted as is, never a 500', async function () {
+      await load();
+      const body = '{"success":true,"data":{"entry":[{"assetId":{"toString":null},"rrn":{"valueOf":null},"action":{"toString":null}}]}}';
+      const res = await request(app).post('/dam/events').set('Content-Type', 'application/json').send(body);
+      res.status.should.equal(200);
+      const [msg] = await messages(1);
+      msg.payload.assetId.should.eql({ toString: null });
+    });
+
     it('drops empty entries by default and counts them in the status; parts count only what is sent', async function () {
       const node = await load();
       const res = await request(app).post('/dam/events').send(payload([{}, entry(1, 10), {}]));
