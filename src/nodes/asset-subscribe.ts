@@ -35,23 +35,35 @@ export interface AssetSubscribeConfig {
 const LIST_FIELDS = ['header', 'queryParam', 'watchPath', 'watchMetadata'] as const;
 
 /**
- * Masks the values of callback headers (`Name: value` -> `Name: ***`) in a `get` answer: a
- * callback header usually carries a webhook's shared secret (asset-event-in sends its secret
- * that way), and secrets never go into a msg. Any `header`/`headers` property is masked, as a
- * string, a list of strings or an object, since the answer's shape is "not shown" in the spec.
+ * Masks the values of callback headers (`Name: value` -> `Name: ***`) and query parameters
+ * (`name=value` -> `name=***`) in a `get` answer: they usually carry a webhook's shared secret
+ * or token (asset-event-in sends its secret as a header), and secrets never go into a msg. Any
+ * `header`/`headers`/`queryParam` property is masked, as a string, a list of strings or an
+ * object, since the answer's shape is "not shown" in the spec.
  */
 export function maskHeaderValues(value: unknown, depth = 0): unknown {
   if (depth > 8 || value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) return value.map(v => maskHeaderValues(v, depth + 1));
   const out: Record<string, unknown> = {};
   for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
-    out[key] = /^headers?$/i.test(key) ? maskHeaders(v) : maskHeaderValues(v, depth + 1);
+    out[key] = /^headers?$/i.test(key) ? maskValues(v, ':', false)
+      : /^queryParams?$/i.test(key) ? maskValues(v, '=', true)
+        : maskHeaderValues(v, depth + 1);
   }
   return out;
 }
 
-function maskHeaders(value: unknown): unknown {
-  const mask = (line: unknown) => typeof line === 'string' && line.includes(':') ? `${line.slice(0, line.indexOf(':'))}: ***` : '***';
+/**
+ * `Name<separator>value` -> `Name<separator>***`. A line without the separator is kept when
+ * `keepBare` (a query flag is only a name) and masked whole otherwise (a malformed header).
+ */
+function maskValues(value: unknown, separator: string, keepBare: boolean): unknown {
+  const mask = (line: unknown) => {
+    if (typeof line !== 'string') return '***';
+    const at = line.indexOf(separator);
+    if (at < 0) return keepBare ? line : '***';
+    return `${line.slice(0, at)}${separator}${separator === ':' ? ' ' : ''}***`;
+  };
   if (typeof value === 'string') return mask(value);
   if (Array.isArray(value)) return value.map(mask);
   if (value !== null && typeof value === 'object') return Object.fromEntries(Object.keys(value).map(name => [name, '***']));

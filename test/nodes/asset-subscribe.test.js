@@ -51,7 +51,9 @@ describe('asset-subscribe node (against the emulator)', function () {
     // get masks header values (a callback header may carry a webhook secret); the server has them whole.
     stored.header.should.eql(['Content-Type: ***', 'X-Secret: ***']);
     (await s.emulatorGet(`${emulator.url}/review/api/events/assets/subscribe/node-test-sub-1`)).body.subscription.header.should.eql(registerProps.header);
-    stored.queryParam.should.eql(registerProps.queryParam);
+    // ... and query parameter values (they may carry a token); names stay readable.
+    stored.queryParam.should.eql(['source=***', 'b=***']);
+    (await s.emulatorGet(`${emulator.url}/review/api/events/assets/subscribe/node-test-sub-1`)).body.subscription.queryParam.should.eql(registerProps.queryParam);
     stored.watchPath.should.eql(registerProps.watchPath);
     stored.watchMetadata.should.eql(registerProps.watchMetadata);
 
