@@ -8,8 +8,6 @@ const crypto = require('crypto');
 const fs = require('fs');
 const path = require('path');
 const { AssetClient } = require('../../dist/api/client');
-const { startEmulator } = require('../../dist/emulator');
-const { startFaultProxy } = require('./lib/fault-proxy');
 const r = require('./lib/support');
 
 const COOKIE_VALUE = 'faults-cookie-3c9e1d7a';
@@ -58,17 +56,7 @@ function suite(pass) {
 
   before(async function () {
     work = r.tempDir('dam-faults-client-');
-    emulator = await startEmulator({
-      port: 0, dataDir: path.join(work, 'emulator'), retryDelayMs: 60000,
-      sessions: [{ value: COOKIE_VALUE, permissions: ['events', 'add'] }]
-    });
-    proxy = await startFaultProxy(emulator.url);
-    const data = crypto.randomBytes(2 * r.MiB);
-    const direct = new AssetClient({ baseUrl: emulator.url, cookie: COOKIE });
-    const up = await direct.upload({ file: { buffer: data }, name: 'seed.bin', destination: '/seed', wait: true });
-    await direct.registerSubscription(SUB_ID, { callback: 'http://127.0.0.1:9/never', watchPath: '* /nowhere' });
-    direct.close();
-    asset = { fuid: up.fuids[0], data };
+    ({ emulator, proxy, seed: asset } = await r.startFaultRig(work, { cookieValue: COOKIE_VALUE, subId: SUB_ID }));
     faults = r.watchProcessFaults();
   });
 

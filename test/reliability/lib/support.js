@@ -129,7 +129,28 @@ function figure(text) {
   console.log(`      [figure] ${text}`);
 }
 
+/**
+ * The fault suites' set-up: an emulator in `work`, the fault proxy in front of it, a 2 MiB seed
+ * asset under /seed and a subscription `subId` (callback nowhere), made directly, not through the proxy.
+ */
+async function startFaultRig(work, { cookieValue, subId }) {
+  const { AssetClient } = require('../../../dist/api/client');
+  const { startEmulator } = require('../../../dist/emulator');
+  const { startFaultProxy } = require('./fault-proxy');
+  const emulator = await startEmulator({
+    port: 0, dataDir: path.join(work, 'emulator'), retryDelayMs: 60000,
+    sessions: [{ value: cookieValue, permissions: ['events', 'add'] }]
+  });
+  const proxy = await startFaultProxy(emulator.url);
+  const direct = new AssetClient({ baseUrl: emulator.url, cookie: cookieValue });
+  const data = crypto.randomBytes(2 * MiB);
+  const up = await direct.upload({ file: { buffer: data }, name: 'seed.bin', destination: '/seed', wait: true });
+  await direct.registerSubscription(subId, { callback: 'http://127.0.0.1:9/never', watchPath: '* /nowhere' });
+  direct.close();
+  return { emulator, proxy, seed: { fuid: up.fuids[0], data } };
+}
+
 module.exports = {
   LONG, pick, tempDir, rmDir, sleep, waitFor, sha256, sha256File, sparseFile, watchProcessFaults, expectFailure,
-  rssSampler, MiB, RSS_BOUND, figure
+  rssSampler, MiB, RSS_BOUND, figure, startFaultRig
 };
