@@ -21,6 +21,11 @@
  *   DamEditor.metadataList(container, values)      values like "Key=Value", "Key==*", "*==*"
  *                                  Each turns `container` (an <ol>, selector or jQuery) into an
  *                                  editable list filled with `values` (array of strings).
+ *   DamEditor.fieldTypes           TypedInput type lists of request fields: `text`, `number`, `bool`, `id`
+ *                                  (a fixed value, then msg, flow, global, env, jsonata).
+ *   DamEditor.typedField(name, types)
+ *                                  makes #node-input-<name> a TypedInput whose type is kept in
+ *                                  #node-input-<name>Type; `types` is a fieldTypes key or an array.
  *   DamEditor.readList(container)  the list's values as an array of strings, empty rows left out.
  *                                  Works for all four lists. (readPathList, readHeaderList,
  *                                  readQueryParamList and readMetadataList are the same function.)
@@ -133,7 +138,25 @@
         });
     }
 
+    // Every request field: a fixed value, or read from msg/flow/global/env/JSONata at run time.
+    var SOURCES = ["msg", "flow", "global", "env", "jsonata"];
+    var FIELD_TYPES = {
+        text: ["str"].concat(SOURCES),
+        number: ["num"].concat(SOURCES),
+        bool: ["bool"].concat(SOURCES),
+        id: ["num", "str"].concat(SOURCES)
+    };
+
+    function typedField(name, types) {
+        return $("#node-input-" + name).typedInput({
+            typeField: "#node-input-" + name + "Type",
+            types: Array.isArray(types) ? types : FIELD_TYPES[types]
+        });
+    }
+
     window.DamEditor = {
+        fieldTypes: FIELD_TYPES,
+        typedField: typedField,
         SUBSCRIPTION_ID: SUBSCRIPTION_ID,
         validateSubscriptionId: validateSubscriptionId,
         subscriptionIdValidator: subscriptionIdValidator,
