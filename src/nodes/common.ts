@@ -50,10 +50,13 @@ export const STATUS_KEYS = {
   reasonAborted: 'aborted'
 } as const;
 
-/** Looks up `key` in the node's catalogue, falling back to `english` (with the same __params__). */
-export function localText(RED: NodeAPI, key: string, english: string, params: Record<string, unknown> = {}): string {
+/**
+ * Looks up `key` in the node's catalogue, falling back to `english` (with the same __params__);
+ * English when no RED is at hand.
+ */
+export function localText(RED: NodeAPI | undefined, key: string, english: string, params: Record<string, unknown> = {}): string {
   let text: string | undefined;
-  try { text = RED._(key, params); } catch { text = undefined; }
+  try { text = RED?._(key, params); } catch { text = undefined; }
   // RED._ answers the key itself (or namespace:key) when the catalogue lacks it.
   if (!text || text.endsWith(key)) {
     text = english.replace(/__(\w+)__/g, (_m, p: string) => String(params[p] ?? ''));
@@ -62,7 +65,7 @@ export function localText(RED: NodeAPI, key: string, english: string, params: Re
 }
 
 /** Looks up `dam.status.<name>` in the node's catalogue, falling back to English. */
-export function statusText(RED: NodeAPI, name: keyof typeof STATUS_KEYS, params: Record<string, unknown> = {}): string {
+export function statusText(RED: NodeAPI | undefined, name: keyof typeof STATUS_KEYS, params: Record<string, unknown> = {}): string {
   return localText(RED, `dam.status.${name}`, STATUS_KEYS[name], params);
 }
 
@@ -391,7 +394,7 @@ function networkReason(code: string | undefined): keyof typeof STATUS_KEYS | und
  * Short status text for an error, reason first, cut to fit under a node:
  * "auth: cookie rejected", "404: check base URL", "rejected: disk full", "fuid: is required".
  */
-export function errorStatusText(RED: NodeAPI, err: unknown): string {
+export function errorStatusText(RED: NodeAPI | undefined, err: unknown): string {
   let text: string;
   if (err instanceof AssetApiError) {
     const status = err.status;
