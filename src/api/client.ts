@@ -63,7 +63,7 @@ export interface AssetClientOptions {
   rejectUnauthorized?: boolean;
   /** Optional agent, e.g. a keep-alive agent. When given, the TLS options above and maxSockets are not used. */
   agent?: HttpAgent | HttpsAgent;
-  /** Most sockets open to the server at once (per protocol); more calls wait for a free one. Default 8. */
+  /** Most sockets open to the server at once (per protocol); more calls wait for a free one. Default 32. */
   maxSockets?: number;
 }
 
@@ -167,8 +167,11 @@ export const DEFAULT_TIMEOUT_MS = 30000;
 const DEFAULT_WAIT_MINUTES = 60;
 /** How much of a JSON download or an error body is read to look for `success:false`. */
 const PEEK_LIMIT = 64 * 1024;
-/** Sockets per agent when the caller sets none: more than a few nodes' parallel requests. */
-const DEFAULT_MAX_SOCKETS = 8;
+/**
+ * Sockets per agent when the caller sets none: as many as one node's highest "Parallel requests",
+ * so that a node never waits for a socket (a call waiting for one counts towards its timeout).
+ */
+const DEFAULT_MAX_SOCKETS = 32;
 const COOKIE_NAME_VALUE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+=(?!=*$)/;
 
 interface OpenDownload {

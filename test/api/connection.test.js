@@ -57,7 +57,7 @@ describe('api client: connection settings', () => {
     }
   });
 
-  it('opens at most maxSockets connections (default 8); more calls wait for a free socket', async () => {
+  it('opens at most maxSockets connections (default 32); more calls wait for a free socket', async () => {
     let open = 0;
     let peak = 0;
     const held = [];
@@ -89,8 +89,8 @@ describe('api client: connection settings', () => {
     }
     try {
       (await burst(client({ baseUrl: server.url, cookie: COOKIES.editor, maxSockets: 2 }), 6, 2)).should.equal(2);
-      (await burst(client({ baseUrl: server.url, cookie: COOKIES.editor }), 12, 8)).should.equal(8);
-      open.should.be.belowOrEqual(10);
+      (await burst(client({ baseUrl: server.url, cookie: COOKIES.editor }), 40, 32)).should.equal(32);
+      open.should.be.belowOrEqual(34);
     } finally {
       await server.close();
     }
