@@ -30,7 +30,6 @@ export const STATUS_KEYS = {
   queued: '__count__ running, __queued__ queued',
   progress: '__percent__%',
   bytes: '__size__',
-  error: '__kind__: __message__',
   aborted: 'aborted __count__ request(s) in flight on close',
   dropped: 'dropped __count__ queued message(s) on close',
   droppedError: 'dropped: the node closed before this message\'s turn (__queued__ were queued); send it again',
@@ -41,7 +40,8 @@ export const STATUS_KEYS = {
   reasonNotFound: '404: check base URL',
   reasonRedirect: '__status__: redirect, check base URL',
   reasonBusy: '__status__: server busy, retry',
-  reasonHttp: 'HTTP __status__',
+  reasonServerError: '__status__: server error',
+  reasonRefusedStatus: '__status__: request refused',
   reasonTimeout: 'timeout: no answer',
   reasonRefused: 'network: connection refused',
   reasonNotFoundHost: 'network: host not found',
@@ -408,8 +408,9 @@ export function errorStatusText(RED: NodeAPI | undefined, err: unknown): string 
         if (status === 404) text = statusText(RED, 'reasonNotFound');
         else if (status !== undefined && status >= 300 && status < 400) text = statusText(RED, 'reasonRedirect', { status });
         else if (status === 449 || status === 503) text = statusText(RED, 'reasonBusy', { status });
-        else if (status !== undefined) text = statusText(RED, 'reasonHttp', { status });
-        else text = `http: ${withoutOperation(err)}`;
+        else if (status !== undefined && status >= 500) text = statusText(RED, 'reasonServerError', { status });
+        else if (status !== undefined && status >= 400) text = statusText(RED, 'reasonRefusedStatus', { status });
+        else text = `http: ${withoutOperation(err)}`; // e.g. a 200 whose answer is not JSON
         break;
       case 'network': {
         const reason = networkReason(code);
