@@ -26,6 +26,9 @@
  *   DamEditor.typedField(name, types)
  *                                  makes #node-input-<name> a TypedInput whose type is kept in
  *                                  #node-input-<name>Type; `types` is a fieldTypes key or an array.
+ *   DamEditor.validateInFlight(value)
+ *                                  true, or a short error text: "Parallel requests" is blank (the
+ *                                  default, 2) or a whole number from 1 to 32.
  *   DamEditor.readList(container)  the list's values as an array of strings, empty rows left out.
  *                                  Works for all four lists. (readPathList, readHeaderList,
  *                                  readQueryParamList and readMetadataList are the same function.)
@@ -56,6 +59,12 @@
             if (type !== "str" || v === "" || v === undefined) { return true; }
             return validateSubscriptionId(v);
         };
+    }
+
+    function validateInFlight(value) {
+        if (value === "" || value === undefined || value === null) { return true; }
+        var n = Number(value);
+        return (/^\s*\d+\s*$/.test(String(value)) && n >= 1 && n <= 32) || t("errors.maxInFlight");
     }
 
     function textInput(row, cls, placeholder, value, flex) {
@@ -160,6 +169,7 @@
         SUBSCRIPTION_ID: SUBSCRIPTION_ID,
         validateSubscriptionId: validateSubscriptionId,
         subscriptionIdValidator: subscriptionIdValidator,
+        validateInFlight: validateInFlight,
         headerList: headerList,
         queryParamList: queryParamList,
         pathList: pathList,

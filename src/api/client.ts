@@ -35,10 +35,15 @@ import {
 
 /** Options of an {@link AssetClient}. */
 export interface AssetClientOptions {
-  /** Server base URL, e.g. `http://127.0.0.1:8873`; may carry a path prefix; trailing slash optional. */
+  /**
+   * Server base URL, e.g. `http://127.0.0.1:8873`; may carry a path prefix; trailing slash optional.
+   * A base URL ending in the API's context path `/review` is used as is: the calls go to
+   * `<base>/api/...`, never `/review/review/...`.
+   */
   baseUrl: string;
   /**
    * Session cookie: `Name=value` (sent as is), or a bare value sent as `JSESSIONID=value`.
+   * A leading `Cookie:` (pasted from a browser's request headers) is dropped.
    * Empty: no Cookie header is sent (the server then answers 401, an `auth` error).
    */
   cookie: string;
@@ -56,8 +61,10 @@ export interface AssetClientOptions {
   passphrase?: string;
   /** Reject servers whose certificate does not verify. Default true. */
   rejectUnauthorized?: boolean;
-  /** Optional agent, e.g. a keep-alive agent. When given, the TLS options above are not used. */
+  /** Optional agent, e.g. a keep-alive agent. When given, the TLS options above and maxSockets are not used. */
   agent?: HttpAgent | HttpsAgent;
+  /** Most sockets open to the server at once (per protocol); more calls wait for a free one. Default 32. */
+  maxSockets?: number;
 }
 
 /** Progress of a transfer. `total` is undefined when the length is not known. */
@@ -160,6 +167,11 @@ export const DEFAULT_TIMEOUT_MS = 30000;
 const DEFAULT_WAIT_MINUTES = 60;
 /** How much of a JSON download or an error body is read to look for `success:false`. */
 const PEEK_LIMIT = 64 * 1024;
+/**
+ * Sockets per agent when the caller sets none: as many as one node's highest "Parallel requests",
+ * so that a node never waits for a socket (a call waiting for one counts towards its timeout).
+ */
+const DEFAULT_MAX_SOCKETS = 32;
 const COOKIE_NAME_VALUE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+=(?!=*$)/;
 
 interface OpenDownload {
@@ -199,9 +211,12 @@ export class AssetClient {
     let httpAgent = options.agent as http.Agent | undefined;
     let httpsAgent = options.agent as https.Agent | undefined;
     if (!options.agent) {
-      httpAgent = new http.Agent({ keepAlive: true });
+      // Bounded: a burst of messages waits for a socket instead of opening one per message.
+      const maxSockets = integerOption('maxSockets', options.maxSockets, DEFAULT_MAX_SOCKETS);
+      httpAgent = new http.Agent({ keepAlive: true, maxSockets });
       httpsAgent = new https.Agent({
         keepAlive: true,
+        maxSockets,
         ca: options.ca === undefined ? undefined : [...tls.rootCertificates, ...([] as Array<string | Buffer>).concat(options.ca)],
         cert: options.cert,
         key: options.key,
@@ -620,14 +635,24 @@ function parseBaseUrl(value: unknown): { base: string; origin: string } {
   }
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') throw invalidInput('baseUrl', rule);
   if (url.search !== '' || url.hash !== '') throw invalidInput('baseUrl', 'must not have a query (?) or fragment (#)');
-  return { base: value.trim().replace(/\/+$/, ''), origin: url.origin };
+  // The API paths start with the context path /review: a base URL pasted with it is used as is.
+  const base = value.trim().replace(/\/+$/, '').replace(/\/review$/, '');
+  return { base, origin: url.origin };
+}
+
+/** Positive integer option, or `fallback` when not given. */
+function integerOption(field: string, value: unknown, fallback: number): number {
+  if (value === undefined || value === null) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) throw invalidInput(field, 'must be a whole number >= 1');
+  return value;
 }
 
 /** `Name=value` is sent as is; a bare value becomes `JSESSIONID=value` (public-facts.md). */
 function cookieHeaderOf(cookie: unknown): string | undefined {
   if (cookie === undefined || cookie === null) return undefined;
   if (typeof cookie !== 'string') throw invalidInput('cookie', 'must be a string: Name=value or a bare session id');
-  const text = cookie.trim();
+  // Pasted from a browser's request headers: "Cookie: JSESSIONID=...".
+  const text = cookie.trim().replace(/^cookie\s*:\s*/i, '');
   if (text === '') return undefined;
   if (!/^[\x20-\x7e]+$/.test(text)) throw invalidInput('cookie', 'must be printable ASCII, without CR, LF or other control characters');
   return COOKIE_NAME_VALUE.test(text) ? text : `JSESSIONID=${text}`;

@@ -1,11 +1,12 @@
 /**
  * asset-download: downloads an asset revision (spec 4.3) into msg.payload as a
- * Buffer, or streams it to a file written atomically.
+ * Buffer, or streams it to a file written atomically. In file mode it writes only where the
+ * node's File field points.
  */
 import { invalidInput } from '../api/errors';
 import type { DownloadInfo, DownloadOptions } from '../api/client';
 import { clientFor } from './asset-server';
-import { asIntegerId, asString, formatBytes, handleInput, required, resolveField, resolvePath } from './common';
+import { asIntegerId, asString, formatBytes, handleInput, isBlank, localText, required, resolveField, resolvePath } from './common';
 import type { Node, NodeAPI, NodeMessage } from './node-red';
 
 export type DownloadOutput = 'buffer' | 'file';
@@ -20,7 +21,11 @@ export interface AssetDownloadConfig {
   collectionId?: string; collectionIdType?: string;
   output?: DownloadOutput;
   filename?: string; filenameType?: string;
+  maxInFlight?: string | number;
 }
+
+const NO_FILE = 'is blank: in file mode set File in this node to the path to write (or point it at msg.filename, flow, global or env); a blank File does not read msg.filename';
+const EMPTY_FILE = 'gives no path: in file mode it names the file to write';
 
 /** Sets the properties every download output carries. */
 function setResponseProperties(msg: NodeMessage, info: DownloadInfo): void {
@@ -37,15 +42,15 @@ export default function register(RED: NodeAPI): void {
     const output: DownloadOutput = config.output === 'file' ? 'file' : 'buffer';
 
     handleInput(RED, node, async (msg, request) => {
-      const fuidField = await resolveField(RED, node, msg, { field: 'fuid', msgProperty: 'fuid', value: config.fuid, type: config.fuidType });
+      const fuidField = await resolveField(RED, node, msg, { field: 'fuid', blankReads: 'fuid', value: config.fuid, type: config.fuidType });
       const options: DownloadOptions = {
         fuid: required(fuidField, asIntegerId(fuidField)),
         signal: request.signal,
         onProgress: request.progress
       };
-      const rrn = asIntegerId(await resolveField(RED, node, msg, { field: 'rrn', msgProperty: 'rrn', value: config.rrn, type: config.rrnType || 'num' }));
+      const rrn = asIntegerId(await resolveField(RED, node, msg, { field: 'rrn', blankReads: 'rrn', value: config.rrn, type: config.rrnType || 'num' }));
       if (rrn !== undefined) options.rrn = rrn;
-      const collectionId = asIntegerId(await resolveField(RED, node, msg, { field: 'collectionId', msgProperty: 'collectionId', value: config.collectionId, type: config.collectionIdType || 'num' }));
+      const collectionId = asIntegerId(await resolveField(RED, node, msg, { field: 'collectionId', blankReads: 'collectionId', value: config.collectionId, type: config.collectionIdType || 'num' }));
       if (collectionId !== undefined) options.collectionId = collectionId;
 
       if (output === 'buffer') {
@@ -56,10 +61,14 @@ export default function register(RED: NodeAPI): void {
         return RED._('asset-download.status.received', { size: formatBytes(result.data.length) });
       }
 
-      const filenameField = await resolveField(RED, node, msg, { field: 'filename', msgProperty: 'filename', value: config.filename, type: config.filenameType });
+      // Only where this node's File points: a blank File never reads msg.filename, which after
+      // an upload is the uploaded file's own path.
+      const filenameField = await resolveField(RED, node, msg, { field: 'filename', value: config.filename, type: config.filenameType });
       const filename = asString(filenameField);
       if (filename === undefined) {
-        throw invalidInput('filename', 'is required in file mode (set it in the editor or in msg.filename)');
+        throw isBlank({ field: 'filename', value: config.filename, type: config.filenameType })
+          ? invalidInput('filename', localText(RED, 'asset-download.errors.noFile', NO_FILE))
+          : invalidInput(filenameField.label, localText(RED, 'asset-download.errors.emptyFile', EMPTY_FILE));
       }
       const client = clientFor(RED, config.server);
       const result = await client.downloadToFile({ ...options, path: resolvePath(RED, filename) });
@@ -67,7 +76,7 @@ export default function register(RED: NodeAPI): void {
       msg.payload = result.path;
       setResponseProperties(msg, result);
       return RED._('asset-download.status.saved', { size: formatBytes(result.bytes) });
-    });
+    }, { maxInFlight: config.maxInFlight });
   }
 
   RED.nodes.registerType('asset-download', AssetDownloadNode);

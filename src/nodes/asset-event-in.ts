@@ -17,6 +17,7 @@ import {
   DuplicateFilter, READ_OWN_BODY, contentTypeProblem, entryKey, isEmptyEntry, parseCallbackPayload, readJsonBody, secretMatches
 } from '../events';
 import type { AssetServerConfigNode } from './asset-server';
+import { errorStatusText } from './common';
 import type { Node, NodeAPI, NodeMessage, NodeStatus } from './node-red';
 
 /** Editor properties. */
@@ -525,7 +526,7 @@ export default function register(RED: NodeAPI): void {
         const retry = kind !== 'invalid-input';
         this.logError(this.setup.t('errors.register', 'registering subscription __id__ failed (__kind__): __message__', { id, kind, message })
           + (retry ? ' ' + this.setup.t('errors.retry', '(retry in __seconds__ s)', { seconds: Math.round(this.delayMs / 1000) }) : ''));
-        this.onState('failed', `${kind}: ${message}`.slice(0, 60));
+        this.onState('failed', errorStatusText(undefined, err));
         if (retry) {
           this.timer = setTimeout(() => this.start(), this.delayMs);
           this.delayMs = Math.min(this.delayMs * 2, RETRY_MAX_MS);

@@ -15,6 +15,7 @@ export interface AssetExportConfig {
   fuid?: string; fuidType?: string;
   rrn?: string; rrnType?: string;
   exportType?: string; exportTypeType?: string;
+  maxInFlight?: string | number;
 }
 
 export default function register(RED: NodeAPI): void {
@@ -23,20 +24,21 @@ export default function register(RED: NodeAPI): void {
     const node = this;
 
     handleInput(RED, node, async (msg, request) => {
-      const fuidField = await resolveField(RED, node, msg, { field: 'fuid', msgProperty: 'fuid', value: config.fuid, type: config.fuidType });
+      const fuidField = await resolveField(RED, node, msg, { field: 'fuid', blankReads: 'fuid', value: config.fuid, type: config.fuidType });
       const options: ExportOptions = { fuid: required(fuidField, asIntegerId(fuidField)), signal: request.signal };
-      const rrn = asIntegerId(await resolveField(RED, node, msg, { field: 'rrn', msgProperty: 'rrn', value: config.rrn, type: config.rrnType || 'num' }));
+      const rrn = asIntegerId(await resolveField(RED, node, msg, { field: 'rrn', blankReads: 'rrn', value: config.rrn, type: config.rrnType || 'num' }));
       if (rrn !== undefined) options.rrn = rrn;
-      // `fmt` is the editor's pick list of formats: a plain string.
+      // `fmt` is the editor's pick list of formats: a plain string. Never msg.type unless the
+      // field points at it: the core watch and file nodes set msg.type for their own purposes.
       const exportTypeType = config.exportTypeType === 'fmt' ? 'str' : config.exportTypeType;
-      const type = asString(await resolveField(RED, node, msg, { field: 'type', msgProperty: 'type', value: config.exportType, type: exportTypeType }));
+      const type = asString(await resolveField(RED, node, msg, { field: 'type', value: config.exportType, type: exportTypeType }));
       if (type !== undefined) options.type = type;
 
       const outcome = await clientFor(RED, config.server).exportMetadata(options);
       msg.payload = outcome.data;
       msg.contentType = outcome.contentType;
       return RED._('asset-export.status.exported');
-    });
+    }, { maxInFlight: config.maxInFlight });
   }
 
   RED.nodes.registerType('asset-export', AssetExportNode);

@@ -15,7 +15,8 @@ export interface AssetSubscribeConfig {
   id: string;
   name?: string;
   server?: string;
-  action?: SubscribeAction;
+  /** The action, or `msg` to read it from msg.action. */
+  action?: SubscribeAction | 'msg';
   subscriptionId?: string; subscriptionIdType?: string;
   callback?: string; callbackType?: string;
   /** '' = server default (GET). */
@@ -29,15 +30,20 @@ export interface AssetSubscribeConfig {
   queryParam?: string[];
   watchPath?: string[];
   watchMetadata?: string[];
+  maxInFlight?: string | number;
 }
 
 /** Repeated fields of spec 2.1, in the order the editor lists them. */
 const LIST_FIELDS = ['header', 'queryParam', 'watchPath', 'watchMetadata'] as const;
 
+/** Header names whose value can hold a secret: credentials, cookies, keys, tokens, signatures. */
+const SECRET_HEADER = /^(authorization|proxy-authorization|cookie|set-cookie)$|secret|token|api[-_]?key|(^|[-_])key$|passw|signature|session|auth|credential/i;
+
 /**
- * Masks the values of callback headers (`Name: value` -> `Name: ***`) and query parameters
- * (`name=value` -> `name=***`) in a `get` answer: they usually carry a webhook's shared secret
- * or token (asset-event-in sends its secret as a header), and secrets never go into a msg. Any
+ * Masks secrets in a `get` answer: the values of callback headers whose name can hold one
+ * (`Authorization: x` -> `Authorization: ***`; `Content-Type` stays readable) and every query
+ * parameter value (`name=value` -> `name=***`: tokens travel under any name there).
+ * asset-event-in sends its shared secret as a header, and secrets never go into a msg. Any
  * `header`/`headers`/`queryParam` property is masked, as a string, a list of strings or an
  * object, since the answer's shape is "not shown" in the spec.
  */
@@ -46,27 +52,32 @@ export function maskHeaderValues(value: unknown, depth = 0): unknown {
   if (Array.isArray(value)) return value.map(v => maskHeaderValues(v, depth + 1));
   const out: Record<string, unknown> = {};
   for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
-    out[key] = /^headers?$/i.test(key) ? maskValues(v, ':', false)
-      : /^queryParams?$/i.test(key) ? maskValues(v, '=', true)
+    out[key] = /^headers?$/i.test(key) ? maskValues(v, ':', false, name => SECRET_HEADER.test(name))
+      : /^queryParams?$/i.test(key) ? maskValues(v, '=', true, () => true)
         : maskHeaderValues(v, depth + 1);
   }
   return out;
 }
 
 /**
- * `Name<separator>value` -> `Name<separator>***`. A line without the separator is kept when
- * `keepBare` (a query flag is only a name) and masked whole otherwise (a malformed header).
+ * `Name<separator>value` -> `Name<separator>***` when `secret(Name)`. A line without the
+ * separator is kept when `keepBare` (a query flag is only a name) and masked whole otherwise
+ * (a malformed header).
  */
-function maskValues(value: unknown, separator: string, keepBare: boolean): unknown {
+function maskValues(value: unknown, separator: string, keepBare: boolean, secret: (name: string) => boolean): unknown {
   const mask = (line: unknown) => {
     if (typeof line !== 'string') return '***';
     const at = line.indexOf(separator);
     if (at < 0) return keepBare ? line : '***';
+    const name = line.slice(0, at).trim();
+    if (!secret(name)) return line;
     return `${line.slice(0, at)}${separator}${separator === ':' ? ' ' : ''}***`;
   };
   if (typeof value === 'string') return mask(value);
   if (Array.isArray(value)) return value.map(mask);
-  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.keys(value).map(name => [name, '***']));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([name, v]) => [name, secret(name) ? '***' : v]));
+  }
   return value;
 }
 
@@ -79,7 +90,7 @@ export default function register(RED: NodeAPI): void {
     RED.nodes.createNode(this, config);
     const node = this;
 
-    /** Editor values + evaluated TypedInputs, then msg.subscription merged over them. */
+    /** Editor values + evaluated TypedInputs; msg.subscription fills in only the fields the node leaves blank. */
     async function subscriptionFields(msg: NodeMessage): Promise<SubscriptionFields> {
       const fields: Record<string, unknown> = {};
       const callback = asString(await resolveField(RED, node, msg, { field: 'callback', value: config.callback, type: config.callbackType }));
@@ -102,22 +113,27 @@ export default function register(RED: NodeAPI): void {
         if (typeof override !== 'object' || Array.isArray(override)) {
           throw invalidInput('msg.subscription', 'must be an object with the subscription field names (callback, method, watchPath, ...)');
         }
-        Object.assign(fields, override);
+        for (const [name, value] of Object.entries(override)) {
+          if (fields[name] === undefined || fields[name] === '') fields[name] = value;
+        }
       }
       if (fields.callback === undefined || fields.callback === '') {
-        throw invalidInput('callback', 'is required to register (set it in the editor or in msg.subscription.callback)');
+        throw invalidInput('callback', 'is required to register (set it in the node, or leave it blank and give msg.subscription.callback)');
       }
       return fields as unknown as SubscriptionFields;
     }
 
     handleInput(RED, node, async (msg, request) => {
-      const actionField = await resolveField(RED, node, msg, { field: 'action', msgProperty: 'action', value: config.action || 'register', type: 'str' });
+      // msg.action only when the node's Action says "set by msg.action".
+      const actionField = config.action === 'msg'
+        ? await resolveField(RED, node, msg, { field: 'action', value: 'action', type: 'msg' })
+        : await resolveField(RED, node, msg, { field: 'action', value: config.action || 'register', type: 'str' });
       const actionText = required(actionField, asString(actionField)).toLowerCase();
       if (!ACTIONS.includes(actionText as SubscribeAction)) {
         throw invalidInput(actionField.label, `must be one of ${ACTIONS.join(', ')}, got "${actionText.slice(0, 30)}"`);
       }
       const action = actionText as SubscribeAction;
-      const idField = await resolveField(RED, node, msg, { field: 'subscriptionId', msgProperty: 'subscriptionId', value: config.subscriptionId, type: config.subscriptionIdType });
+      const idField = await resolveField(RED, node, msg, { field: 'subscriptionId', blankReads: 'subscriptionId', value: config.subscriptionId, type: config.subscriptionIdType });
       const id = required(idField, asString(idField));
       const client = clientFor(RED, config.server);
       const call = { signal: request.signal };
@@ -132,7 +148,7 @@ export default function register(RED: NodeAPI): void {
       msg.subscriptionId = id;
       msg.action = action;
       return RED._(`asset-subscribe.status.${action}`);
-    });
+    }, { maxInFlight: config.maxInFlight });
   }
 
   RED.nodes.registerType('asset-subscribe', AssetSubscribeNode);

@@ -1,15 +1,18 @@
 /**
  * Runtime helpers shared by the DAM nodes. Generic: nothing here knows a node type.
  *
- * - {@link resolveField} + `as*` converters: read one request field from the
- *   documented msg property (wins when present) or the editor's TypedInput
- *   (str, num, bool, json, msg, flow, global, env, jsonata, ...), and check its type
- *   with an `invalid-input` {@link AssetApiError} naming the field.
- * - {@link RequestTracker}: counts requests in flight (status "n in flight"), shows
- *   percent progress, gives each request an AbortSignal, aborts them all on close.
+ * - {@link resolveField} + `as*` converters: read one request field from where the editor's
+ *   TypedInput points (str, num, bool, json, msg, flow, global, env, jsonata, ...). A msg
+ *   property never replaces a value set on the node; it comes in only when the TypedInput
+ *   points at it (`msg.fuid`), or when the field is blank and names a `blankReads`
+ *   property (flows saved before the TypedInputs pointed at msg). Type errors are
+ *   `invalid-input` {@link AssetApiError}s naming the field.
+ * - {@link RequestTracker}: runs at most `limit` requests at once and queues the rest in
+ *   arrival order (status "2 running, 15 queued"), shows percent progress, gives each request
+ *   an AbortSignal, aborts the running ones and drops the queue on close.
  * - {@link handleInput}: the input-handler skeleton: run the work, then `send` + `done()`,
  *   or red status + `done(err)` so Catch nodes receive the original msg.
- * - {@link resolvePath}, {@link formatBytes}, {@link statusText}: small shared pieces.
+ * - {@link resolvePath}, {@link formatBytes}, {@link statusText}, {@link errorStatusText}.
  *
  * Status texts come from the node's own message catalogue, keys `dam.status.*`
  * (see {@link STATUS_KEYS}); English is used when a key is missing.
@@ -23,23 +26,47 @@ import type { Node, NodeAPI, NodeMessage, NodeSend, NodeDone } from './node-red'
 
 /** Catalogue keys (under `dam.status`) with their English fallback. */
 export const STATUS_KEYS = {
-  inFlight: '__count__ in flight',
+  inFlight: '__count__ running',
+  queued: '__count__ running, __queued__ queued',
   progress: '__percent__%',
   bytes: '__size__',
-  error: '__kind__: __message__',
-  aborted: 'aborted __count__ request(s) in flight on close'
+  aborted: 'aborted __count__ request(s) in flight on close',
+  dropped: 'dropped __count__ queued message(s) on close',
+  droppedError: 'dropped: the node closed before this message\'s turn (__queued__ were queued); send it again',
+  badLimit: 'Parallel requests must be a whole number from 1 to __max__; using __default__',
+  // Short reasons for the status under a node (errorStatusText); the full text is in msg.error.
+  reasonAuth: 'auth: cookie rejected',
+  reasonPermission: 'permission: denied',
+  reasonNotFound: '404: check base URL',
+  reasonRedirect: '__status__: redirect, check base URL',
+  reasonBusy: '__status__: server busy, retry',
+  reasonServerError: '__status__: server error',
+  reasonRefusedStatus: '__status__: request refused',
+  reasonTimeout: 'timeout: no answer',
+  reasonRefused: 'network: connection refused',
+  reasonNotFoundHost: 'network: host not found',
+  reasonTls: 'network: TLS certificate',
+  reasonNetwork: 'network: __code__',
+  reasonAborted: 'aborted'
 } as const;
 
-/** Looks up `dam.status.<name>` in the node's catalogue, falling back to English. */
-export function statusText(RED: NodeAPI, name: keyof typeof STATUS_KEYS, params: Record<string, unknown> = {}): string {
-  const key = `dam.status.${name}`;
+/**
+ * Looks up `key` in the node's catalogue, falling back to `english` (with the same __params__);
+ * English when no RED is at hand.
+ */
+export function localText(RED: NodeAPI | undefined, key: string, english: string, params: Record<string, unknown> = {}): string {
   let text: string | undefined;
-  try { text = RED._(key, params); } catch { text = undefined; }
+  try { text = RED?._(key, params); } catch { text = undefined; }
   // RED._ answers the key itself (or namespace:key) when the catalogue lacks it.
   if (!text || text.endsWith(key)) {
-    text = STATUS_KEYS[name].replace(/__(\w+)__/g, (_m, p: string) => String(params[p] ?? ''));
+    text = english.replace(/__(\w+)__/g, (_m, p: string) => String(params[p] ?? ''));
   }
   return text;
+}
+
+/** Looks up `dam.status.<name>` in the node's catalogue, falling back to English. */
+export function statusText(RED: NodeAPI | undefined, name: keyof typeof STATUS_KEYS, params: Record<string, unknown> = {}): string {
+  return localText(RED, `dam.status.${name}`, STATUS_KEYS[name], params);
 }
 
 /** 1536 -> "1.5 kB"; decimal units as the editor shows sizes. */
@@ -58,12 +85,16 @@ export function formatBytes(bytes: number): string {
 export interface FieldSource {
   /** Field name used in error messages, e.g. `destination`. */
   field: string;
-  /** msg property that overrides the editor value when it is present (not undefined). */
-  msgProperty?: string;
   /** TypedInput value from the editor. */
   value?: unknown;
   /** TypedInput type from the editor (`str`, `num`, `msg`, `env`, ...). Default `str`. */
   type?: string;
+  /**
+   * msg property read only when the editor field is blank: flows saved before new nodes showed
+   * `msg.<name>` explicitly left these fields blank and documented the msg property. Leave it
+   * out where a stray msg property could do harm (a file to write, an export type, an action).
+   */
+  blankReads?: string;
 }
 
 /** A field's value and a label saying where it came from (`msg.fuid` or `fuid`). */
@@ -74,7 +105,7 @@ export interface ResolvedField {
 }
 
 /** Types whose empty editor value means "not set". */
-const EMPTY_MEANS_UNSET = new Set(['str', 'num', 'json', 'msg', 'flow', 'global', 'env', 'jsonata', 're', 'bin']);
+const EMPTY_MEANS_UNSET = new Set(['str', 'num', 'bool', 'json', 'msg', 'flow', 'global', 'env', 'jsonata', 're', 'bin']);
 
 /** Evaluates a TypedInput value (async, so flow/global context stores and jsonata work). */
 export function evaluateProperty(RED: NodeAPI, node: Node, msg: NodeMessage, value: unknown, type: string): Promise<unknown> {
@@ -87,22 +118,31 @@ export function evaluateProperty(RED: NodeAPI, node: Node, msg: NodeMessage, val
   });
 }
 
+/** True when the editor left the field blank (nothing to evaluate). */
+export function isBlank(source: FieldSource): boolean {
+  return source.value === undefined || source.value === null ||
+    (source.value === '' && EMPTY_MEANS_UNSET.has(source.type || 'str'));
+}
+
 /**
- * Resolves one field: `msg[msgProperty]` when present, else the editor's TypedInput.
- * An evaluation failure (bad JSON, bad JSONata) becomes an invalid-input error naming the field.
+ * Resolves one field from where the editor's TypedInput points. A blank field reads
+ * `msg[blankReads]` when that is given, else it is unset. A msg property never wins over a
+ * value set on the node. An evaluation failure (bad JSON, bad JSONata) becomes an
+ * invalid-input error naming the field.
  */
 export async function resolveField(RED: NodeAPI, node: Node, msg: NodeMessage, source: FieldSource): Promise<ResolvedField> {
-  if (source.msgProperty && msg[source.msgProperty] !== undefined && msg[source.msgProperty] !== null) {
-    return { label: `msg.${source.msgProperty}`, value: msg[source.msgProperty] };
-  }
   const type = source.type || 'str';
-  if (source.value === undefined || source.value === null ||
-      (source.value === '' && EMPTY_MEANS_UNSET.has(type))) {
+  if (isBlank(source)) {
+    const fallback = source.blankReads;
+    if (fallback && msg[fallback] !== undefined && msg[fallback] !== null) {
+      return { label: `msg.${fallback}`, value: msg[fallback] };
+    }
     return { label: source.field, value: undefined };
   }
+  const label = type === 'msg' ? `msg.${String(source.value)}` : source.field;
   try {
     const value = await evaluateProperty(RED, node, msg, source.value, type);
-    return { label: source.field, value: value === null ? undefined : value };
+    return { label, value: value === null ? undefined : value };
   } catch (err) {
     throw invalidInput(source.field, `could not evaluate the ${type} value: ${(err as Error).message}`);
   }
@@ -192,24 +232,46 @@ interface Entry extends ActiveRequest {
   lastUpdate: number;
 }
 
+/** Work waiting for its turn: started with its request, or dropped with an error on close. */
+export interface Waiting {
+  start(request: ActiveRequest): void;
+  drop(err: AssetApiError): void;
+}
+
 /** Milliseconds between two progress status updates of one request. */
 const PROGRESS_INTERVAL_MS = 250;
 
+/** Requests a node runs at once unless its editor says otherwise. */
+export const DEFAULT_IN_FLIGHT_LIMIT = 2;
+/** Highest "Parallel requests" the editor accepts. */
+export const MAX_IN_FLIGHT_LIMIT = 32;
+
 /**
- * Counts a node's requests in flight and drives its status: blue "n in flight",
- * percent while one transfer runs, green text on success, red ring on failure.
- * On close it aborts everything in flight (see {@link RequestTracker.close}).
+ * Runs a node's requests, at most `limit` at once, the rest queued in arrival order, and
+ * drives its status: blue "n running" or "n running, m queued", percent while one transfer
+ * runs alone, green text on success, red ring on failure. On close it aborts what runs and
+ * drops the queue (see {@link RequestTracker.close}).
  */
 export class RequestTracker {
   private readonly active = new Set<Entry>();
+  private readonly waiting: Waiting[] = [];
   /** True once the node is closing: failures after that are aborts, not errors. */
   closing = false;
 
-  constructor(private readonly RED: NodeAPI, private readonly node: Node) {}
+  constructor(private readonly RED: NodeAPI, private readonly node: Node, readonly limit = DEFAULT_IN_FLIGHT_LIMIT) {}
 
   get count(): number { return this.active.size; }
+  get queued(): number { return this.waiting.length; }
 
-  /** Starts tracking a request. Call {@link end} exactly once when it settles. */
+  /** Starts `work` now when fewer than `limit` requests run, else queues it. */
+  submit(work: Waiting): void {
+    if (this.closing) { work.drop(this.droppedError(1)); return; }
+    if (this.active.size < this.limit) { work.start(this.begin()); return; }
+    this.waiting.push(work);
+    this.showBusy();
+  }
+
+  /** Starts tracking a request (use {@link submit} to respect the limit). Call {@link end} exactly once. */
   begin(): ActiveRequest {
     const controller = new AbortController();
     let settle!: () => void;
@@ -219,20 +281,25 @@ export class RequestTracker {
       progress: (p) => this.showProgress(entry, p)
     };
     this.active.add(entry);
-    this.showInFlight();
+    this.showBusy();
     return entry;
   }
 
-  /** Stops tracking; shows a green status (or clears it) on success, a red ring with the error. */
+  /**
+   * Stops tracking and starts the next queued work; shows a green status (or clears it) on
+   * success, a red ring with the error's reason on failure.
+   */
   end(request: ActiveRequest, outcome: { ok: true; text?: string } | { ok: false; error: unknown }): void {
     const entry = request as Entry;
     if (!this.active.delete(entry)) return;
     entry.settle();
     if (this.closing) return;
+    const next = this.waiting.shift();
+    if (next) next.start(this.begin());
     if (!outcome.ok) {
       this.node.status({ fill: 'red', shape: 'ring', text: errorStatusText(this.RED, outcome.error) });
     } else if (this.active.size > 0) {
-      this.showInFlight();
+      this.showBusy();
     } else if (outcome.text) {
       this.node.status({ fill: 'green', shape: 'dot', text: outcome.text });
     } else {
@@ -248,12 +315,18 @@ export class RequestTracker {
   }
 
   /**
-   * For the node's close handler: aborts what is in flight, waits for those
-   * requests to settle (at most `waitMs`, default 4 s, inside Node-RED's close
-   * timeout), clears the status.
+   * For the node's close handler: drops the queue (each waiting message fails with kind
+   * `aborted`), aborts what is in flight, waits for those requests to settle (at most
+   * `waitMs`, default 4 s, inside Node-RED's close timeout), clears the status.
    */
   async close(waitMs = 4000): Promise<void> {
     this.closing = true;
+    const dropped = this.waiting.splice(0);
+    if (dropped.length > 0) {
+      this.node.warn(statusText(this.RED, 'dropped', { count: dropped.length }));
+      const err = this.droppedError(dropped.length);
+      for (const work of dropped) work.drop(err);
+    }
     const pending = [...this.active].map(e => e.settled);
     const n = this.abortAll();
     if (n > 0) this.node.warn(statusText(this.RED, 'aborted', { count: n }));
@@ -266,13 +339,20 @@ export class RequestTracker {
     this.node.status({});
   }
 
-  private showInFlight(): void {
+  private droppedError(queued: number): AssetApiError {
+    return new AssetApiError('aborted', statusText(this.RED, 'droppedError', { queued }));
+  }
+
+  private showBusy(): void {
     if (this.closing) return;
-    this.node.status({ fill: 'blue', shape: 'dot', text: statusText(this.RED, 'inFlight', { count: this.active.size }) });
+    const text = this.waiting.length
+      ? statusText(this.RED, 'queued', { count: this.active.size, queued: this.waiting.length })
+      : statusText(this.RED, 'inFlight', { count: this.active.size });
+    this.node.status({ fill: 'blue', shape: 'dot', text });
   }
 
   private showProgress(entry: Entry, p: TransferProgress): void {
-    if (this.closing || this.active.size !== 1 || !this.active.has(entry)) return;
+    if (this.closing || this.active.size !== 1 || this.waiting.length > 0 || !this.active.has(entry)) return;
     const text = p.total
       ? statusText(this.RED, 'progress', { percent: Math.min(100, Math.floor((p.bytes / p.total) * 100)) })
       : statusText(this.RED, 'bytes', { size: formatBytes(p.bytes) });
@@ -284,14 +364,74 @@ export class RequestTracker {
   }
 }
 
+/**
+ * The editor's "Parallel requests" (`maxInFlight`): a whole number from 1 to
+ * {@link MAX_IN_FLIGHT_LIMIT}; blank (flows saved before the setting) is the default.
+ * Anything else warns once and uses the default.
+ */
+export function inFlightLimit(RED: NodeAPI, node: Node, value: unknown): number {
+  if (value === undefined || value === null || value === '') return DEFAULT_IN_FLIGHT_LIMIT;
+  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
+  if (Number.isInteger(n) && n >= 1 && n <= MAX_IN_FLIGHT_LIMIT) return n;
+  node.warn(statusText(RED, 'badLimit', { max: MAX_IN_FLIGHT_LIMIT, default: DEFAULT_IN_FLIGHT_LIMIT }));
+  return DEFAULT_IN_FLIGHT_LIMIT;
+}
+
 // ---------------------------------------------------------------- errors and the input handler
 
-/** Short status text for an error: `<kind>: <message>` cut to 60 characters. */
-export function errorStatusText(RED: NodeAPI, err: unknown): string {
-  const kind = err instanceof AssetApiError ? err.kind : 'error';
-  let message = err instanceof Error ? err.message : String(err);
-  if (message.length > 60) message = message.slice(0, 59) + '…';
-  return statusText(RED, 'error', { kind, message });
+/** Longest status text under a node; the full message is in msg.error. */
+const STATUS_MAX = 40;
+
+/** A network error code's short reason, if it has one. */
+function networkReason(code: string | undefined): keyof typeof STATUS_KEYS | undefined {
+  if (code === 'ECONNREFUSED') return 'reasonRefused';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'reasonNotFoundHost';
+  if (code && /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code)) return 'reasonTls';
+  return undefined;
+}
+
+/**
+ * Short status text for an error, reason first, cut to fit under a node:
+ * "auth: cookie rejected", "404: check base URL", "rejected: disk full", "fuid: is required".
+ */
+export function errorStatusText(RED: NodeAPI | undefined, err: unknown): string {
+  let text: string;
+  if (err instanceof AssetApiError) {
+    const status = err.status;
+    const code = err.code;
+    switch (err.kind) {
+      case 'auth': text = statusText(RED, 'reasonAuth'); break;
+      case 'permission': text = statusText(RED, 'reasonPermission'); break;
+      case 'timeout': text = statusText(RED, 'reasonTimeout'); break;
+      case 'aborted': text = statusText(RED, 'reasonAborted'); break;
+      case 'http':
+        if (status === 404) text = statusText(RED, 'reasonNotFound');
+        else if (status !== undefined && status >= 300 && status < 400) text = statusText(RED, 'reasonRedirect', { status });
+        else if (status === 449 || status === 503) text = statusText(RED, 'reasonBusy', { status });
+        else if (status !== undefined && status >= 500) text = statusText(RED, 'reasonServerError', { status });
+        else if (status !== undefined && status >= 400) text = statusText(RED, 'reasonRefusedStatus', { status });
+        else text = `http: ${withoutOperation(err)}`; // e.g. a 200 whose answer is not JSON
+        break;
+      case 'network': {
+        const reason = networkReason(code);
+        text = reason ? statusText(RED, reason) : code ? statusText(RED, 'reasonNetwork', { code }) : `network: ${withoutOperation(err)}`;
+        break;
+      }
+      case 'rejected':
+        text = `rejected: ${err.serverMessage ?? withoutOperation(err)}`;
+        break;
+      default: // invalid-input: the message is already "<field>: <rule>"
+        text = withoutOperation(err);
+    }
+  } else {
+    text = err instanceof Error ? err.message : String(err);
+  }
+  return text.length > STATUS_MAX ? text.slice(0, STATUS_MAX - 1) + '…' : text;
+}
+
+/** The message without a leading "<operation>: ". */
+function withoutOperation(err: AssetApiError): string {
+  return err.operation && err.message.startsWith(`${err.operation}: `) ? err.message.slice(err.operation.length + 2) : err.message;
 }
 
 /**
@@ -301,40 +441,59 @@ export function errorStatusText(RED: NodeAPI, err: unknown): string {
  */
 export type InputWork = (msg: NodeMessage, request: ActiveRequest) => Promise<string | undefined>;
 
+/** Options of {@link handleInput}. */
+export interface InputOptions {
+  /** The editor's "Parallel requests" (`config.maxInFlight`); see {@link inFlightLimit}. */
+  maxInFlight?: unknown;
+  /** Runs after the requests are settled on close (e.g. to release resources). */
+  onClose?: () => void;
+}
+
 /**
  * Registers `node.on('input')` and `node.on('close')` around `work`:
- * - success: `send(msg)` then `done()`;
+ * - at most `maxInFlight` messages are worked on at once, the others wait in arrival order;
+ * - success: `msg.assetError` of an earlier failure removed, `send(msg)` then `done()`;
  * - failure: red status, `msg.assetError` = the error's plain fields (kind, status,
  *   operation, field, serverMessage, code: Catch nodes only copy message and code into
  *   msg.error), then `done(err)` so Catch nodes receive the msg;
- * - close: abort in flight, then `done()` for those messages without an error
- *   (a redeploy is not a failure of the message; one warning counts them), close
+ * - close: every queued message ends in `done(err)` (kind `aborted`: it was never sent and
+ *   the flow may want it again); the running ones are aborted and end in `done()` without an
+ *   error (a redeploy is not a failure of the message; one warning counts them); close
  *   callback within 4 s.
- * `onClose` runs after the requests are settled (e.g. to release resources).
  */
-export function handleInput(RED: NodeAPI, node: Node, work: InputWork, onClose?: () => void): RequestTracker {
-  const tracker = new RequestTracker(RED, node);
+export function handleInput(RED: NodeAPI, node: Node, work: InputWork, options: InputOptions = {}): RequestTracker {
+  const tracker = new RequestTracker(RED, node, inFlightLimit(RED, node, options.maxInFlight));
+
+  function fail(msg: NodeMessage, done: NodeDone, err: unknown): void {
+    if (err instanceof AssetApiError) msg.assetError = err.toJSON();
+    done(err instanceof Error ? err : new Error(String(err)));
+  }
+
   node.on('input', (msg: NodeMessage, send: NodeSend, done: NodeDone) => {
-    const request = tracker.begin();
-    let task: Promise<string | undefined>;
-    try { task = work(msg, request); } catch (err) { task = Promise.reject(err); }
-    task.then(text => {
-      tracker.end(request, { ok: true, text });
-      send(msg);
-      done();
-    }).catch((err: unknown) => {
-      const closing = tracker.closing;
-      tracker.end(request, { ok: false, error: err });
-      // Closing: the request was aborted (or its config node's client closed under it);
-      // that is the redeploy's doing, not the message's fault. close() has warned once.
-      if (closing) { done(); return; }
-      if (err instanceof AssetApiError) msg.assetError = err.toJSON();
-      done(err instanceof Error ? err : new Error(String(err)));
+    tracker.submit({
+      drop: (err) => fail(msg, done, err),
+      start: (request) => {
+        let task: Promise<string | undefined>;
+        try { task = work(msg, request); } catch (err) { task = Promise.reject(err); }
+        task.then(text => {
+          tracker.end(request, { ok: true, text });
+          delete msg.assetError;
+          send(msg);
+          done();
+        }).catch((err: unknown) => {
+          const closing = tracker.closing;
+          tracker.end(request, { ok: false, error: err });
+          // Closing: the request was aborted (or its config node's client closed under it);
+          // that is the redeploy's doing, not the message's fault. close() has warned once.
+          if (closing) { done(); return; }
+          fail(msg, done, err);
+        });
+      }
     });
   });
   node.on('close', (_removed: boolean, closeDone: () => void) => {
     tracker.close().then(() => {
-      try { onClose?.(); } finally { closeDone(); }
+      try { options.onClose?.(); } finally { closeDone(); }
     }, () => closeDone());
   });
   return tracker;

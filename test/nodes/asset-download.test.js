@@ -45,9 +45,15 @@ describe('asset-download node (against the emulator)', function () {
     statuses[statuses.length - 1].should.containDeep({ fill: 'green', shape: 'dot' });
   });
 
-  it('msg.rrn selects a revision; msg.fuid overrides the editor fuid', async function () {
-    await s.load(s.flow('asset-download', { fuid: '999999', fuidType: 'num', rrn: '-1', rrnType: 'num' }, { baseUrl: emulator.url }));
+  it('a blank fuid and rrn (flows of earlier versions) read msg.fuid and msg.rrn', async function () {
+    await s.load(s.flow('asset-download', {}, { baseUrl: emulator.url }));
     const msg = await s.run({ fuid: String(first.fuid), rrn: first.rrn });
+    msg.payload.toString().should.equal('revision one');
+  });
+
+  it('a fuid and rrn set in the node win over msg.fuid and msg.rrn', async function () {
+    await s.load(s.flow('asset-download', { fuid: String(first.fuid), fuidType: 'num', rrn: String(first.rrn), rrnType: 'num' }, { baseUrl: emulator.url }));
+    const msg = await s.run({ fuid: 999999, rrn: -1 });
     msg.payload.toString().should.equal('revision one');
   });
 
@@ -63,7 +69,7 @@ describe('asset-download node (against the emulator)', function () {
     msg.payload.toString().should.equal('revision two, longer');
   });
 
-  it('file mode: streams to the editor path, creating folders; msg.filename overrides it', async function () {
+  it('file mode: streams to the editor path, creating folders; msg.filename does not replace it', async function () {
     const target = path.join(tmp.dir, 'new', 'deeper', 'doc.txt');
     await s.load(s.flow('asset-download', { output: 'file', filename: target, filenameType: 'str' }, { baseUrl: emulator.url }));
     const msg = await s.run({ fuid: first.fuid });
@@ -74,9 +80,29 @@ describe('asset-download node (against the emulator)', function () {
     fs.readdirSync(path.dirname(target)).should.eql(['doc.txt']); // no temporary file left
 
     const other = path.join(tmp.dir, 'override', 'first.txt');
-    const overridden = await s.run({ fuid: first.fuid, rrn: first.rrn, filename: other });
-    overridden.filename.should.equal(other);
-    fs.readFileSync(other, 'utf8').should.equal('revision one');
+    const kept = await s.run({ fuid: first.fuid, rrn: first.rrn, filename: other });
+    kept.filename.should.equal(target);
+    fs.readFileSync(target, 'utf8').should.equal('revision one');
+    fs.existsSync(other).should.be.false();
+  });
+
+  it('file mode: a File pointing at msg.target writes where the msg says', async function () {
+    await s.load(s.flow('asset-download', { output: 'file', filename: 'target', filenameType: 'msg' }, { baseUrl: emulator.url }));
+    const where = path.join(tmp.dir, 'from-msg', 'one.txt');
+    const msg = await s.run({ fuid: first.fuid, rrn: first.rrn, target: where });
+    msg.filename.should.equal(where);
+    fs.readFileSync(where, 'utf8').should.equal('revision one');
+  });
+
+  it('file mode with a blank File (an old flow) fails saying what to set, and never writes to msg.filename', async function () {
+    const uploaded = path.join(tmp.dir, 'the-users-own.txt');
+    fs.writeFileSync(uploaded, 'my own file');
+    await s.load(s.flow('asset-download', { output: 'file', filename: '', filenameType: 'str' }, { baseUrl: emulator.url }));
+    const caught = await s.runFailing({ fuid: first.fuid, filename: uploaded });
+    caught.assetError.kind.should.equal('invalid-input');
+    caught.assetError.field.should.equal('filename');
+    caught.error.message.should.match(/set File in this node/);
+    fs.readFileSync(uploaded, 'utf8').should.equal('my own file');
   });
 
   it('file mode: a path ending in / saves under the server file name in that folder', async function () {

@@ -150,6 +150,7 @@ describe('asset-event-in owning its subscription (test helper + emulator)', func
     logged.should.match(/registering subscription nr-0123456789abcdef failed \(auth\)/);
     logged.should.match(/retry in 5 s/);
     node.status.lastCall.args[0].should.containEql({ fill: 'red', shape: 'ring' });
+    node.status.lastCall.args[0].text.should.containEql('auth: cookie rejected'); // reason first
     // The route is up meanwhile.
     await request(app).post('/dam/events').set('X-DAM-Secret', SECRET)
       .send({ success: true, id: DERIVED_ID, data: { entry: [{ assetId: 9, rrn: 9, action: 'added' }] } }).expect(200);

@@ -46,14 +46,27 @@ describe('asset-export node (against the emulator)', function () {
     JSON.stringify(msg.payload).should.not.containEql('SFO');
   });
 
-  it('the editor format pick list (xml) gives text; msg.type overrides it', async function () {
+  it('the editor format pick list (xml) gives text; msg.type does not take over (the core watch node sets it)', async function () {
     await s.load(s.flow('asset-export', { fuid: String(asset.fuid), fuidType: 'num', exportType: 'xml', exportTypeType: 'fmt' }, { baseUrl: emulator.url }));
     const xml = await s.run({});
     xml.payload.should.be.a.String();
     xml.payload.should.match(/^\s*</);
     xml.payload.should.containEql('SFO');
-    const json = await s.run({ type: 'json' });
-    json.payload.should.be.an.Object();
+    const still = await s.run({ type: 'json' });
+    still.payload.should.be.a.String();
+    still.payload.should.match(/^\s*</);
+  });
+
+  it('a blank Type is the server default, never msg.type (e.g. "file" from a watch node)', async function () {
+    await s.load(s.flow('asset-export', { exportType: '', exportTypeType: 'str' }, { baseUrl: emulator.url }));
+    const msg = await s.run({ fuid: asset.fuid, type: 'file' });
+    msg.payload.should.be.an.Object();
+  });
+
+  it('msg.type is the export type only when the Type field points at it', async function () {
+    await s.load(s.flow('asset-export', { exportType: 'type', exportTypeType: 'msg' }, { baseUrl: emulator.url }));
+    const msg = await s.run({ fuid: asset.fuid, type: 'xml' });
+    msg.payload.should.be.a.String();
   });
 
   it('evaluates a JSONata editor value', async function () {
@@ -62,10 +75,15 @@ describe('asset-export node (against the emulator)', function () {
     JSON.stringify(msg.payload).should.containEql('meta.txt');
   });
 
-  it('msg.fuid overrides the editor fuid', async function () {
-    await s.load(s.flow('asset-export', { fuid: '424242', fuidType: 'num' }, { baseUrl: emulator.url }));
-    const msg = await s.run({ fuid: asset.fuid });
+  it('a fuid set in the node wins over msg.fuid; a msg.fuid TypedInput (new nodes) reads it', async function () {
+    await s.load(s.flow('asset-export', { fuid: String(asset.fuid), fuidType: 'num' }, { baseUrl: emulator.url }));
+    const msg = await s.run({ fuid: 424242 });
     JSON.stringify(msg.payload).should.containEql('meta.txt');
+    await helper.unload();
+    await s.load(s.flow('asset-export', { fuid: 'fuid', fuidType: 'msg', rrn: 'rrn', rrnType: 'msg' }, { baseUrl: emulator.url }));
+    const fromMsg = await s.run({ fuid: asset.fuid, rrn: asset.rrn1 });
+    JSON.stringify(fromMsg.payload).should.containEql('meta.txt');
+    JSON.stringify(fromMsg.payload).should.not.containEql('SFO');
   });
 
   it('an unknown fuid is a rejected error', async function () {
@@ -78,7 +96,7 @@ describe('asset-export node (against the emulator)', function () {
     const cases = [
       ['no fuid anywhere', {}, {}, /fuid/],
       ['a msg.fuid that is not an integer', {}, { fuid: { id: 1 } }, /msg\.fuid/],
-      ['a msg.type that is not a string', {}, { fuid: 1, type: ['json'] }, /msg\.type/],
+      ['a msg.type that is not a string, when Type points at it', { exportType: 'type', exportTypeType: 'msg' }, { fuid: 1, type: ['json'] }, /msg\.type/],
       ['a bad JSON editor value', { fuid: '{nope', fuidType: 'json' }, {}, /fuid/]
     ];
     for (const [title, props, msg, field] of cases) {

@@ -40,7 +40,7 @@ describe('asset-subscribe node (against the emulator)', function () {
     msg.payload.should.containDeep({ id: 'node-test-sub-1', success: true });
     msg.subscriptionId.should.equal('node-test-sub-1');
     msg.action.should.equal('register');
-    statuses[0].should.containDeep({ fill: 'blue', text: '1 in flight' });
+    statuses[0].should.containDeep({ fill: 'blue', text: '1 running' });
     statuses[statuses.length - 1].should.containDeep({ fill: 'green', shape: 'dot' });
     await helper.unload();
 
@@ -48,8 +48,8 @@ describe('asset-subscribe node (against the emulator)', function () {
     stored.should.containDeep({
       callback: 'http://127.0.0.1:9/callback', method: 'POST', successCode: 202, retryCount: 5, logicalOperand: 'AND'
     });
-    // get masks header values (a callback header may carry a webhook secret); the server has them whole.
-    stored.header.should.eql(['Content-Type: ***', 'X-Secret: ***']);
+    // get masks the values of headers that can hold a secret; Content-Type stays readable; the server has them whole.
+    stored.header.should.eql(['Content-Type: application/json', 'X-Secret: ***']);
     (await s.emulatorGet(`${emulator.url}/review/api/events/assets/subscribe/node-test-sub-1`)).body.subscription.header.should.eql(registerProps.header);
     // ... and query parameter values (they may carry a token); names stay readable.
     stored.queryParam.should.eql(['source=***', 'b=***']);
@@ -78,23 +78,41 @@ describe('asset-subscribe node (against the emulator)', function () {
     stored.watchPath.should.eql(['/']);
   });
 
-  it('msg.action, msg.subscriptionId and msg.subscription override the editor', async function () {
-    await s.load(s.flow('asset-subscribe', { ...registerProps, action: 'delete', subscriptionId: 'editor-id-unused' }, { baseUrl: emulator.url }));
+  it('msg.action, msg.subscriptionId and msg.subscription do not replace what the node sets', async function () {
+    await s.load(s.flow('asset-subscribe', { ...registerProps, subscriptionId: 'editor-keeps-id' }, { baseUrl: emulator.url }));
     const msg = await s.run({
-      action: 'REGISTER',
-      subscriptionId: 'msg-override-id',
-      subscription: { callback: 'https://example.test/hook', watchPath: '* /override', header: ['A: 1', 'B: 2'], retryCount: 1 }
+      action: 'delete',
+      subscriptionId: 'msg-id-unused',
+      subscription: { callback: 'https://example.test/hook', retryCount: 1, requestType: 'json' }
     });
-    msg.payload.id.should.equal('msg-override-id');
+    msg.payload.id.should.equal('editor-keeps-id');
     msg.action.should.equal('register');
     await helper.unload();
-    const stored = await getStored('msg-override-id');
+    const stored = await getStored('editor-keeps-id');
+    stored.callback.should.equal(registerProps.callback);
+    stored.retryCount.should.equal(5);
+    // msg.subscription fills in what the node leaves blank.
+    stored.requestType.should.equal('json');
+  });
+
+  it('Action "set by msg.action" reads msg.action; a blank id and blank fields read msg.subscriptionId and msg.subscription', async function () {
+    await s.load(s.flow('asset-subscribe', {
+      ...registerProps, action: 'msg', subscriptionId: '', callback: '', retryCount: '', header: [], watchPath: []
+    }, { baseUrl: emulator.url }));
+    const msg = await s.run({
+      action: 'REGISTER',
+      subscriptionId: 'msg-chosen-id',
+      subscription: { callback: 'https://example.test/hook', watchPath: '* /override', header: ['Authorization: Bearer t0ken', 'B: 2'], retryCount: 1 }
+    });
+    msg.payload.id.should.equal('msg-chosen-id');
+    msg.action.should.equal('register');
+    await helper.unload();
+    const stored = await getStored('msg-chosen-id');
     stored.callback.should.equal('https://example.test/hook');
     stored.watchPath.should.eql(['* /override']);
-    stored.header.should.eql(['A: ***', 'B: ***']);
-    (await s.emulatorGet(`${emulator.url}/review/api/events/assets/subscribe/msg-override-id`)).body.subscription.header.should.eql(['A: 1', 'B: 2']);
+    stored.header.should.eql(['Authorization: ***', 'B: 2']);
+    (await s.emulatorGet(`${emulator.url}/review/api/events/assets/subscribe/msg-chosen-id`)).body.subscription.header.should.eql(['Authorization: Bearer t0ken', 'B: 2']);
     stored.retryCount.should.equal(1);
-    // Fields not in msg.subscription keep the editor's values.
     stored.method.should.equal('POST');
     stored.watchMetadata.should.eql(registerProps.watchMetadata);
   });
@@ -129,12 +147,12 @@ describe('asset-subscribe node (against the emulator)', function () {
       ['an id of 41 characters', { subscriptionId: 'a'.repeat(41) }, {}, /id|subscriptionId/],
       ['an id with _', { subscriptionId: 'a_b-cdefgh' }, {}, /id|subscriptionId/],
       ['a missing id', { subscriptionId: '' }, {}, /subscriptionId/],
-      ['an unknown msg.action', {}, { action: 'subscribe-all' }, /msg\.action/],
+      ['an unknown msg.action', { action: 'msg' }, { action: 'subscribe-all' }, /msg\.action/],
       ['msg.subscription that is not an object', {}, { subscription: 'callback=x' }, /msg\.subscription/],
       ['a missing callback', { callback: '' }, {}, /callback/],
-      ['a callback that is not a URL', {}, { subscription: { callback: 'not a url' } }, /callback/],
-      ['a bad logicalOperand', {}, { subscription: { logicalOperand: 'XOR' } }, /logicalOperand/],
-      ['a bad watchMetadata', {}, { subscription: { watchMetadata: ['no-operator'] } }, /watchMetadata/],
+      ['a callback that is not a URL', { callback: '' }, { subscription: { callback: 'not a url' } }, /callback/],
+      ['a bad logicalOperand', { logicalOperand: '' }, { subscription: { logicalOperand: 'XOR' } }, /logicalOperand/],
+      ['a bad watchMetadata', { watchMetadata: [] }, { subscription: { watchMetadata: ['no-operator'] } }, /watchMetadata/],
       ['a non-integer successCode', { successCode: 'abc', successCodeType: 'str' }, {}, /successCode/]
     ];
     for (const [title, props, msg, field] of cases) {
@@ -145,20 +163,23 @@ describe('asset-subscribe node (against the emulator)', function () {
         caught.assetError.kind.should.equal('invalid-input');
         caught.assetError.field.should.match(field);
         caught.error.message.should.match(field);
-        statuses[statuses.length - 1].text.should.startWith('invalid-input:');
+        // Reason first: the field and its rule.
+        statuses[statuses.length - 1].should.containDeep({ fill: 'red', shape: 'ring' });
+        statuses[statuses.length - 1].text.should.match(field);
       });
     }
   });
 
-  it('several messages in flight show the count, and every one completes', async function () {
-    await s.load(s.flow('asset-subscribe', registerProps, { baseUrl: emulator.url }));
+  it('several messages: two run (the default limit), the third waits; the status shows both, every one completes', async function () {
+    await s.load(s.flow('asset-subscribe', { ...registerProps, subscriptionId: '' }, { baseUrl: emulator.url }));
     const statuses = s.recordStatus();
     const out = helper.getNode('out');
     let received = 0;
     const all = new Promise(resolve => out.on('input', () => { if (++received === 3) resolve(); }));
     for (let i = 0; i < 3; i++) helper.getNode('n1').receive({ subscriptionId: `parallel-sub-${i}` });
     await all;
-    statuses.map(st => st.text).should.containEql('3 in flight');
+    statuses.map(st => st.text).should.containEql('2 running, 1 queued');
+    statuses.map(st => st.text).should.not.containEql('3 running');
     statuses[statuses.length - 1].fill.should.equal('green');
   });
 

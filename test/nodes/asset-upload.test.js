@@ -68,7 +68,7 @@ describe('asset-upload node (against the emulator)', function () {
   });
 
   it('sends msg.payload as a Buffer, a string or a Readable stream', async function () {
-    await s.load(s.flow('asset-upload', { ...base, assetName: 'from-payload.bin' }, { baseUrl: emulator.url }));
+    await s.load(s.flow('asset-upload', base, { baseUrl: emulator.url }));
     const fromBuffer = await s.run({ payload: Buffer.from([1, 2, 3, 4]) });
     fromBuffer.payload.length.should.equal(4);
     const fromString = await s.run({ payload: 'ünïcode text', name: 'text.txt' });
@@ -78,16 +78,20 @@ describe('asset-upload node (against the emulator)', function () {
     JSON.stringify(await asset(fromStream.fuid)).should.containEql('/inbox/stream.bin');
   });
 
-  it('msg.name, msg.destination, msg.collectionId override the editor', async function () {
+  it('name, destination, collectionId set in the node win over msg.name, msg.destination, msg.collectionId', async function () {
     await s.load(s.flow('asset-upload', { ...base, assetName: 'editor-name.txt', collectionId: '3', collectionIdType: 'num' }, { baseUrl: emulator.url }));
+    const msg = await s.run({ payload: 'x', name: 'msg-name.txt', destination: '/other/place', collectionId: '7' });
+    const record = await asset(msg.fuid);
+    JSON.stringify(record).should.containEql('/inbox/editor-name.txt');
+    record.collectionId.should.equal(3);
+  });
+
+  it('blank fields (flows of earlier versions) read msg.name, msg.destination, msg.collectionId', async function () {
+    await s.load(s.flow('asset-upload', { ...base, destination: '' }, { baseUrl: emulator.url }));
     const msg = await s.run({ payload: 'x', name: 'msg-name.txt', destination: '/other/place', collectionId: '7' });
     const record = await asset(msg.fuid);
     JSON.stringify(record).should.containEql('/other/place/msg-name.txt');
     record.collectionId.should.equal(7);
-    const editorMsg = await s.run({ payload: 'y' });
-    const editorRecord = await asset(editorMsg.fuid);
-    JSON.stringify(editorRecord).should.containEql('/inbox/editor-name.txt');
-    editorRecord.collectionId.should.equal(3);
   });
 
   it('msg.destinationFuid targets a folder by id', async function () {
@@ -99,8 +103,8 @@ describe('asset-upload node (against the emulator)', function () {
     JSON.stringify(await asset(second.fuid)).should.containEql('/by-fuid/second.txt');
   });
 
-  it('msg.wait false answers with msg.jobId; msg.waitInMinutes is accepted', async function () {
-    await s.load(s.flow('asset-upload', base, { baseUrl: emulator.url }));
+  it('msg.wait false (Wait blank) answers with msg.jobId; msg.waitInMinutes is accepted', async function () {
+    await s.load(s.flow('asset-upload', { ...base, wait: '' }, { baseUrl: emulator.url }));
     const msg = await s.run({ payload: 'later', name: 'job.txt', wait: false });
     msg.jobId.should.be.a.String().and.not.be.empty();
     msg.payload.success.should.be.true();
@@ -111,7 +115,7 @@ describe('asset-upload node (against the emulator)', function () {
 
   it('msg.expandZip chooses between expanding a zip and storing it whole', async function () {
     const zip = await zipOf({ 'a.txt': 'A', 'sub/b.txt': 'B' });
-    await s.load(s.flow('asset-upload', { ...base, expandZip: 'true', expandZipType: 'bool' }, { baseUrl: emulator.url }));
+    await s.load(s.flow('asset-upload', { ...base, expandZip: '', expandZipType: 'bool' }, { baseUrl: emulator.url }));
     const expanded = await s.run({ payload: zip, name: 'bundle.zip', destination: '/zips' });
     expanded.fuids.length.should.equal(2);
     expanded.fuid.should.equal(expanded.fuids[0]);
@@ -131,10 +135,10 @@ describe('asset-upload node (against the emulator)', function () {
     }
   });
 
-  it('shows percent while sending, and the count when several are in flight', async function () {
+  it('shows percent while sending, and the count when several are in flight (Parallel 3)', async function () {
     const big = path.join(tmp.dir, 'big.bin');
     fs.writeFileSync(big, Buffer.alloc(8 * 1024 * 1024, 1));
-    await s.load(s.flow('asset-upload', base, { baseUrl: emulator.url }));
+    await s.load(s.flow('asset-upload', { ...base, maxInFlight: '3' }, { baseUrl: emulator.url }));
     const statuses = s.recordStatus();
     await s.run({ filename: big, name: 'big.bin' });
     statuses.map(st => st.text).filter(t => /^\d+%$/.test(t)).length.should.be.above(0);
@@ -144,7 +148,7 @@ describe('asset-upload node (against the emulator)', function () {
     const all = new Promise(resolve => helper.getNode('out').on('input', () => { if (++received === 3) resolve(); }));
     for (let i = 0; i < 3; i++) helper.getNode('n1').receive({ filename: big, name: `big-${i}.bin` });
     await all;
-    statuses.map(st => st.text).should.containEql('3 in flight');
+    statuses.map(st => st.text).should.containEql('3 running');
     statuses[statuses.length - 1].fill.should.equal('green');
   });
 
@@ -153,7 +157,7 @@ describe('asset-upload node (against the emulator)', function () {
       ['no file and an object payload', {}, { payload: { not: 'a file' } }, /msg\.payload/],
       ['no destination at all', { destination: '' }, { payload: 'x' }, /destination/],
       ['a destinationFuid that is not a number', {}, { payload: 'x', destinationFuid: 'abc' }, /msg\.destinationFuid/],
-      ['a wait that is not a boolean', {}, { payload: 'x', wait: 'maybe' }, /msg\.wait/],
+      ['a wait that is not a boolean', { wait: '' }, { payload: 'x', wait: 'maybe' }, /msg\.wait/],
       ['an expandZip that is not a boolean', {}, { payload: 'x', expandZip: 3 }, /msg\.expandZip/],
       ['a waitInMinutes that is not an integer', {}, { payload: 'x', waitInMinutes: '1.5' }, /msg\.waitInMinutes/],
       ['a msg.filename that does not exist', {}, { filename: '/nonexistent/dir/file.bin' }, /file|ENOENT/i]

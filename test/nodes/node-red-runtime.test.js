@@ -11,6 +11,7 @@ const s = require('./nodes-support');
 
 const root = path.join(__dirname, '..', '..');
 const pkg = require(path.join(root, 'package.json'));
+const { STATUS_KEYS } = require(path.join(root, 'dist', 'nodes', 'common'));
 const MODULE = pkg.name;
 const TYPES = Object.keys(pkg['node-red'].nodes);
 /** Types whose runtime uses the shared request helpers (status keys dam.status.*). */
@@ -47,11 +48,11 @@ function keysUsedBy(type) {
   }
   const source = path.join(root, 'src', 'nodes', `${type}.ts`);
   if (fs.existsSync(source)) {
-    for (const m of fs.readFileSync(source, 'utf8').matchAll(/RED\._\(\s*'([^'$`]+)'\s*[,)]/g)) add(m[1], ns);
+    for (const m of fs.readFileSync(source, 'utf8').matchAll(/(?:RED\._\(|localText\(RED, )\s*'([^'$`]+)'\s*[,)]/g)) add(m[1], ns);
   }
   for (const key of DYNAMIC_KEYS[type] || []) add(key, ns);
   if (REQUEST_TYPES.includes(type)) {
-    for (const name of ['inFlight', 'progress', 'bytes', 'error', 'aborted']) add(`dam.status.${name}`, ns);
+    for (const name of Object.keys(STATUS_KEYS)) add(`dam.status.${name}`, ns);
   }
   return used;
 }

@@ -203,7 +203,38 @@ function describeFailures(type, setup, { needsPermission = true } = {}) {
     everything.should.not.containEql(WRONG_COOKIE_VALUE);
     everything.should.not.containEql('local-dev');
     statuses[statuses.length - 1].should.containDeep({ fill: 'red', shape: 'ring' });
-    statuses[statuses.length - 1].text.should.startWith('auth:');
+    // Reason first, short enough to read under the node.
+    statuses[statuses.length - 1].text.should.equal('auth: cookie rejected');
+  });
+
+  it('a cookie pasted with its header name ("Cookie: JSESSIONID=...") works', async function () {
+    const { emulator, props, msg } = await setup();
+    await load(flow(type, props, { baseUrl: emulator.url }), credentials(`Cookie: ${COOKIE}`));
+    const r = await (async () => { const p = outcome(); helper.getNode('n1').receive(msg()); return p; })();
+    if (r.caught) throw new Error(`expected output, got ${r.caught.error.message}`);
+  });
+
+  it('a base URL that already ends in /review is used as is (no /review/review/...)', async function () {
+    const { emulator, props, msg } = await setup();
+    await load(flow(type, props, { baseUrl: `${emulator.url}/review/` }));
+    const r = await (async () => { const p = outcome(); helper.getNode('n1').receive(msg()); return p; })();
+    if (r.caught) throw new Error(`expected output, got ${r.caught.error.message}`);
+  });
+
+  it('a base URL with a wrong path prefix shows "404: check base URL"', async function () {
+    const { emulator, props, msg } = await setup();
+    await load(flow(type, props, { baseUrl: `${emulator.url}/wrong-prefix` }));
+    const statuses = recordStatus();
+    const caught = await runFailing(msg());
+    caught.assetError.status.should.equal(404);
+    statuses[statuses.length - 1].should.containDeep({ fill: 'red', shape: 'ring', text: '404: check base URL' });
+  });
+
+  it('a success removes the msg.assetError of an earlier failure (a message retried by a Catch flow)', async function () {
+    const { emulator, props, msg } = await setup();
+    await load(flow(type, props, { baseUrl: emulator.url }));
+    const out = await run({ ...msg(), assetError: { kind: 'network', message: 'old failure' } });
+    out.should.not.have.property('assetError');
   });
 
   it('a bare cookie value (no name) works like JSESSIONID=value', async function () {
@@ -239,7 +270,7 @@ function describeFailures(type, setup, { needsPermission = true } = {}) {
     const caught = await runFailing(msg());
     caught.assetError.kind.should.equal('network');
     statuses[statuses.length - 1].should.containDeep({ fill: 'red', shape: 'ring' });
-    statuses[statuses.length - 1].text.should.startWith('network:');
+    statuses[statuses.length - 1].text.should.equal('network: connection refused');
   });
 
   it('no server selected is a clear error naming the server field', async function () {

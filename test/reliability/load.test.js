@@ -83,7 +83,7 @@ describe(`reliability 6: load (${LONG ? 'long' : 'short'} mode: ${UPLOADS} x 50 
       { id: upload, type: 'asset-upload', z: tab.id, name: 'upload', server: server.id,
         filename: 'filename', filenameType: 'msg', assetName: 'name', assetNameType: 'msg', destination: '/load', destinationType: 'str',
         destinationFuid: '', destinationFuidType: 'num', collectionId: '', collectionIdType: 'num', wait: 'true', waitType: 'bool',
-        waitInMinutes: '', waitInMinutesType: 'num', expandZip: 'false', expandZipType: 'bool', wires: [[done]] },
+        waitInMinutes: '', waitInMinutesType: 'num', expandZip: 'false', expandZipType: 'bool', maxInFlight: UPLOADS, wires: [[done]] },
       { id: done, type: 'function', z: tab.id, name: 'result', outputs: 1, libs: [],
         func: 'msg.payload = { fuid: msg.fuid, rrn: msg.rrn, length: msg.payload.length }; return msg;', wires: [[respond]] },
       { id: respond, type: 'http response', z: tab.id, name: '', statusCode: '', headers: {}, wires: [] },

@@ -1,0 +1,103 @@
+'use strict';
+/**
+ * The editor shows where each value comes from (real Node-RED + headless Chromium):
+ * new nodes point their per-message fields at msg explicitly, every request node has a
+ * "Parallel" setting, asset-subscribe offers "set by msg.action", and asset-event-in marks
+ * "manage subscription" when the selected server has no Public URL.
+ */
+const should = require('should');
+const { startNodeRed } = require('./lib/browser-node-red');
+const { findChromium, CHROMIUM_ARGS, watchPageProblems } = require('./lib/browser-page');
+
+describe('editor: field sources and marks (Chromium)', function () {
+  this.timeout(30000);
+  let nr, browser, page, problems;
+
+  before(async function () {
+    this.timeout(120000);
+    const chromiumPath = findChromium();
+    if (!chromiumPath) {
+      if (process.env.DAM_BROWSER_REQUIRED === '1') throw new Error('browser test cannot run: no Chromium');
+      console.log('    SKIPPED editor source test: no Chromium (.ci/run installs it)');
+      this.skip();
+    }
+    const { chromium } = require('playwright-core');
+    nr = await startNodeRed();
+    browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS });
+    page = await (await browser.newContext({ viewport: { width: 1400, height: 900 } })).newPage();
+    problems = watchPageProblems(page);
+    await page.goto(nr.url);
+    // The editor's own readiness: workspace active, loading overlay gone, our types registered.
+    await page.waitForFunction(() => window.RED && window.RED.nodes && RED.workspaces && RED.workspaces.active() &&
+      !$('#red-ui-loading-progress').is(':visible') && RED.nodes.getType('asset-event-in') && window.DamEditor,
+    null, { timeout: 60000 });
+  });
+
+  after(async function () {
+    this.timeout(30000);
+    if (browser) await browser.close();
+    if (nr) await nr.stop();
+  });
+
+  it('new download, export and upload nodes point fuid, rrn and the upload file at msg explicitly', async function () {
+    const defaults = await page.evaluate(() => {
+      const d = type => Object.fromEntries(Object.entries(RED.nodes.getType(type).defaults).map(([k, v]) => [k, v.value]));
+      return { download: d('asset-download'), export: d('asset-export'), upload: d('asset-upload') };
+    });
+    defaults.download.should.containDeep({ fuid: 'fuid', fuidType: 'msg', rrn: 'rrn', rrnType: 'msg', filename: '', filenameType: 'str' });
+    defaults.export.should.containDeep({ fuid: 'fuid', fuidType: 'msg', rrn: 'rrn', rrnType: 'msg', exportType: 'json' });
+    defaults.upload.should.containDeep({ filename: 'filename', filenameType: 'msg' });
+  });
+
+  it('every request node has a Parallel setting (default 2, 1 to 32) and asset-subscribe offers "set by msg.action"', async function () {
+    const found = await page.evaluate(() => ({
+      defaults: ['asset-upload', 'asset-download', 'asset-export', 'asset-subscribe']
+        .map(type => RED.nodes.getType(type).defaults.maxInFlight && RED.nodes.getType(type).defaults.maxInFlight.value),
+      checks: ['', '1', '2', '32', '0', '33', '1.5', 'two'].map(v => DamEditor.validateInFlight(v) === true)
+    }));
+    found.defaults.should.eql([2, 2, 2, 2]);
+    found.checks.should.eql([true, true, true, true, false, false, false, false]);
+
+    const id = await page.evaluate(() => {
+      const created = RED.view.createNode('asset-subscribe', 300, 200);
+      RED.nodes.add(created.node);
+      RED.editor.edit(created.node);
+      return created.node.id;
+    });
+    await page.locator('.red-ui-tray #node-input-action').waitFor({ state: 'visible' });
+    const options = await page.evaluate(() => $('#node-input-action option').map((i, o) => [[o.value, $(o).text()]]).get());
+    options.should.containDeep([['msg', 'set by msg.action']]);
+    await page.locator('#node-dialog-cancel').click();
+    await page.locator('#node-dialog-cancel').waitFor({ state: 'detached' });
+    await page.evaluate(id => RED.nodes.remove(id), id);
+  });
+
+  it('asset-event-in: "manage subscription" is marked when the selected server has no Public URL', async function () {
+    const mark = problems.mark();
+    const result = await page.evaluate(() => {
+      const z = RED.workspaces.active();
+      RED.nodes.import([
+        { id: 'srvnopublic00001', type: 'asset-server', name: 'no public url', baseUrl: 'http://127.0.0.1:8873', timeout: 30, publicBaseUrl: '' },
+        { id: 'srvpublic0000001', type: 'asset-server', name: 'with public url', baseUrl: 'http://127.0.0.1:8873', timeout: 30, publicBaseUrl: 'http://127.0.0.1:1880' },
+        { id: 'evnopublic000001', type: 'asset-event-in', z, x: 200, y: 400, name: 'ev no public', method: 'post', path: '/ev-a', manage: true, server: 'srvnopublic00001', wires: [] },
+        { id: 'evpublic00000001', type: 'asset-event-in', z, x: 200, y: 460, name: 'ev public', method: 'post', path: '/ev-b', manage: true, server: 'srvpublic0000001', wires: [] },
+        { id: 'evunmanaged00001', type: 'asset-event-in', z, x: 200, y: 520, name: 'ev unmanaged', method: 'post', path: '/ev-c', manage: false, server: 'srvnopublic00001', wires: [] }
+      ]);
+      const valid = id => { const n = RED.nodes.node(id); RED.editor.validateNode(n); return n.valid; };
+      return { noPublic: valid('evnopublic000001'), withPublic: valid('evpublic00000001'), unmanaged: valid('evunmanaged00001') };
+    });
+    result.should.eql({ noPublic: false, withPublic: true, unmanaged: true });
+
+    await page.evaluate(() => RED.editor.edit(RED.nodes.node('evnopublic000001')));
+    await page.locator('.red-ui-tray #node-input-manage').waitFor({ state: 'visible' });
+    const marked = () => page.evaluate(() => $('#node-input-manage').hasClass('input-error'));
+    (await marked()).should.be.true();
+    (await page.locator('#node-input-callbackPreview').textContent()).should.match(/Public URL/);
+    await page.evaluate(() => $('#node-input-server').val('srvpublic0000001').trigger('change'));
+    (await marked()).should.be.false();
+    (await page.locator('#node-input-callbackPreview').textContent()).should.match(/http:\/\/127\.0\.0\.1:1880\/(.*\/)?ev-a$/);
+    await page.locator('#node-dialog-cancel').click();
+    await page.locator('#node-dialog-cancel').waitFor({ state: 'detached' });
+    should(problems.since(mark)).eql([]);
+  });
+});

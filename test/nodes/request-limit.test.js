@@ -1,0 +1,130 @@
+'use strict';
+// Bounded work: a node runs at most "Parallel requests" messages at once, queues the rest in
+// arrival order with the queue in its status, and on close aborts what runs and fails every
+// queued message with done(err).
+require('should');
+const { PassThrough } = require('stream');
+const s = require('./nodes-support');
+const { helper } = s;
+
+/** Resolves when the node under test shows a status with exactly `text`. */
+function statusShown(node, text, ms = 10000) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`status "${text}" not shown within ${ms} ms`)), ms);
+    const onStatus = call => {
+      if (call.args[0] && call.args[0].text === text) { clearTimeout(timer); node.removeListener('call:status', onStatus); resolve(); }
+    };
+    node.on('call:status', onStatus);
+  });
+}
+
+describe('request limit and queue (asset-upload)', function () {
+  let emulator;
+  before(async function () {
+    await helper.startServer();
+    emulator = await s.startTestEmulator();
+  });
+  after(async function () {
+    if (emulator) await emulator.close();
+    await helper.stopServer();
+  });
+  afterEach(() => helper.unload());
+
+  const base = { destination: '/queue', destinationType: 'str', wait: 'true', waitType: 'bool' };
+
+  it('runs two at once by default, queues the rest in arrival order and shows "2 running, 3 queued"', async function () {
+    await s.load(s.flow('asset-upload', base, { baseUrl: emulator.url }));
+    const n1 = helper.getNode('n1');
+    const streams = Array.from({ length: 5 }, () => new PassThrough());
+    const queued = statusShown(n1, '2 running, 3 queued');
+    streams.forEach((payload, i) => n1.receive({ payload, name: `q${i}.txt`, seq: i }));
+    await queued;
+    // The queued messages' payloads are not touched until their turn.
+    streams.slice(2).forEach(st => (st.readableFlowing === null).should.be.true());
+
+    const order = [];
+    const out = helper.getNode('out');
+    const allDone = new Promise(resolve => out.on('input', msg => { order.push(msg.seq); if (order.length === 5) resolve(); }));
+    const next = statusShown(n1, '2 running, 2 queued');
+    streams[0].end('zero');
+    await next;
+    // Then the rest, one after another: each starts when a running one ends.
+    for (let i = 1; i < 5; i++) streams[i].end(`number ${i}`);
+    await allDone;
+    order.slice(0, 1).should.eql([0]);
+    order.slice().sort().should.eql([0, 1, 2, 3, 4]);
+  });
+
+  it('honours the editor setting (Parallel 1): one at a time', async function () {
+    await s.load(s.flow('asset-upload', { ...base, maxInFlight: '1' }, { baseUrl: emulator.url }));
+    const n1 = helper.getNode('n1');
+    const streams = [new PassThrough(), new PassThrough()];
+    const queued = statusShown(n1, '1 running, 1 queued');
+    streams.forEach((payload, i) => n1.receive({ payload, name: `one${i}.txt` }));
+    await queued;
+    (streams[1].readableFlowing === null).should.be.true();
+    streams.forEach(st => st.end('x'));
+  });
+
+  it('on close: aborts the running ones and fails every queued message with done(err)', async function () {
+    await s.load(s.flow('asset-upload', base, { baseUrl: emulator.url }));
+    const n1 = helper.getNode('n1');
+    const streams = Array.from({ length: 5 }, () => new PassThrough());
+    const queued = statusShown(n1, '2 running, 3 queued');
+    streams.forEach((payload, i) => n1.receive({ payload, name: `closing${i}.txt`, seq: i }));
+    await queued;
+    // The helper stops spying on logs before it closes the nodes: record here. done(err) calls node.error(err, msg).
+    const errors = [];
+    const warnings = [];
+    n1.error = (err, msg) => errors.push({ err, msg });
+    n1.warn = text => warnings.push(text);
+    let outputs = 0;
+    helper.getNode('out').on('input', () => { outputs++; });
+
+    const started = Date.now();
+    await helper.unload();
+    (Date.now() - started).should.be.below(5000);
+    outputs.should.equal(0);
+    errors.map(e => e.msg.seq).should.eql([2, 3, 4]);
+    for (const { err, msg } of errors) {
+      err.kind.should.equal('aborted');
+      err.message.should.match(/dropped/);
+      msg.assetError.kind.should.equal('aborted');
+    }
+    warnings.should.eql(['dropped 3 queued message(s) on close', 'aborted 2 request(s) in flight on close']);
+  });
+
+  it('refuses a bad editor value with a warning and uses the default', async function () {
+    await s.load(s.flow('asset-upload', { ...base, maxInFlight: '0' }, { baseUrl: emulator.url }));
+    const warned = helper.log().args.map(a => JSON.stringify(a)).join('\n');
+    warned.should.match(/Parallel requests must be a whole number from 1 to 32; using 2/);
+  });
+});
+
+describe('asset-upload with both destination and destinationFuid', function () {
+  let emulator;
+  before(async function () {
+    await helper.startServer();
+    emulator = await s.startTestEmulator();
+  });
+  after(async function () {
+    if (emulator) await emulator.close();
+    await helper.stopServer();
+  });
+  afterEach(() => helper.unload());
+
+  it('says once that the server uses destination (spec 4.2), and the file lands there', async function () {
+    await s.load(s.flow('asset-upload', {
+      destination: '/both-dest', destinationType: 'str', destinationFuid: '1', destinationFuidType: 'num', wait: 'true', waitType: 'bool'
+    }, { baseUrl: emulator.url }));
+    const n1 = helper.getNode('n1');
+    const warnings = [];
+    n1.on('call:warn', call => warnings.push(call.args[0]));
+    const msg = await s.run({ payload: 'x', name: 'both.txt' });
+    await s.run({ payload: 'y', name: 'both2.txt' });
+    warnings.length.should.equal(1);
+    warnings[0].should.match(/server uses Destination/);
+    const record = await s.emulatorGet(`${emulator.url}/emulator/assets/${msg.fuid}`);
+    JSON.stringify(record.body).should.containEql('/both-dest/both.txt');
+  });
+});
