@@ -104,7 +104,10 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
     const publicBaseUrl = nr.url.replace(/\/$/, '');
     const flows = [
       { id: IDS.tab, type: 'tab', label: 'DAM sidebar' },
-      { id: IDS.server, type: 'asset-server', name: 'emulator', baseUrl: emulator.url, publicBaseUrl, timeout: 10, credentials: { cookie: COOKIE } },
+      {
+        id: IDS.server, type: 'asset-server', name: 'emulator', baseUrl: emulator.url, publicBaseUrl, timeout: 10,
+        rejectUnauthorized: true, credentials: { cookie: COOKIE }
+      },
       {
         id: IDS.eventIn, type: 'asset-event-in', z: IDS.tab, name: 'inbox changes', method: 'post', path: '/dam/sidebar',
         manage: true, server: IDS.server, watchPath: ['* /inbox'], watchMetadata: [], credentials: { secret: SECRET },
@@ -123,7 +126,8 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
 
   /** A browser context logged in as `user` through the editor's login form, with the editor loaded. */
   async function openEditor(user) {
-    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    // Tall enough for the whole tab in one screenshot (docs/images/dam-sidebar.png).
+    const context = await browser.newContext({ viewport: { width: 1300, height: 1150 } });
     const page = await context.newPage();
     const watched = watchPageProblems(page);
     await page.goto(nr.url);
@@ -228,6 +232,7 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
     await waitFor('the rejected counter to move', async () => await counter(page, 'rejected-secret') === rejected + 1, 10000);
     (await item(page, 'event-in', IDS.eventIn).locator('.dam-last-error').innerText()).should.containEql('401');
     await shoot(page, 'dam-sidebar', page.locator('#red-ui-sidebar'));
+    await shoot(page, 'dam-sidebar-editor');
     should(problems.all()).eql([]);
   });
 
@@ -250,7 +255,7 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
     const fixed = item(page, 'subscription', FIXED_ID);
     await fixed.locator('.dam-delete').click();
     const confirm = page.locator('.dam-confirm-delete');
-    await confirm.waitFor();
+    await confirm.click({ trial: true }); // waits until the notification has slid in
     await shoot(page, 'dam-sidebar-delete-confirm');
     (await emulatorJson(subscribePath(FIXED_ID))).success.should.be.true('nothing is deleted before the confirmation');
     await confirm.click();
@@ -262,6 +267,8 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
   // ---- the connection test in the dialog
 
   async function openServerDialog(page) {
+    // Earlier notifications (deleted, registered) must not cover the dialog's screenshots.
+    await page.locator('.red-ui-notification').first().waitFor({ state: 'detached', timeout: 10000 }).catch(() => {});
     await page.evaluate(id => RED.editor.editConfig('', 'asset-server', id), IDS.server);
     await page.locator('#node-config-dam-test').waitFor({ state: 'visible' });
   }
@@ -319,6 +326,9 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
     (await item(page, 'event-in', IDS.eventIn).locator('tr[data-counter="callbacks"]').count()).should.equal(1);
     (await page.locator('.dam-sidebar .dam-delete, .dam-sidebar .dam-register').count()).should.equal(0);
     await shoot(page, 'dam-sidebar-read-only', page.locator('#red-ui-sidebar'));
+    await openServerDialog(page);
+    (await page.locator('#node-config-dam-test').isDisabled()).should.be.true('Test connection needs asset-server.write');
+    await page.locator('#node-config-dialog-cancel').click();
     should(problems.all()).eql([]);
 
     (await adminApi('dam-assets/overview', {}, viewerToken)).status.should.equal(200);
