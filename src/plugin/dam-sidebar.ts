@@ -187,7 +187,10 @@ export default function register(RED: PluginAPI): void {
     };
     let cookie = text(body.cookie);
     // The dialog shows the saved placeholder when the cookie was not retyped: use the deployed one.
-    if (cookie === SAVED_PASSWORD) cookie = config.id ? RED.nodes.getCredentials(config.id)?.cookie : undefined;
+    // The running node's copy has ${ENV_VAR} already replaced; a stopped one has only the stored value.
+    if (cookie === SAVED_PASSWORD) {
+      cookie = config.id ? RED.nodes.getNode(config.id)?.credentials?.cookie ?? RED.nodes.getCredentials(config.id)?.cookie : undefined;
+    }
     let client: AssetClient | undefined;
     try {
       client = new AssetClient(clientOptions(RED as any, config, cookie));
