@@ -101,7 +101,8 @@ export default function register(RED: PluginAPI): void {
         const stats = eventInStats.get(config.id);
         eventIns.push({
           id: config.id, name: config.name || '', path: config.path || '', serverId: config.server || '',
-          manage: config.manage === true, subscriptionId, running: !!stats, ...(stats ? stats.view() : {})
+          manage: config.manage === true, subscriptionId,
+          running: !!stats, registrable: !!stats?.registerNow, ...(stats ? stats.view() : {})
         });
         use(config.server, subscriptionId, { nodeId: config.id, type: config.type, name: config.name, owned: config.manage === true });
       } else if (config.type === 'asset-subscribe') {
