@@ -10,7 +10,8 @@
  */
 const should = require('should');
 const path = require('path');
-const bcrypt = require('bcryptjs');
+// Node-RED's own bcrypt (adminAuth password hashes), as the project does not depend on it directly.
+const bcrypt = require(require.resolve('bcryptjs', { paths: [path.dirname(require.resolve('node-red'))] }));
 
 const { startNodeRed } = require('./lib/browser-node-red');
 const { findChromium, CHROMIUM_ARGS, watchPageProblems, untranslatedKeys, screenshotPath } = require('./lib/browser-page');
