@@ -144,10 +144,14 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
 
   /** Opens the DAM tab by clicking it and waits for a fresh listing. */
   async function openTab(page) {
-    // Beside the pinned tabs the sidebar lists the others in its tab menu (the caret).
+    // Node-RED 5: a button per tab in the bottom bar. Node-RED 4: beside the pinned tabs the
+    // sidebar lists the others in its tab menu (the caret).
+    await page.waitForFunction(() => document.querySelector('button[data-tab-id="dam-assets"], #red-ui-tab-dam-assets-link-button'));
+    const button = page.locator('button[data-tab-id="dam-assets"]');
     const shortcut = page.locator('#red-ui-tab-dam-assets-link-button');
-    await shortcut.waitFor({ state: 'attached' });
-    if (await shortcut.isVisible()) {
+    if (await button.count()) {
+      await button.click();
+    } else if (await shortcut.isVisible()) {
       await shortcut.click();
     } else {
       await page.locator('#red-ui-sidebar .red-ui-tab-link-button-menu').click();
