@@ -18,6 +18,7 @@ import {
 } from '../events';
 import type { AssetServerConfigNode } from './asset-server';
 import { errorStatusText } from './common';
+import { eventInStats } from '../plugin/event-in-stats';
 import type { Node, NodeAPI, NodeMessage, NodeStatus } from './node-red';
 
 /** Editor properties. */
@@ -276,6 +277,7 @@ export default function register(RED: NodeAPI): void {
     }
 
     const filter = settings.dedup ? new DuplicateFilter(settings.dedup) : undefined;
+    const stats = eventInStats.open(node.id); // live counters for the editor's DAM sidebar
     const state = {
       closed: false,
       lastEventAt: undefined as Date | undefined,
@@ -324,6 +326,7 @@ export default function register(RED: NodeAPI): void {
 
     function rejectCall(res: ServerResponse, status: 400 | 401 | 413, reason: string): void {
       state.rejected++;
+      stats.rejected(status, reason);
       const now = Date.now();
       if (now - state.lastWarnAt >= WARN_INTERVAL_MS) {
         state.lastWarnAt = now;
@@ -338,9 +341,10 @@ export default function register(RED: NodeAPI): void {
       const kept: CallbackEntry[] = [];
       for (const entry of entries) {
         if (isEmptyEntry(entry)) {
-          if (!settings.emitEmpty) { state.empties++; continue; }
+          if (!settings.emitEmpty) { state.empties++; stats.empty(); continue; }
         } else if (filter && filter.isDuplicate(entryKey(subscriptionId, entry))) {
           state.duplicates++;
+          stats.duplicate();
           continue;
         }
         kept.push(entry);
@@ -400,6 +404,7 @@ export default function register(RED: NodeAPI): void {
         state.lastEventAt = receivedAt;
         if (!await deliveredWhileOpen(res)) return;
         reply(res, settings.successCode, { success: true });
+        stats.callback(receivedAt, 1);
         callbackStatus();
         return;
       }
@@ -417,10 +422,12 @@ export default function register(RED: NodeAPI): void {
         reply(res, 503, { success: false, error: 'endpoint is closing' });
         return;
       }
+      const dropped = state.duplicates + state.empties;
       const sent = emitEntries(parsed.entries, parsed.id ?? settings.subscriptionId, receivedAt.toISOString());
       state.lastEventAt = receivedAt;
       if (sent > 0 && !await deliveredWhileOpen(res)) return;
       reply(res, settings.successCode, { success: true, received: parsed.entries.length, emitted: sent });
+      stats.callback(receivedAt, parsed.entries.length - (state.duplicates + state.empties - dropped));
       callbackStatus();
     }
 
@@ -428,7 +435,9 @@ export default function register(RED: NodeAPI): void {
     const route = (req: any, res: ServerResponse, next: (err?: unknown) => void) => {
       if (state.closed) { next(); return; } // removed from the router, but a request may already be routed
       handle(req, res).catch((err: unknown) => {
-        node.error(redact(t('errors.internal', 'could not handle a callback: __message__', { message: (err as Error)?.message ?? String(err) }), secret));
+        const message = redact(t('errors.internal', 'could not handle a callback: __message__', { message: (err as Error)?.message ?? String(err) }), secret);
+        node.error(message);
+        stats.error(message);
         reply(res, 500, { success: false, error: 'internal error' });
       });
     };
@@ -446,6 +455,7 @@ export default function register(RED: NodeAPI): void {
         owner = new OwnedSubscription(ownedSubscriptionSetup(), (s, error) => {
           state.subscription = s;
           state.subscriptionError = error ? redact(error, secret) : '';
+          stats.subscription(s, state.subscriptionError || undefined);
           showStatus();
         }, (message) => node.error(redact(message, secret)));
       } catch (err) {
@@ -453,6 +463,10 @@ export default function register(RED: NodeAPI): void {
         state.subscription = 'failed';
         state.subscriptionError = message.slice(0, 60);
         node.error(redact(t('errors.subscription-config', 'cannot manage the subscription: __message__', { message }), secret));
+      }
+      if (owner) {
+        const registering = owner;
+        stats.registerNow = () => registering.start().then((error) => error && redact(error, secret));
       }
       owner?.start(); // after the route: the server may call at once
     }
@@ -483,6 +497,7 @@ export default function register(RED: NodeAPI): void {
 
     node.on('close', (removed: boolean, done: () => void) => {
       state.closed = true;
+      eventInStats.close(stats);
       if (statusTimer) { clearTimeout(statusTimer); statusTimer = undefined; }
       removeRoute(RED.httpNode, route);
       releaseGuard();
@@ -508,18 +523,22 @@ export default function register(RED: NodeAPI): void {
       private readonly logError: (message: string) => void
     ) {}
 
-    start(): void {
-      if (this.closed) return;
+    /** Registers now (a pending retry is replaced); resolves with the error text, or undefined on success. */
+    start(): Promise<string | undefined> {
+      if (this.closed) return Promise.resolve('the node is closing');
+      if (this.timer) clearTimeout(this.timer);
       this.timer = undefined;
+      this.abort?.abort();
       this.onState('registering');
-      this.abort = new AbortController();
+      const abort = this.abort = new AbortController();
       const { client, id, fields } = this.setup;
-      client.registerSubscription(id, fields, { signal: this.abort.signal }).then(() => {
-        if (this.closed) return;
+      return client.registerSubscription(id, fields, { signal: abort.signal }).then(() => {
+        if (this.closed || abort.signal.aborted) return undefined;
         this.delayMs = RETRY_FIRST_MS;
         this.onState('registered');
+        return undefined;
       }, (err: unknown) => {
-        if (this.closed) return;
+        if (this.closed || abort.signal.aborted) return (err as Error)?.message ?? String(err);
         const kind = err instanceof AssetApiError ? err.kind : 'error';
         const message = err instanceof Error ? err.message : String(err);
         // A rule broken in the node's own settings will not heal by waiting.
@@ -528,9 +547,10 @@ export default function register(RED: NodeAPI): void {
           + (retry ? ' ' + this.setup.t('errors.retry', '(retry in __seconds__ s)', { seconds: Math.round(this.delayMs / 1000) }) : ''));
         this.onState('failed', errorStatusText(undefined, err));
         if (retry) {
-          this.timer = setTimeout(() => this.start(), this.delayMs);
+          this.timer = setTimeout(() => { this.start(); }, this.delayMs);
           this.delayMs = Math.min(this.delayMs * 2, RETRY_MAX_MS);
         }
+        return `${kind}: ${message}`;
       });
     }
 

@@ -66,8 +66,8 @@ function isHttpUrl(text: string): boolean {
   }
 }
 
-/** Builds the client options; throws invalid-input naming the field that is wrong. */
-function clientOptions(RED: NodeAPI, config: AssetServerConfig, cookie: string | undefined): AssetClientOptions {
+/** Builds the client options; throws invalid-input naming the field that is wrong. Also used by the connection test. */
+export function clientOptions(RED: NodeAPI, config: AssetServerConfig, cookie: string | undefined): AssetClientOptions {
   const baseUrl = (config.baseUrl || '').trim();
   if (!baseUrl) throw invalidInput('baseUrl', 'is required');
   if (!isHttpUrl(baseUrl)) throw invalidInput('baseUrl', 'must be an http:// or https:// URL');

@@ -57,12 +57,32 @@ function keysUsedBy(type) {
   return used;
 }
 
-/** Keys of the shared editor code (resources/dam-editor.js), all in the asset-server catalogue. */
-function keysUsedBySharedEditor() {
-  const js = fs.readFileSync(path.join(root, 'resources', 'dam-editor.js'), 'utf8');
+/** Keys of editor code that names its catalogue in `var NS = "<namespace>:<prefix>"` and looks keys up with t("..."). */
+function keysUsedByEditorScript(file) {
+  const js = fs.readFileSync(path.join(root, file), 'utf8');
   const prefix = /var NS = "([^"]+)"/.exec(js)[1];
   const [ns, keyPrefix] = prefix.split(':');
-  return [...js.matchAll(/\bt\("([^"+]+)"\)/g)].map(m => [ns, keyPrefix + m[1]]);
+  return [...js.matchAll(/\bt\("([^"+]+)"[,)]/g)].map(m => [ns, keyPrefix + m[1]]);
+}
+
+/** Keys of the shared editor code (resources/dam-editor.js), all in the asset-server catalogue. */
+function keysUsedBySharedEditor() {
+  return keysUsedByEditorScript('resources/dam-editor.js');
+}
+
+/** Keys of the DAM sidebar plugin and of Test connection (the plugin's catalogue), with those built at run time. */
+function keysUsedByPlugin() {
+  const ns = `${MODULE}/dam-sidebar`;
+  const built = [
+    ...['ok', 'auth', 'permission', 'path', 'network', 'http', 'config', 'error'].map(r => `dam-sidebar.result.${r}`),
+    ...['registering', 'registered', 'failed'].map(r => `dam-sidebar.state.${r}`),
+    ...['callbacks', 'entriesEmitted', 'duplicatesDropped', 'emptiesDropped', 'lastCallback',
+      'rejected.secret', 'rejected.too-large', 'rejected.wrong-id', 'rejected.bad-payload'].map(c => `dam-sidebar.counter.${c}`),
+    ...['baseUrl', 'path', 'cookie', 'permission', 'timeout', 'tls'].map(p => `dam-sidebar.test.part.${p}`)
+  ].map(key => [ns, key]);
+  const html = fs.readFileSync(path.join(root, 'nodes', 'asset-server.html'), 'utf8');
+  const fromDialog = [...html.matchAll(/data-i18n="([^":]+):([^"]+)"/g)].filter(m => m[1] === ns).map(m => [m[1], m[2]]);
+  return keysUsedByEditorScript('plugins/dam-sidebar.html').concat(keysUsedByEditorScript('resources/dam-connection-test.js'), built, fromDialog);
 }
 
 describe('the package in a real Node-RED runtime', function () {
@@ -129,8 +149,9 @@ describe('the package in a real Node-RED runtime', function () {
     // As the editor loads them: node catalogues, and core's `node-red` namespace.
     const catalogs = (await get('/nodes/messages?lng=en-US')).json();
     catalogs['node-red'] = (await get('/locales/node-red?lng=en-US')).json();
+    Object.assign(catalogs, (await get('/plugins/messages?lng=en-US')).json());
     const missing = [];
-    const pairs = TYPES.flatMap(keysUsedBy).concat(keysUsedBySharedEditor());
+    const pairs = TYPES.flatMap(keysUsedBy).concat(keysUsedBySharedEditor(), keysUsedByPlugin());
     pairs.length.should.be.above(100);
     for (const [ns, key] of pairs) {
       const value = lookup(catalogs[ns], key);

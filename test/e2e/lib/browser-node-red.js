@@ -10,6 +10,7 @@
  * same way it loads an installed module (icons, locales and examples included).
  *
  * Parent side: `const nr = await startNodeRed()` -> { url, version, userDir, stop() }.
+ * `startNodeRed({ settings })` adds to (or replaces) the settings below, e.g. adminAuth.
  */
 const { spawn } = require('child_process');
 const fs = require('fs');
@@ -20,9 +21,9 @@ const path = require('path');
 const projectRoot = path.resolve(__dirname, '..', '..', '..');
 
 /** Start Node-RED in a child process; resolves once the editor answers. */
-function startNodeRed({ startTimeoutMs = 45000 } = {}) {
+function startNodeRed({ startTimeoutMs = 45000, settings = {} } = {}) {
   const userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-browser-nr-'));
-  const child = spawn(process.execPath, [__filename, userDir], {
+  const child = spawn(process.execPath, [__filename, userDir, JSON.stringify(settings)], {
     cwd: projectRoot,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -72,7 +73,7 @@ function startNodeRed({ startTimeoutMs = 45000 } = {}) {
 }
 
 /** Child side: embed Node-RED and print `READY {port, version}` once started. */
-async function runChild(userDir) {
+async function runChild(userDir, extraSettings) {
   const RED = require('node-red');
   const express = require(require.resolve('express', { paths: [path.dirname(require.resolve('node-red'))] }));
   const app = express();
@@ -91,6 +92,7 @@ async function runChild(userDir) {
     telemetry: { enabled: false, updateNotification: false },
     editorTheme: { tours: false, projects: { enabled: false }, palette: { catalogues: [] } },
     externalModules: { palette: { allowInstall: false } },
+    ...extraSettings,
   };
   RED.init(server, settings);
   app.use(settings.httpAdminRoot, RED.httpAdmin);
@@ -110,7 +112,7 @@ async function runChild(userDir) {
 }
 
 if (require.main === module) {
-  runChild(process.argv[2]).catch(err => {
+  runChild(process.argv[2], JSON.parse(process.argv[3] || '{}')).catch(err => {
     console.error(err && err.stack || err);
     process.exit(1);
   });

@@ -1,0 +1,62 @@
+/*
+ * DamConnectionTest: the "Test connection" button of the asset-server dialog.
+ *
+ * Served from this package's resources/ folder; nodes/asset-server.html loads it and calls
+ *   DamConnectionTest.attach(node)
+ * in oneditprepare. The click posts the values typed in the dialog (base URL, cookie, timeout,
+ * TLS choice) to the admin route dam-assets/connection-test (runtime: src/plugin/dam-sidebar.ts),
+ * so it works before a deploy. A cookie field still showing the saved placeholder sends the
+ * placeholder: the runtime then uses the deployed node's cookie. The answer says what to fix.
+ * Strings come from the DAM sidebar plugin's catalogue (keys `dam-sidebar.test.*`, `dam-sidebar.result.*`).
+ */
+(function () {
+    "use strict";
+    if (window.DamConnectionTest) { return; }
+    var NS = "@dam-assets/node-red/dam-sidebar:dam-sidebar.";
+    function t(key, params) { return RED._(NS + key, params); }
+
+    function typedValues(node) {
+        var cookie = $("#node-config-input-cookie").val();
+        // A cookie typed earlier in this session but not deployed yet lives in node.credentials.
+        if (cookie === "__PWRD__" && node.credentials && typeof node.credentials.cookie === "string" && node.credentials.cookie !== "__PWRD__") {
+            cookie = node.credentials.cookie;
+        }
+        var useTls = $("#node-config-input-usetls").is(":checked");
+        var tls = useTls ? $("#node-config-input-tls").val() : "";
+        return {
+            id: node.id,
+            baseUrl: $("#node-config-input-baseUrl").val(),
+            cookie: cookie,
+            timeout: $("#node-config-input-timeout").val(),
+            rejectUnauthorized: $("#node-config-input-rejectUnauthorized").is(":checked"),
+            tls: tls && tls !== "_ADD_" ? tls : ""
+        };
+    }
+
+    function attach(node) {
+        var button = $("#node-config-dam-test");
+        var result = $("#node-config-dam-test-result");
+        if (!RED.user.hasPermission("asset-server.write")) { button.prop("disabled", true); }
+        button.on("click", function (e) {
+            e.preventDefault();
+            button.prop("disabled", true);
+            result.attr("data-result", "").empty().text(t("test.testing"));
+            $.ajax({
+                method: "POST", url: "dam-assets/connection-test", dataType: "json", contentType: "application/json",
+                data: JSON.stringify(typedValues(node))
+            }).done(function (r) {
+                var ok = r.result === "ok";
+                result.attr("data-result", r.result).empty()
+                    .append($('<span class="dam-badge">').css({ background: ok ? "#5a8" : "#c44", color: "#fff", padding: "0 6px", borderRadius: "3px", marginRight: "4px" })
+                        .text(t("result." + r.result)));
+                if (r.part && !ok) { result.append($("<b>").text(t("test.part." + r.part, { defaultValue: r.part }) + ": ")); }
+                result.append($("<span>").text(r.message));
+                if (ok) { result.append($("<div>").addClass("form-tips").text(t("test.addNotChecked"))); }
+            }).fail(function (xhr) {
+                result.attr("data-result", "error").text(t("failed", { message: (xhr.responseJSON && xhr.responseJSON.error) || xhr.status }));
+            }).always(function () { button.prop("disabled", false); });
+        });
+    }
+
+    window.DamConnectionTest = { attach: attach };
+})();

@@ -1,0 +1,76 @@
+/**
+ * The connection check of the DAM sidebar and of the asset-server dialog's "Test connection".
+ *
+ * One cheap read: GET of a subscription id that no one registers ({@link PROBE_ID}). What
+ * each answer means (spec sections 5 and 7):
+ * - HTTP 200, success false, no permission text: the server was reached, the cookie was
+ *   accepted and the user has the events permission; the server looked for the id and did
+ *   not find it (spec 7: a failed operation is HTTP 200 with success false). -> ok
+ * - HTTP 200, success true: someone registered the probe id; reached and accepted too. -> ok
+ * - HTTP 401: the cookie is missing, wrong or expired (spec 5.2). -> auth
+ * - success false saying permission is denied: cookie fine, no events permission (spec 5.3). -> permission
+ * - HTTP 404: something answers at the base URL but has no subscribe API there: the path
+ *   part of the base URL is wrong (the spec answers an unknown id with HTTP 200). -> path
+ * - connection refused, DNS, TLS, timeout: the base URL cannot be reached. -> network
+ * - any other status or a non-JSON answer: not the API we expect at that URL. -> http
+ * The "add files" permission is not checked: only an upload can tell, and the check never writes.
+ */
+import { AssetClient } from '../api/client';
+import { AssetApiError } from '../api/errors';
+
+/** Never registered by this package (asset-event-in derives `nr-<node id>`, ids with no second hyphen). */
+export const PROBE_ID = 'dam-connection-check-probe';
+
+export type CheckResult = 'ok' | 'auth' | 'permission' | 'path' | 'network' | 'http' | 'config';
+
+export interface ConnectionReport {
+  result: CheckResult;
+  /** What to fix: the base URL (host/port/scheme), its path, the cookie, the user's permissions, a field. */
+  part?: 'baseUrl' | 'path' | 'cookie' | 'permission' | string;
+  /** A sentence for the user (never holds the cookie: AssetApiError messages are built without it). */
+  message: string;
+  /** HTTP status when the server answered. */
+  status?: number;
+  checkedAt: string;
+}
+
+function report(result: CheckResult, message: string, extra: Partial<ConnectionReport> = {}): ConnectionReport {
+  return { result, message, ...extra, checkedAt: new Date().toISOString() };
+}
+
+/** Turns a configuration failure (missing base URL, cookie, bad timeout) into a report naming the field. */
+export function configReport(err: unknown): ConnectionReport {
+  if (err instanceof AssetApiError) return report('config', err.message, err.field ? { part: err.field } : {});
+  return report('config', err instanceof Error ? err.message : String(err));
+}
+
+/** Runs the check with `client` (at most `timeoutMs`, default 10 s). */
+export async function checkConnection(client: AssetClient, timeoutMs = 10000): Promise<ConnectionReport> {
+  try {
+    await client.getSubscription(PROBE_ID, { timeout: timeoutMs });
+    return report('ok', 'server reached, cookie accepted, events permission granted');
+  } catch (err) {
+    if (!(err instanceof AssetApiError)) return report('http', String((err as Error)?.message ?? err));
+    const status = err.status === undefined ? {} : { status: err.status };
+    switch (err.kind) {
+      case 'rejected':
+        return report('ok', 'server reached, cookie accepted, events permission granted', status);
+      case 'auth':
+        return report('auth', 'the server refused the session cookie (HTTP 401): it is missing, wrong or expired', { part: 'cookie', ...status });
+      case 'permission':
+        return report('permission', `the cookie is accepted, but the user has no permission for events: ${err.serverMessage ?? err.message}`,
+          { part: 'permission', ...status });
+      case 'network':
+      case 'timeout':
+        return report('network', `the base URL cannot be reached: ${err.message.replace(/^getSubscription: /, '')}`, { part: 'baseUrl' });
+      case 'invalid-input':
+        return configReport(err);
+      default:
+        if (err.status === 404) {
+          return report('path', 'the server answered 404 Not Found: nothing serves the API under this base URL; check its path ' +
+            '(the base URL is the part before /review/api, e.g. http://host:8873)', { part: 'path', ...status });
+        }
+        return report('http', err.message.replace(/^getSubscription: /, ''), status);
+    }
+  }
+}
