@@ -1,8 +1,9 @@
 /** Public entry: the API client (usable outside Node-RED) and the emulator. */
+import type { EmulatorOptions, RunningEmulator } from './emulator';
+
 export * from './api/types';
 export * from './api/errors';
 export * from './api/client';
-import type { EmulatorOptions, RunningEmulator } from './emulator';
 export type { EmulatorOptions, EmulatorSession, RunningEmulator, FormCharset } from './emulator';
 
 /**

@@ -111,6 +111,17 @@ describe('API client against a real servlet container (Tomcat 10)', function () 
     outcome.result.received.should.eql({ destinationFuid: ['0'] });
   });
 
+  it('upload of a stream of unknown length (sent chunked): the container reads it whole', async () => {
+    const { Readable } = require('stream');
+    const parts = [Buffer.from('Grüße '), Buffer.alloc(300 * 1024, 0x61), Buffer.from(' aus Zürich')];
+    const outcome = await client.upload({ file: { stream: Readable.from(parts) }, name: 'Grüße.txt', destination: '/inbox/Zürich' });
+    const whole = Buffer.concat(parts);
+    outcome.result.received.should.eql({ name: ['Grüße.txt'], destination: ['/inbox/Zürich'] });
+    outcome.result.files[0].should.containEql({
+      filename: 'Grüße.txt', length: whole.length, sha256: crypto.createHash('sha256').update(whole).digest('hex')
+    });
+  });
+
   it('keeps an rrn above 2^53 exact: in the upload answer, sent as a parameter and read back', async () => {
     const outcome = await client.upload({ file: { buffer: Buffer.from('x') }, name: 'x.txt', destination: '/inbox' });
     outcome.rrn.should.equal(BIG_RRN);
