@@ -5,6 +5,7 @@
 //   java -cp "$(ls /usr/share/java/tomcat10-*.jar | tr '\n' :)" DamServletServer.java [port [folder]]
 // Prints "ready <port>" on stdout once it accepts connections (port 0 or none: a free port).
 // Tomcat's work files and the uploaded parts go under folder (default: a new temporary folder).
+// It exits when its stdin closes (or on SIGTERM).
 import jakarta.servlet.MultipartConfigElement;
 import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
@@ -62,6 +63,13 @@ public class DamServletServer {
         context.addServletMappingDecoded("/api/asset/export/metadata", "export");
 
         tomcat.start();
+        // Stops when stdin closes, so that it never outlives the test process that started it.
+        Thread watchdog = new Thread(() -> {
+            try { while (System.in.read() >= 0) { } } catch (IOException e) { }
+            System.exit(0);
+        });
+        watchdog.setDaemon(true);
+        watchdog.start();
         System.out.println("ready " + tomcat.getConnector().getLocalPort());
         System.out.flush();
         tomcat.getServer().await();

@@ -23,7 +23,9 @@ function tomcatClassPath() {
 /** A running servlet container: `url` is the server base URL (the context path /review is the API's). */
 async function startTomcat() {
   const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-tomcat-test-'));
-  const child = spawn('java', ['-cp', tomcatClassPath(), SOURCE, '0', folder], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('java', ['-cp', tomcatClassPath(), SOURCE, '0', folder], { stdio: ['pipe', 'pipe', 'pipe'] });
+  // Java exits when this pipe closes: also when this process dies without stopping it.
+  child.stdin.on('error', () => undefined);
   const spawned = new Promise((resolve, reject) => {
     child.once('spawn', resolve);
     child.once('error', (err) => reject(new Error(`cannot run java (a JDK 17 or later is needed): ${err.message}`)));
