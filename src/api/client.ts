@@ -6,6 +6,7 @@
  */
 import axios, { type AxiosInstance, type AxiosRequestConfig, type AxiosResponse } from 'axios';
 import FormData from 'form-data';
+import * as mimeTypes from 'mime-types';
 import { randomBytes } from 'crypto';
 import * as fs from 'fs';
 import * as fsp from 'fs/promises';
@@ -91,13 +92,13 @@ export interface UploadOptions extends CallOptions {
   name?: string;
   /** Destination folder path on the server. destination or destinationFuid is required. */
   destination?: string;
-  /** Asset id of the destination folder (used when destination is not given). */
+  /** Asset id of the destination folder (used when destination is not given); 0 is the spec's default. */
   destinationFuid?: number;
   /** Collection the added files are assigned to. */
   collectionId?: number;
   /** Wait for the ingest job to finish before answering. Server default false. */
   wait?: boolean;
-  /** Minutes the server waits for the ingest when wait is true. Server default 60. */
+  /** Minutes the server waits for the ingest when wait is true (a number, fractions allowed). Server default 60. */
   waitInMinutes?: number;
   /** Expand a zip file before ingest. Server default true. */
   expandZip?: boolean;
@@ -149,7 +150,7 @@ export interface ExportOptions extends CallOptions {
   fuid: number | string;
   /** Default -1 (latest). */
   rrn?: number | string;
-  /** Export type, e.g. `json` or `xml`. Default `json`. */
+  /** Export type, e.g. `json` or `xml`. Sent only when given (the server's default applies otherwise). */
   type?: ExportType;
 }
 
@@ -172,6 +173,11 @@ const PEEK_LIMIT = 64 * 1024;
  * so that a node never waits for a socket (a call waiting for one counts towards its timeout).
  */
 const DEFAULT_MAX_SOCKETS = 32;
+/**
+ * Request bodies declare UTF-8: a servlet container (the real server is one) reads a body whose
+ * Content-Type names no charset as ISO-8859-1, so São Paulo would arrive as SÃ£o Paulo.
+ */
+const FORM_CONTENT_TYPE = 'application/x-www-form-urlencoded; charset=UTF-8';
 const COOKIE_NAME_VALUE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+=(?!=*$)/;
 
 interface OpenDownload {
@@ -249,7 +255,7 @@ export class AssetClient {
       method: 'POST',
       url: this.url(API_PATHS.subscribe + encodeURIComponent(id)),
       data: form.toString(),
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded' }
+      headers: { 'Content-Type': FORM_CONTENT_TYPE }
     });
     return { ...body, id: typeof body.id === 'string' ? body.id : id, success: true } as SubscriptionResult;
   }
@@ -313,9 +319,12 @@ export class AssetClient {
 
       const form = new FormData();
       for (const [name, value] of fields) form.append(name, value);
+      const filename = opts.name === undefined || opts.name === '' ? source.filename : String(opts.name);
+      // The part's header is written here: form-data would send a quote in the name as %22.
+      const partType = contentType ?? (mimeTypes.lookup(filename) || 'application/octet-stream');
       form.append('file', counter, {
-        filename: opts.name === undefined || opts.name === '' ? source.filename : String(opts.name),
-        contentType,
+        header: `--${form.getBoundary()}\r\nContent-Disposition: form-data; name="file"; filename=${quotedParameter(filename)}\r\n`
+          + `Content-Type: ${partType}\r\n\r\n`,
         // 0 would make form-data measure the stream; an empty file goes chunked instead.
         knownLength: expected || undefined
       });
@@ -324,7 +333,9 @@ export class AssetClient {
       // itself it would first await form.getLength(), and an abort during that wait leaves the
       // request it creates afterwards open. Destroying this stream with an error (below, on
       // failure) makes axios destroy the request whenever it was created.
-      const formHeaders: Record<string, string> = { ...form.getHeaders(), Accept: 'application/json' };
+      const formHeaders: Record<string, string> = {
+        'Content-Type': `multipart/form-data; charset=UTF-8; boundary=${form.getBoundary()}`, Accept: 'application/json'
+      };
       if (form.hasKnownLength()) formHeaders['Content-Length'] = String(form.getLengthSync());
       body = new PassThrough({ highWaterMark: TRANSFER_HIGH_WATER_MARK });
       body.on('error', () => undefined); // its errors are ours (below); axios reports the request's own
@@ -443,11 +454,12 @@ export class AssetClient {
   async exportMetadata(opts: ExportOptions): Promise<ExportOutcome> {
     const operation: AssetOperation = 'exportMetadata';
     if (opts === null || typeof opts !== 'object') throw invalidInput('options', 'must be an object with fuid', operation);
-    const params = {
+    const params: Record<string, string> = {
       fuid: validateFuid(opts.fuid, operation),
-      rrn: validateRrn(opts.rrn, operation),
-      type: opts.type === undefined || opts.type === '' ? 'json' : textField('type', opts.type, operation).trim()
+      rrn: validateRrn(opts.rrn, operation)
     };
+    // The spec lists type with its requirement unknown: sent only when the caller gives one.
+    if (opts.type !== undefined && opts.type !== null && opts.type !== '') params.type = textField('type', opts.type, operation).trim();
     const control = this.control(operation, opts.signal, timeoutOf('timeout', opts.timeout, this.timeout, operation));
     try {
       const response = await this.send(operation, control, {
@@ -706,6 +718,15 @@ function plainHeaders(response: AxiosResponse): Record<string, string> {
     headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
   }
   return headers;
+}
+
+/**
+ * A header parameter as an RFC 9110 quoted-string (`\\` and `\"` escaped), sent as UTF-8. Servlet
+ * containers unescape it; form-data's default, `%22` for a quote, would reach them as `%22`.
+ * CR and LF never get here (validated or sanitized names).
+ */
+function quotedParameter(value: string): string {
+  return `"${value.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }
 
 function isJsonType(contentType: string | undefined): boolean {

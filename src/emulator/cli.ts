@@ -3,17 +3,18 @@
  * `dam-emulator`: runs the emulator until SIGTERM or SIGINT.
  *
  *   dam-emulator [--host 127.0.0.1] [--port 8873] [--data DIR] [--retry-delay 60s]
- *                [--session VALUE:PERMS[:USER] ...] [--quiet]
+ *                [--session VALUE:PERMS[:USER] ...] [--form-charset iso-8859-1|utf-8] [--quiet]
  */
 import * as path from 'path';
 import { parseArgs } from 'util';
 import type { Permission } from '../api/types';
 import { DEFAULT_PORT, DEFAULT_SESSION, startEmulator, type EmulatorSession } from './index';
+import { DEFAULT_FORM_CHARSET, FORM_CHARSETS, type FormCharset } from './charset';
 
 export const DEFAULT_DATA_DIR = '.dam-emulator';
 
 const USAGE = `usage: dam-emulator [--host 127.0.0.1] [--port ${DEFAULT_PORT}] [--data DIR] [--retry-delay 60s]
-                    [--session VALUE:PERMS[:USER] ...] [--quiet]
+                    [--session VALUE:PERMS[:USER] ...] [--form-charset iso-8859-1|utf-8] [--quiet]
 
   --host HOST            address to listen on (default 127.0.0.1)
   --port PORT            TCP port, 0 picks a free one (default ${DEFAULT_PORT})
@@ -22,6 +23,8 @@ const USAGE = `usage: dam-emulator [--host 127.0.0.1] [--port ${DEFAULT_PORT}] [
   --session V:PERMS      makes the cookie JSESSIONID=V valid with PERMS, a comma list of
                          events and add (may be empty: "viewer:"); an optional :USER names the
                          owner of what it adds. Repeatable. Default: local-dev:events,add
+  --form-charset CS      charset of a form or multipart body that declares none: iso-8859-1
+                         (default, what a servlet container does) or utf-8
   --quiet                no request log lines
 `;
 
@@ -58,6 +61,7 @@ export function parseSession(text: string): EmulatorSession {
 
 export interface CliOptions {
   host: string; port: number; dataDir: string; retryDelayMs: number; sessions: EmulatorSession[]; quiet: boolean; help: boolean;
+  formCharset: FormCharset;
 }
 
 export function parseCli(argv: string[]): CliOptions {
@@ -69,7 +73,7 @@ export function parseCli(argv: string[]): CliOptions {
       allowPositionals: false,
       options: {
         host: { type: 'string' }, port: { type: 'string' }, data: { type: 'string' }, 'retry-delay': { type: 'string' },
-        session: { type: 'string', multiple: true }, quiet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }
+        session: { type: 'string', multiple: true }, 'form-charset': { type: 'string' }, quiet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }
       }
     });
   } catch (e) {
@@ -81,13 +85,18 @@ export function parseCli(argv: string[]): CliOptions {
   if (!/^\d+$/.test(portText) || port > 65535) throw new UsageError(`--port must be an integer from 0 to 65535, got ${JSON.stringify(portText)}`);
   const host = v.host ?? '127.0.0.1';
   if (host === '') throw new UsageError('--host must not be empty');
+  const formCharset = (v['form-charset'] ?? DEFAULT_FORM_CHARSET).toLowerCase() as FormCharset;
+  if (!FORM_CHARSETS.includes(formCharset)) {
+    throw new UsageError(`--form-charset must be ${FORM_CHARSETS.join(' or ')}, got ${JSON.stringify(v['form-charset'])}`);
+  }
   return {
     host, port,
     dataDir: path.resolve(v.data ?? DEFAULT_DATA_DIR),
     retryDelayMs: v['retry-delay'] === undefined ? 60_000 : parseDuration(v['retry-delay']),
     sessions: v.session ? v.session.map(parseSession) : [DEFAULT_SESSION],
     quiet: !!v.quiet,
-    help: !!v.help
+    help: !!v.help,
+    formCharset
   };
 }
 
@@ -101,6 +110,7 @@ async function main(): Promise<void> {
   const stamp = () => new Date().toISOString();
   const emulator = await startEmulator({
     host: options.host, port: options.port, dataDir: options.dataDir, retryDelayMs: options.retryDelayMs, sessions: options.sessions,
+    formCharset: options.formCharset,
     log: options.quiet ? undefined : line => process.stdout.write(`${stamp()} ${line}\n`)
   });
   // One write, so a reader sees the cookies together with the listening line.

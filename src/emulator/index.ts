@@ -11,6 +11,9 @@ import { openSubscriptionHub } from './subscriptions';
 import { Repository } from './repository';
 import { Ingester } from './upload';
 import { SessionStore, createHandler } from './server';
+import { DEFAULT_FORM_CHARSET, FORM_CHARSETS, type FormCharset } from './charset';
+
+export type { FormCharset } from './charset';
 
 export interface EmulatorSession {
   /** Cookie value: valid as `JSESSIONID=<value>`. */
@@ -33,6 +36,12 @@ export interface EmulatorOptions {
   sessions?: EmulatorSession[];
   /** Where log lines go. Default: nowhere. Never receives a cookie value. */
   log?: (line: string) => void;
+  /**
+   * Charset of a form or multipart request body whose Content-Type declares none. Default
+   * `iso-8859-1`, what a servlet container (the real server) does; `utf-8` for clients that
+   * send UTF-8 without saying so. A declared charset is always honoured.
+   */
+  formCharset?: FormCharset;
 }
 
 export interface RunningEmulator {
@@ -56,6 +65,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   const log = options.log ?? (() => undefined);
   const retryDelayMs = options.retryDelayMs ?? 60_000;
   if (!Number.isFinite(retryDelayMs) || retryDelayMs < 0) throw new Error('retryDelayMs must be a non-negative number');
+  const formCharset = options.formCharset ?? DEFAULT_FORM_CHARSET;
+  if (!FORM_CHARSETS.includes(formCharset)) throw new Error(`formCharset must be one of ${FORM_CHARSETS.join(', ')}`);
   const dataDir = path.resolve(options.dataDir ?? await fsp.mkdtemp(path.join(os.tmpdir(), 'dam-emulator-')));
   await fsp.mkdir(dataDir, { recursive: true });
 
@@ -76,7 +87,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   const ingester = new Ingester(repo, log);
   ingester.resume();
 
-  const server = http.createServer(createHandler({ repo, hub, ingester, sessions, log }));
+  const server = http.createServer(createHandler({ repo, hub, ingester, sessions, log, formCharset }));
   server.requestTimeout = 0; // a multi-GiB upload may take longer than Node's default 5 minutes
   server.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"success":false,"error":"malformed HTTP request"}');

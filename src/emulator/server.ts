@@ -13,6 +13,7 @@ import busboy from 'busboy';
 import type { Permission } from '../api/types';
 import type { FormFields, SubscriptionHub } from './feed-types';
 import { Repository, RepoError, type Asset, type Job, type Revision } from './repository';
+import { bodyEncoding, declaredCharset, parseUrlEncodedBody, type FormCharset } from './charset';
 import { ClientGone, Ingester, UploadError, buildIngestRequest, receiveUpload, scanZip } from './upload';
 
 export const SESSION_COOKIE = 'JSESSIONID';
@@ -118,13 +119,20 @@ function addUrlEncoded(into: FormFields, text: string): void {
   for (const [name, value] of new URLSearchParams(text)) (into[name] ??= []).push(value);
 }
 
-/** Fields of a URL-encoded (or multipart, fields only) request body. */
-async function readFormBody(req: IncomingMessage, into: FormFields): Promise<void> {
+/**
+ * Fields of a URL-encoded (or multipart, fields only) request body, decoded with the body's declared
+ * charset, else `formCharset` (ISO-8859-1 by default, as a servlet container: see charset.ts).
+ */
+async function readFormBody(req: IncomingMessage, into: FormFields, formCharset: FormCharset): Promise<void> {
   const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  const encoding = bodyEncoding(req.headers['content-type'], formCharset);
+  if (encoding === undefined) {
+    throw new HttpError(415, `unsupported charset ${JSON.stringify(declaredCharset(req.headers['content-type']))}: send UTF-8 (charset=UTF-8)`);
+  }
   if (type === 'multipart/form-data') {
     await new Promise<void>((resolve, reject) => {
       let bb: busboy.Busboy;
-      try { bb = busboy({ headers: req.headers, defParamCharset: 'utf8', limits: { fieldSize: BODY_LIMIT, fields: 1000, files: 0 } }); } catch (e) {
+      try { bb = busboy({ headers: req.headers, defCharset: encoding, defParamCharset: 'utf8', limits: { fieldSize: BODY_LIMIT, fields: 1000, files: 0 } }); } catch (e) {
         reject(new HttpError(400, `malformed multipart request: ${(e as Error).message}`)); return;
       }
       bb.on('field', (name: string, value: string, info: busboy.FieldInfo) => {
@@ -142,7 +150,10 @@ async function readFormBody(req: IncomingMessage, into: FormFields): Promise<voi
   }
   const body = await readBody(req, BODY_LIMIT);
   if (body.length === 0) return;
-  if (type === '' || type === 'application/x-www-form-urlencoded') { addUrlEncoded(into, body.toString('utf8')); return; }
+  if (type === '' || type === 'application/x-www-form-urlencoded') {
+    for (const [name, value] of parseUrlEncodedBody(body, encoding)) (into[name] ??= []).push(value);
+    return;
+  }
   throw new HttpError(415, `unsupported Content-Type ${JSON.stringify(type)}: send the fields as application/x-www-form-urlencoded`);
 }
 
@@ -222,6 +233,8 @@ export interface ServerDeps {
   ingester: Ingester;
   sessions: SessionStore;
   log: (line: string) => void;
+  /** Charset of a form or multipart body that declares none (see charset.ts). */
+  formCharset: FormCharset;
 }
 
 /** Method, raw path (no query) and query fields of a request target; absolute-form targets too. */
@@ -236,7 +249,7 @@ function splitTarget(url: string): { path: string; query: string } {
 }
 
 export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: ServerResponse) => void {
-  const { repo, hub, ingester, sessions, log } = deps;
+  const { repo, hub, ingester, sessions, log, formCharset } = deps;
 
   const authenticate = (req: IncomingMessage): Session | undefined => {
     for (const [name, value] of parseCookieHeader(req.headers.cookie)) {
@@ -262,7 +275,7 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
     errorExtra: params => ({ id: subscribeId(params) }),
     methods: {
       POST: async (req, res, { fields, params }) => {
-        await readFormBody(req, fields);
+        await readFormBody(req, fields, formCharset);
         const id = subscribeId(params);
         const result = await hub.register(id, fields);
         sendJson(res, 200, result.ok ? { id, success: true } : { id, success: false, error: result.error });
@@ -283,7 +296,7 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
   // ---- 4.2 upload ----
   const upload: Handler = async (req, res, { session }) => {
     let received;
-    try { received = await receiveUpload(req, repo); } catch (e) {
+    try { received = await receiveUpload(req, repo, formCharset); } catch (e) {
       if (e instanceof ClientGone) { log(`upload abandoned by the client: nothing stored`); return; }
       throw e;
     }
@@ -344,7 +357,7 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
 
   // ---- 4.4 export ----
   const exportMetadata: Handler = async (req, res, { fields }) => {
-    await readFormBody(req, fields);
+    await readFormBody(req, fields, formCharset);
     const fuid = parseFuid(single(fields, 'fuid'));
     const rrn = parseRrn(single(fields, 'rrn'));
     const type = (single(fields, 'type') ?? 'json').trim().toLowerCase() || 'json';

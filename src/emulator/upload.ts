@@ -13,6 +13,7 @@ import { Transform, type TransformCallback, type Readable } from 'stream';
 import { pipeline } from 'stream/promises';
 import busboy from 'busboy';
 import * as yauzl from 'yauzl';
+import { DEFAULT_FORM_CHARSET, bodyEncoding, declaredCharset, type FormCharset } from './charset';
 import {
   Repository, RepoError, ROOT_FUID, checkName, normalizeFolderPath,
   type IngestRequest, type Job, type UploadResultData
@@ -58,11 +59,19 @@ async function streamToFile(source: Readable, file: string): Promise<{ length: n
  * other fields are collected (a repeated field: the last value wins). Fields may come before or
  * after the file. On any failure the temporary file is removed.
  */
-export function receiveUpload(req: IncomingMessage, repo: Repository): Promise<ReceivedUpload> {
+export function receiveUpload(req: IncomingMessage, repo: Repository, formCharset: FormCharset = DEFAULT_FORM_CHARSET): Promise<ReceivedUpload> {
   return new Promise((resolve, reject) => {
+    // Text fields: the declared charset, else formCharset (ISO-8859-1, as a servlet container).
+    // The file name: UTF-8, as Tomcat 10 reads a part header (measured).
+    const encoding = bodyEncoding(req.headers['content-type'], formCharset);
+    if (encoding === undefined) {
+      req.resume();
+      reject(new UploadError(`unsupported charset ${JSON.stringify(declaredCharset(req.headers['content-type']))}: send UTF-8 (charset=UTF-8)`));
+      return;
+    }
     let bb: busboy.Busboy;
     try {
-      bb = busboy({ headers: req.headers, defParamCharset: 'utf8', limits: { fields: 50, fieldSize: FIELD_LIMIT, parts: 100, fieldNameSize: 200 } });
+      bb = busboy({ headers: req.headers, defCharset: encoding, defParamCharset: 'utf8', limits: { fields: 50, fieldSize: FIELD_LIMIT, parts: 100, fieldNameSize: 200 } });
     } catch (e) {
       reject(new UploadError(`the request must be multipart/form-data with a boundary (${(e as Error).message})`));
       return;
