@@ -505,20 +505,40 @@ export default function register(RED: NodeAPI): void {
       private readonly setup: { client: AssetClient; id: string; fields: SubscriptionFields; t: typeof t },
       private readonly onState: (state: 'registering' | 'registered' | 'failed', error?: string) => void,
       private readonly logError: (message: string) => void
-    ) {}
+    ) {
+      setup.client.on('session-renewed', this.registerAgain);
+      setup.client.on('cookie-set', this.retryNow);
+    }
+
+    /**
+     * An automatic login followed a 401: the old session is gone, and with it possibly what the
+     * server tied to it, so the subscription is registered again (same id: it replaces itself).
+     */
+    private readonly registerAgain = (): void => {
+      if (this.closed) return;
+      if (this.timer) clearTimeout(this.timer);
+      this.abort?.abort();
+      this.delayMs = RETRY_FIRST_MS;
+      this.start();
+    };
+
+    /** A cookie set at run time: a registration waiting to retry goes now. */
+    private readonly retryNow = (): void => {
+      if (this.timer) this.registerAgain();
+    };
 
     start(): void {
       if (this.closed) return;
       this.timer = undefined;
       this.onState('registering');
-      this.abort = new AbortController();
+      const abort = this.abort = new AbortController();
       const { client, id, fields } = this.setup;
-      client.registerSubscription(id, fields, { signal: this.abort.signal }).then(() => {
-        if (this.closed) return;
+      client.registerSubscription(id, fields, { signal: abort.signal }).then(() => {
+        if (this.closed || abort !== this.abort) return;
         this.delayMs = RETRY_FIRST_MS;
         this.onState('registered');
       }, (err: unknown) => {
-        if (this.closed) return;
+        if (this.closed || abort !== this.abort) return; // closed, or superseded by registerAgain
         const kind = err instanceof AssetApiError ? err.kind : 'error';
         const message = err instanceof Error ? err.message : String(err);
         // A rule broken in the node's own settings will not heal by waiting.
@@ -536,6 +556,8 @@ export default function register(RED: NodeAPI): void {
     /** Stops retrying; when the node was removed, deletes the subscription (bounded in time). */
     async close(removed: boolean): Promise<void> {
       this.closed = true;
+      this.setup.client.off('session-renewed', this.registerAgain);
+      this.setup.client.off('cookie-set', this.retryNow);
       if (this.timer) clearTimeout(this.timer);
       this.abort?.abort();
       if (!removed) return; // redeploy or restart: the new node registers the same id again
