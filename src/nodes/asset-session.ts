@@ -41,6 +41,13 @@ export default function register(RED: NodeAPI): void {
     const cookieType = config.cookieType || 'msg';
     const cookieProperty = config.cookie || (cookieType === 'msg' ? 'payload' : '');
 
+    /** A status text from the catalogue; English when the catalogue is not loaded (e.g. in tests). */
+    const status = (name: 'set' | 'loggedIn', english: string, time: string): string => {
+      const key = `asset-session.status.${name}`;
+      const text = RED._(key, { time });
+      return !text || text.endsWith(key) ? english.replace('__time__', time) : text;
+    };
+
     handleInput(RED, node, async (msg) => {
       const server = config.server ? RED.nodes.getNode(config.server) as AssetServerConfigNode | null : null;
       if (!server || typeof server.getClient !== 'function') throw invalidInput('server', 'select an asset-server configuration node');
@@ -48,7 +55,7 @@ export default function register(RED: NodeAPI): void {
       const time = new Date().toLocaleTimeString([], { hour12: false });
       if (action === 'login') {
         await client.login();
-        return RED._('asset-session.status.loggedIn', { time });
+        return status('loggedIn', 'logged in __time__', time);
       }
       let cookie: unknown;
       try {
@@ -62,7 +69,7 @@ export default function register(RED: NodeAPI): void {
         throw invalidInput('cookie', `${cookieType}.${cookieProperty} must be a non-empty string: Name=value or a bare session id`);
       }
       server.setCookie(cookie);
-      return RED._('asset-session.status.set', { time });
+      return status('set', 'cookie set __time__', time);
     });
   }
 
