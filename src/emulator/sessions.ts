@@ -78,9 +78,9 @@ export class SessionStore {
   /** Authenticated requests made with this cookie value so far. */
   requestsWith(value: string): number { return this.requests.get(value) ?? 0; }
 
-  /** A new session with a random value. */
+  /** A new session with a random value, `ses1-` and 32 hex digits (a shape tests can look for in logs). */
   create(permissions: Permission[], user: string): string {
-    const value = randomBytes(18).toString('base64url');
+    const value = `ses1-${randomBytes(16).toString('hex')}`;
     this.set(value, permissions, user);
     return value;
   }
