@@ -317,7 +317,7 @@ describe('example flows, packed and installed into a real Node-RED', function ()
     const set = await ex.next('session set');
     set.should.not.have.property('payload');
     await ex.inject('export the root folder');
-    (await ex.next('metadata')).path.should.equal('/');
+    (await ex.next('metadata')).payload.path.should.equal('/');
     collector.reports.slice(ex.since).filter((r) => r.debug === 'failed').should.be.empty();
     JSON.stringify(collector.reports.slice(ex.since)).should.not.containEql(COOKIE);
     ex.noErrorsLogged();
