@@ -266,8 +266,8 @@ export class SessionHolder {
   private loginError(operation: AssetOperation, failure: LoginFailure, waitMs: number): AssetApiError {
     const next = waitMs > 0 ? `next try in ${Math.ceil(waitMs / 1000)} s` : 'next try on the next request';
     return new AssetApiError('auth',
-      `${operation}: automatic login failed, ${next}: ${failure.step}: ${this.redact(failure.reason)}. ` +
-      'Check the user name, password and login settings of the asset-server node, or set a new cookie.',
+      `${operation}: login failed, ${next}: ${failure.step}: ${this.redact(failure.reason)}. ` +
+      'Automatic login: check the user name, password and login settings of the asset-server node, or set a new cookie.',
       { operation, status: 401, code: 'LOGIN_FAILED' });
   }
 

@@ -105,10 +105,10 @@ describe('client sessions', function () {
     const c = client({ cookie: COOKIES.wrong, login: { preset: 'utility', username: USER.name, password: 'Wrong-Password-77aa', retryDelayMs: 60000 } });
     const failed = emu.emulator.sessionStats().failedLogins;
     const err = await expectError(c.getSubscription('sess-bad-login-1'), 'auth');
-    err.message.should.match(/automatic login failed, next try in 60 s: login request: .*answered HTTP 401 \(user name or password refused\)/);
+    err.message.should.match(/login failed, next try in 60 s: login request: .*answered HTTP 401 \(user name or password refused\)/);
     for (let i = 0; i < 5; i++) {
       const again = await expectError(c.getSubscription('sess-bad-login-1'), 'auth');
-      again.message.should.match(/automatic login failed, next try in \d+ s/);
+      again.message.should.match(/login failed, next try in \d+ s/);
     }
     emu.emulator.sessionStats().failedLogins.should.equal(failed + 1, 'no new login attempt during the backoff');
     for (const e of [err]) text(e).should.not.containEql('Wrong-Password-77aa');
@@ -129,7 +129,7 @@ describe('client sessions', function () {
     const err = await expectError(c.getSubscription('sess-refused-1'), 'auth');
     err.message.should.match(/HTTP 401\) again right after an automatic login/);
     const again = await expectError(c.getSubscription('sess-refused-1'), 'auth');
-    again.message.should.match(/automatic login failed, next try in \d+ s: repeated request/);
+    again.message.should.match(/login failed, next try in \d+ s: repeated request/);
   });
 
   it('login options are checked, naming the field', async function () {

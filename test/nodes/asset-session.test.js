@@ -163,8 +163,8 @@ describe('asset-session and automatic login (test helper + emulator)', function 
     const statuses = s.recordStatus(helper.getNode('sb1'));
     const caught = await sendFailing('sb1', {});
     caught.assetError.kind.should.equal('auth');
-    caught.error.message.should.match(/automatic login failed, next try in 5 s: login request: .*HTTP 401/);
-    statuses[statuses.length - 1].text.should.match(/^auth: registerSubscription: automatic login failed, next try in/);
+    caught.error.message.should.match(/login failed, next try in 5 s: login request: .*HTTP 401.*Automatic login: check/);
+    statuses[statuses.length - 1].text.should.match(/^auth: registerSubscription: login failed, next try in 5 s/);
     const again = await sendFailing('sb1', {});
     again.error.message.should.match(/next try in \d s/);
     emulator.sessionStats().failedLogins.should.equal(failed + 1);

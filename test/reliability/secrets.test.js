@@ -211,7 +211,7 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
       nodeRed.lines.some((l) => /\[asset-event-in:sec-event-in-down\]/.test(l) && /refused|network/i.test(l)), 15000, 100);
     const log = nodeRed.lines.join('\n');
     for (const kind of ['auth', 'permission', 'network']) log.should.match(new RegExp(`kind: '${kind}'`), `a caught ${kind} error was printed`);
-    log.should.match(/automatic login failed/, 'the failed login reached the Catch node');
+    log.should.match(/login failed, next try in \d+ s: login request/, 'the failed login reached the Catch node');
 
     // Callers of the webhook with a wrong or no secret are refused (401), and say nothing of the secret.
     for (const headers of [{ 'X-DAM-Secret': `${WEBHOOK_SECRET.slice(0, -1)}X` }, {}, { 'X-DAM-Secret': '' }]) {
