@@ -245,7 +245,7 @@ export class AssetClient extends EventEmitter {
 
   /** Logs in now with the automatic login settings; rejects with an `auth` error naming the failed step. */
   async login(): Promise<void> {
-    if (!this.session.canLogin) throw invalidInput('login', 'automatic login is not set up (client option login)');
+    if (!this.session.canLogin) throw invalidInput('login', 'automatic login is not set up (asset-server node: Automatic login; client option: login)');
     await this.session.loginNow('login');
   }
 
