@@ -57,16 +57,18 @@ describe('reliability 2b: sessions expiring every few seconds during a hot-folde
       server,
       { id: id(3), type: 'watch', z, name: 'hot folder', files: hotDir, recursive: '', x: 0, y: 0, wires: [[id(4)]] },
       {
-        id: id(4), type: 'function', z, name: 'each new file once', outputs: 1, timeout: 0, noerr: 0, initialize: '', finalize: '', libs: [],
+        id: id(4), type: 'function', z, name: 'each new file once', outputs: 2, timeout: 0, noerr: 0, initialize: '', finalize: '', libs: [],
         func: [
           'if (msg.type !== "file") return null;',
+          '// A probe of the test: reported, not uploaded.',
+          'if (msg.file.startsWith("probe-")) return [null, { topic: msg.file }];',
           'const seen = context.get("seen") || {};',
           'if (seen[msg.filename]) return null;',
           'seen[msg.filename] = true;',
           'context.set("seen", seen);',
-          'return { filename: msg.filename, topic: msg.file };'
+          'return [{ filename: msg.filename, topic: msg.file }, { topic: msg.file }];'
         ].join('\n'),
-        x: 0, y: 0, wires: [[id(5)]]
+        x: 0, y: 0, wires: [[id(5)], [`${tag}-picked`]]
       },
       { id: id(5), type: 'asset-upload', z, server: server.id, filename: 'filename', filenameType: 'msg', destination: `/${tag}`, destinationType: 'str',
         wait: 'true', waitType: 'bool', expandZip: 'false', expandZipType: 'bool', x: 0, y: 0, wires: [[`${tag}-up`]] },
@@ -75,7 +77,8 @@ describe('reliability 2b: sessions expiring every few seconds during a hot-folde
         watchPath: [`* /${tag}`], x: 0, y: 0, wires: [[`${tag}-event`]] },
       ...reporter(`${tag}-up`, z, `${tag}:uploaded`, collector.url),
       ...reporter(`${tag}-failed`, z, `${tag}:failed`, collector.url),
-      ...reporter(`${tag}-event`, z, `${tag}:event`, collector.url)
+      ...reporter(`${tag}-event`, z, `${tag}:event`, collector.url),
+      ...reporter(`${tag}-picked`, z, `${tag}:picked`, collector.url)
     ];
   }
 
@@ -85,6 +88,13 @@ describe('reliability 2b: sessions expiring every few seconds during a hot-folde
   async function dropFiles(dir, count, prefix) {
     const staging = path.join(work, 'staging');
     fs.mkdirSync(staging, { recursive: true });
+    // The watch node may start watching a little after the deploy: probe files until one is seen.
+    const tag = `${path.basename(dir)}:picked`;
+    for (let n = 0; !reports(tag).some((m) => /^probe-/.test(m.topic)); n++) {
+      if (n === 100) throw new Error('the watch node saw none of 100 probe files');
+      fs.writeFileSync(path.join(dir, `probe-${n}.txt`), 'probe');
+      await r.sleep(100);
+    }
     for (let i = 0; i < count; i++) {
       const name = `${prefix}-${String(i).padStart(4, '0')}.txt`;
       fs.writeFileSync(path.join(staging, name), `file ${i} of ${prefix}\n`);
@@ -94,12 +104,19 @@ describe('reliability 2b: sessions expiring every few seconds during a hot-folde
   }
 
   it(`automatic login: ${FILES} files while sessions expire every ${MAX_AGE_S} s: 0 failed operations, every change emitted once`, async function () {
-    const hotDir = path.join(work, 'hot-login');
+    const hotDir = path.join(work, 'loginon');
     fs.mkdirSync(hotDir);
     await nodeRed.deployAs('full', flows('loginon', hotDir, { loginEnabled: true, loginPreset: 'form' }, { username: USER.name, password: USER.password }));
     const before = emulator.sessionStats();
     await dropFiles(hotDir, FILES, 'in');
-    await r.waitFor(`${FILES} uploads`, () => reports('loginon:uploaded').length + reports('loginon:failed').length >= FILES, 30000, 50);
+    await r.waitFor(`${FILES} uploads`, () => reports('loginon:uploaded').length + reports('loginon:failed').length >= FILES, 30000, 50)
+      .catch((err) => {
+        const done = new Set(reports('loginon:uploaded').map((m) => m.topic));
+        const missing = fs.readdirSync(hotDir).filter((f) => !done.has(f) && !f.startsWith('probe-'));
+        const picked = reports('loginon:picked').map((m) => m.topic);
+        throw new Error(`${err.message}: ${done.size} uploaded, ${reports('loginon:failed').length} failed, not uploaded: ${missing.join(', ')}; ` +
+          `picked up by the watch node: ${missing.filter((f) => picked.includes(f)).join(', ') || 'none of them'}`);
+      });
     const failed = reports('loginon:failed');
     failed.map((m) => m.error && m.error.message).should.eql([], '0 failed operations');
     const uploaded = reports('loginon:uploaded');
@@ -127,7 +144,7 @@ describe('reliability 2b: sessions expiring every few seconds during a hot-folde
   });
 
   it('login disabled, same run: the uploads fail with auth errors that name the fix', async function () {
-    const hotDir = path.join(work, 'hot-nologin');
+    const hotDir = path.join(work, 'loginoff');
     fs.mkdirSync(hotDir);
     emulator.addSession({ value: STATIC, permissions: ['events', 'add'] });
     await nodeRed.deployAs('full', flows('loginoff', hotDir, {}, { cookie: STATIC }));
