@@ -22,6 +22,12 @@ export interface LoginOptions {
   preset?: LoginPreset;
   /** Login URL: absolute, or relative to the base URL (`/command` -> `<baseUrl>/command`). */
   url?: string;
+  /**
+   * Optional page fetched (GET) just before the login; the cookies it sets go with the login
+   * request. A servlet container's form login needs this: it only accepts a login for a session
+   * that already exists. Absolute, or relative to the base URL; any answer will do.
+   */
+  sessionUrl?: string;
   /** GET or POST. */
   method?: 'GET' | 'POST';
   /** Fields, one `name=value` per line (or an object); `{{username}}` and `{{password}}` are replaced. */
@@ -40,14 +46,15 @@ export interface LoginOptions {
   maxRetryDelayMs?: number;
 }
 
-type LoginShape = Required<Pick<LoginOptions, 'url' | 'method' | 'fields' | 'fieldsIn' | 'sessionFrom' | 'sessionName' | 'cookieName'>>;
+type LoginShape = Required<Pick<LoginOptions, 'url' | 'method' | 'fields' | 'fieldsIn' | 'sessionFrom' | 'sessionName' | 'cookieName'>>
+  & Pick<LoginOptions, 'sessionUrl'>;
 
 /**
  * The two documented cases. `utility`: the vendor's management-server call
  * (`GET /command?zm_username=U&zm_password=P&data={...cmd:getcredentials}`, JSON answer with
  * `zm_cookie`), whose value is sent as JSESSIONID; on a real installation the URL is usually
- * absolute (the management server, port 8443). `form`: a servlet form login
- * (`POST /review/j_security_check`) answering `Set-Cookie: JSESSIONID=...`.
+ * absolute (the management server, port 8443). `form`: a servlet form login: `GET /review/` for
+ * a session, then `POST /review/j_security_check` answering `Set-Cookie: JSESSIONID=...`.
  */
 export const LOGIN_PRESETS: Record<LoginPreset, LoginShape> = {
   utility: {
@@ -56,7 +63,7 @@ export const LOGIN_PRESETS: Record<LoginPreset, LoginShape> = {
     sessionFrom: 'json', sessionName: 'zm_cookie', cookieName: 'JSESSIONID'
   },
   form: {
-    url: '/review/j_security_check', method: 'POST', fieldsIn: 'form',
+    sessionUrl: '/review/', url: '/review/j_security_check', method: 'POST', fieldsIn: 'form',
     fields: 'j_username={{username}}\nj_password={{password}}',
     sessionFrom: 'set-cookie', sessionName: 'JSESSIONID', cookieName: 'JSESSIONID'
   }
@@ -91,6 +98,7 @@ export function resolveLogin(options: LoginOptions): ResolvedLogin {
     return value.trim();
   };
   const username = text('username', o.username, 'is required for automatic login');
+  const sessionUrl = typeof pick('sessionUrl') === 'string' && String(pick('sessionUrl')).trim() !== '' ? String(pick('sessionUrl')).trim() : undefined;
   if (typeof o.password !== 'string' || o.password === '') throw invalidInput('login.password', 'is required for automatic login');
   const url = text('url', pick('url'), 'is required: an absolute URL, or a path relative to the base URL (or choose a preset)');
   const method = String(pick('method') ?? 'GET').toUpperCase();
@@ -113,7 +121,7 @@ export function resolveLogin(options: LoginOptions): ResolvedLogin {
   };
   const retryDelayMs = delay('retryDelayMs', DEFAULT_RETRY_MS);
   return {
-    username, password: o.password, url, method, fieldsIn, sessionFrom, sessionName, cookieName,
+    username, password: o.password, url, sessionUrl, method, fieldsIn, sessionFrom, sessionName, cookieName,
     fields: pick('fields') ?? '', fieldList: fieldListOf(pick('fields') ?? ''),
     retryDelayMs, maxRetryDelayMs: Math.max(retryDelayMs, delay('maxRetryDelayMs', DEFAULT_MAX_RETRY_MS))
   };
@@ -297,12 +305,8 @@ export class SessionHolder {
     const fill = (text: string) => text.split('{{username}}').join(login.username).split('{{password}}').join(login.password);
     const fields = new URLSearchParams();
     for (const [name, value] of login.fieldList) fields.append(fill(name), fill(value));
-    let url: URL;
-    try {
-      url = /^https?:\/\//i.test(login.url) ? new URL(login.url) : new URL(this.deps.base + (login.url.startsWith('/') ? '' : '/') + login.url);
-    } catch {
-      throw new LoginFailure('login settings', `the login URL is not a valid URL (${login.url.slice(0, 100)})`);
-    }
+    const url = this.resolve(login.url, 'login URL');
+    const sessionCookies = login.sessionUrl ? await this.firstSession(this.resolve(login.sessionUrl, 'session page URL')) : undefined;
     const form = login.fieldsIn === 'form';
     if (!form) for (const [name, value] of fields) url.searchParams.append(name, value);
     const where = `${url.origin}${url.pathname}`;
@@ -314,7 +318,8 @@ export class SessionHolder {
         data: form ? fields.toString() : undefined,
         headers: {
           Accept: 'application/json, */*',
-          ...(form ? { 'Content-Type': 'application/x-www-form-urlencoded; charset=UTF-8' } : {})
+          ...(form ? { 'Content-Type': 'application/x-www-form-urlencoded; charset=UTF-8' } : {}),
+          ...(sessionCookies ? { Cookie: sessionCookies } : {})
         },
         responseType: 'text',
         timeout: this.deps.timeoutMs,
@@ -333,18 +338,43 @@ export class SessionHolder {
     return response;
   }
 
+  private resolve(text: string, what: string): URL {
+    try {
+      return /^https?:\/\//i.test(text) ? new URL(text) : new URL(this.deps.base + (text.startsWith('/') ? '' : '/') + text);
+    } catch {
+      throw new LoginFailure('login settings', `the ${what} is not a valid URL (${text.slice(0, 100)})`);
+    }
+  }
+
+  /** GETs the session page; the `name=value` pairs of its Set-Cookie headers, for the login request. */
+  private async firstSession(url: URL): Promise<string | undefined> {
+    let response: AxiosResponse;
+    try {
+      response = await this.deps.http.request({ method: 'GET', url: url.toString(), responseType: 'text', timeout: this.deps.timeoutMs, maxRedirects: 0 });
+    } catch (err) {
+      const code = (err as { code?: unknown })?.code;
+      throw new LoginFailure('session page', `${url.origin}${url.pathname} could not be reached${typeof code === 'string' ? ` (${code})` : ''}`);
+    }
+    const pairs = setCookieLines(response).map((line) => line.split(';')[0].trim()).filter((pair) => pair.indexOf('=') > 0);
+    for (const pair of pairs) this.addSecret(pair.slice(pair.indexOf('=') + 1));
+    return pairs.length ? pairs.join('; ') : undefined;
+  }
+
   private sessionOf(login: ResolvedLogin, response: AxiosResponse): string {
     if (login.sessionFrom === 'set-cookie') {
-      const raw = (response.headers as Record<string, unknown>)['set-cookie'];
-      const lines = Array.isArray(raw) ? raw.map(String) : raw === undefined ? [] : [String(raw)];
+      const lines = setCookieLines(response);
+      // The last one wins, as in a browser: a servlet container may set a first session, then
+      // change its id on authentication (session fixation protection) in the same answer.
+      let found: string | undefined;
       for (const line of lines) {
         const pair = line.split(';')[0];
         const equals = pair.indexOf('=');
         if (equals > 0 && pair.slice(0, equals).trim() === login.sessionName) {
           const value = pair.slice(equals + 1).trim().replace(/^"(.*)"$/, '$1');
-          if (value !== '') return checkedValue(value);
+          if (value !== '') found = value;
         }
       }
+      if (found !== undefined) return checkedValue(found);
       throw new LoginFailure('login answer', `HTTP ${response.status} without a Set-Cookie named ${login.sessionName}`);
     }
     const parsed = tryParseJson(String(response.data ?? ''));
@@ -357,6 +387,11 @@ export class SessionHolder {
     }
     return checkedValue(String(value));
   }
+}
+
+function setCookieLines(response: AxiosResponse): string[] {
+  const raw = (response.headers as Record<string, unknown>)['set-cookie'];
+  return Array.isArray(raw) ? raw.map(String) : raw === undefined ? [] : [String(raw)];
 }
 
 function checkedValue(value: string): string {

@@ -22,6 +22,8 @@ export interface LoginConfig {
   /** `utility`, `form` or `custom`: the editor fills the fields below from a preset. */
   loginPreset?: string;
   loginUrl?: string;
+  /** Optional page fetched first for a session (servlet form login). */
+  loginSessionUrl?: string;
   loginMethod?: string;
   /** `query` or `form`. */
   loginFieldsIn?: string;
@@ -43,6 +45,7 @@ export function loginOptions(config: LoginConfig, credentials: Record<string, st
     password: credentials.password ?? '',
     preset,
     url: text(config.loginUrl),
+    sessionUrl: text(config.loginSessionUrl),
     method: text(config.loginMethod)?.toUpperCase() as LoginOptions['method'],
     fieldsIn: text(config.loginFieldsIn) as LoginOptions['fieldsIn'],
     fields: config.loginFields || undefined,
@@ -58,7 +61,7 @@ interface Kept { fingerprint: string; cookie: string }
 function fingerprint(config: LoginConfig, credentials: Record<string, string | undefined>): string {
   const parts = [
     config.baseUrl, credentials.cookie, credentials.username, credentials.password, config.loginEnabled, config.loginPreset,
-    config.loginUrl, config.loginMethod, config.loginFieldsIn, config.loginFields, config.sessionFrom, config.sessionName, config.cookieName
+    config.loginUrl, config.loginSessionUrl, config.loginMethod, config.loginFieldsIn, config.loginFields, config.sessionFrom, config.sessionName, config.cookieName
   ];
   return createHash('sha256').update(JSON.stringify(parts.map((p) => p === undefined ? null : String(p)))).digest('hex');
 }
