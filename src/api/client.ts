@@ -233,6 +233,8 @@ export class AssetClient extends EventEmitter {
     });
     this.session = new SessionHolder({ http: this.http, base: this.base, timeoutMs: this.timeout, cookieHeaderOf }, options.cookie, options.login);
     this.session.onChange((event) => this.emit(event === 'renewed' ? 'session-renewed' : 'cookie-set'));
+    // One listener per node that shares this client (e.g. every asset-event-in): no fixed limit.
+    this.setMaxListeners(0);
   }
 
   /**
