@@ -307,6 +307,7 @@ describe('editor in a real browser (Chromium)', function () {
       await page.locator('#node-config-input-loginPreset').selectOption('form');
       (await page.locator('#node-config-input-loginUrl').inputValue()).should.equal('/review/j_security_check');
       (await page.locator('#node-config-input-sessionFrom').inputValue()).should.equal('set-cookie');
+      (await page.locator('#node-config-input-loginSessionUrl').inputValue()).should.equal('/review/');
       (await page.locator('#node-config-input-loginFields').inputValue()).should.containEql('j_password={{password}}');
       (await page.locator('#node-config-input-password').getAttribute('type')).should.equal('password');
       await page.locator('#node-config-input-username').fill('editor-robot');
