@@ -4,7 +4,8 @@ import type { EmulatorOptions, RunningEmulator } from './emulator';
 export * from './api/types';
 export * from './api/errors';
 export * from './api/client';
-export type { EmulatorOptions, EmulatorSession, RunningEmulator, FormCharset } from './emulator';
+export { LOGIN_PRESETS, type LoginOptions, type LoginPreset } from './api/session';
+export type { EmulatorOptions, EmulatorSession, EmulatorUser, RunningEmulator, SessionStats, FormCharset } from './emulator';
 
 /**
  * Starts the emulator (see docs/emulator.md). Its modules, and the parsers they need (busboy,

@@ -5,6 +5,7 @@
  * Signatures are a contract with the nodes (src/nodes); add, never change.
  */
 import axios, { type AxiosInstance, type AxiosRequestConfig, type AxiosResponse } from 'axios';
+import { EventEmitter } from 'events';
 import FormData from 'form-data';
 import * as mimeTypes from 'mime-types';
 import { randomBytes } from 'crypto';
@@ -28,6 +29,7 @@ import {
   isFailedAnswer, isPlainObject, tryParseJson
 } from './answers';
 import { filenameFromContentDisposition, sanitizeFilename } from './filename';
+import { SessionHolder, type LoginOptions } from './session';
 import { ByteCounter, CallControl, TRANSFER_HIGH_WATER_MARK, peek, slices } from './transfer';
 import {
   integerField, textField, validateFuid, validateRrn, validateSubscriptionFields, validateSubscriptionId,
@@ -66,6 +68,11 @@ export interface AssetClientOptions {
   agent?: HttpAgent | HttpsAgent;
   /** Most sockets open to the server at once (per protocol); more calls wait for a free one. Default 32. */
   maxSockets?: number;
+  /**
+   * Automatic login (README "Sessions"): on a 401 the client logs in once for all waiting
+   * requests, then repeats each request once. Without it a 401 is an `auth` error.
+   */
+  login?: LoginOptions;
 }
 
 /** Progress of a transfer. `total` is undefined when the length is not known. */
@@ -192,26 +199,28 @@ interface UploadSource {
   filename: string;
 }
 
-/** Typed client of the asset server's web API. No Node-RED dependency. */
-export class AssetClient {
+/**
+ * Typed client of the asset server's web API. No Node-RED dependency.
+ * Events (none carries a cookie): `session-renewed` after an automatic login that followed a 401
+ * (or {@link AssetClient.login}), `cookie-set` after {@link AssetClient.setCookie}.
+ */
+export class AssetClient extends EventEmitter {
   private readonly http: AxiosInstance;
   /** Base URL without trailing slash. */
   private readonly base: string;
   /** Scheme, host and port, for messages. */
   private readonly origin: string;
-  private readonly cookieHeader: string | undefined;
-  /** Strings that must never appear in an error. */
-  private readonly secrets: string[];
+  /** The Cookie header sent, its renewal, and the secrets that must never appear in an error. */
+  private readonly session: SessionHolder;
   private readonly timeout: number;
   private readonly ownAgents: Array<http.Agent> = [];
 
   constructor(options: AssetClientOptions) {
+    super();
     if (options === null || typeof options !== 'object') throw invalidInput('options', 'must be an object with baseUrl and cookie');
     const base = parseBaseUrl(options.baseUrl);
     this.base = base.base;
     this.origin = base.origin;
-    this.cookieHeader = cookieHeaderOf(options.cookie);
-    this.secrets = secretsOf(options.cookie, this.cookieHeader);
     this.timeout = timeoutOf('timeout', options.timeout, DEFAULT_TIMEOUT_MS);
 
     let httpAgent = options.agent as http.Agent | undefined;
@@ -243,6 +252,29 @@ export class AssetClient {
       transformResponse: [(data: unknown) => data],
       headers: { 'User-Agent': '@dam-assets/node-red' }
     });
+    this.session = new SessionHolder({ http: this.http, base: this.base, timeoutMs: this.timeout, cookieHeaderOf }, options.cookie, options.login);
+    this.session.onChange((event) => this.emit(event === 'renewed' ? 'session-renewed' : 'cookie-set'));
+    // One listener per node that shares this client (e.g. every asset-event-in): no fixed limit.
+    this.setMaxListeners(0);
+  }
+
+  /**
+   * Sends this cookie from the next request on (same rules as the `cookie` option). Kept in
+   * memory only. Throws `invalid-input` for an empty or malformed cookie.
+   */
+  setCookie(cookie: string): void {
+    this.session.set(cookie);
+  }
+
+  /** Logs in now with the automatic login settings; rejects with an `auth` error naming the failed step. */
+  async login(): Promise<void> {
+    if (!this.session.canLogin) throw invalidInput('login', 'automatic login is not set up (asset-server node: Automatic login; client option: login)');
+    await this.session.loginNow('login');
+  }
+
+  /** The Cookie header sent now (a secret: for keeping it across a restart of the caller, never for display). */
+  get sessionCookie(): string | undefined {
+    return this.session.cookieHeader;
   }
 
   /** POST subscribe/:id. Validates id and fields first; throws AssetApiError kind `invalid-input`. */
@@ -282,6 +314,28 @@ export class AssetClient {
    * length is known. The file part is sent after the other fields.
    */
   async upload(opts: UploadOptions): Promise<UploadOutcome> {
+    const usedHeader = this.session.cookieHeader;
+    try {
+      return await this.uploadOnce(opts);
+    } catch (err) {
+      if (!(err instanceof AssetApiError) || err.kind !== 'auth' || err.status !== 401 || !this.session.canLogin) throw err;
+      await this.session.renew(usedHeader, 'upload');
+      if (opts.file && 'stream' in opts.file && !('path' in opts.file) && !('buffer' in opts.file)) {
+        throw new AssetApiError('auth',
+          'upload: the session had expired (HTTP 401) and a new one was obtained, but the file was given as a stream, ' +
+          'which cannot be sent twice: send the upload again (a file path or a Buffer is repeated automatically).',
+          { operation: 'upload', status: 401 });
+      }
+      try {
+        return await this.uploadOnce(opts);
+      } catch (again) {
+        if (again instanceof AssetApiError && again.kind === 'auth' && again.status === 401) throw this.session.refused('upload');
+        throw again;
+      }
+    }
+  }
+
+  private async uploadOnce(opts: UploadOptions): Promise<UploadOutcome> {
     const operation: AssetOperation = 'upload';
     if (opts === null || typeof opts !== 'object') throw invalidInput('options', 'must be an object with file and destination', operation);
     const fields = validateUploadFields(opts, operation);
@@ -497,11 +551,12 @@ export class AssetClient {
   }
 
   private headers(extra: Record<string, string> = {}): Record<string, string> {
-    return this.cookieHeader === undefined ? extra : { ...extra, Cookie: this.cookieHeader };
+    const cookie = this.session.cookieHeader;
+    return cookie === undefined ? extra : { ...extra, Cookie: cookie };
   }
 
   private context(operation: AssetOperation): ErrorContext {
-    return { operation, origin: this.origin, redact: (text) => redact(text, this.secrets) };
+    return { operation, origin: this.origin, redact: (text) => redact(text, this.session.secrets()) };
   }
 
   /** A new call: refuses an already aborted signal before anything is sent. */
@@ -521,7 +576,24 @@ export class AssetClient {
     });
   }
 
+  /**
+   * Sends a repeatable request (its body, if any, is a string). On a 401 with automatic login set
+   * up: one login for every request waiting on it, then the request once more; a second 401 is
+   * an `auth` error saying so.
+   */
   private async send(operation: AssetOperation, control: CallControl, config: AxiosRequestConfig): Promise<AxiosResponse> {
+    const usedHeader = this.session.cookieHeader;
+    const first = await this.sendOnce(operation, control, config);
+    if (first.status !== 401 || !this.session.canLogin) return first;
+    (first.data as Readable | undefined)?.destroy?.();
+    await this.session.renew(usedHeader, operation);
+    const again = await this.sendOnce(operation, control, config);
+    if (again.status !== 401) return again;
+    (again.data as Readable | undefined)?.destroy?.();
+    throw this.session.refused(operation);
+  }
+
+  private async sendOnce(operation: AssetOperation, control: CallControl, config: AxiosRequestConfig): Promise<AxiosResponse> {
     try {
       return await this.http.request({
         ...config,
@@ -668,20 +740,6 @@ function cookieHeaderOf(cookie: unknown): string | undefined {
   if (text === '') return undefined;
   if (!/^[\x20-\x7e]+$/.test(text)) throw invalidInput('cookie', 'must be printable ASCII, without CR, LF or other control characters');
   return COOKIE_NAME_VALUE.test(text) ? text : `JSESSIONID=${text}`;
-}
-
-/** The cookie as given, as sent, and each cookie value in it (long enough to be recognisable). */
-function secretsOf(cookie: unknown, header: string | undefined): string[] {
-  const found = new Set<string>();
-  if (typeof cookie === 'string' && cookie.trim() !== '') found.add(cookie.trim());
-  if (header) {
-    found.add(header);
-    for (const pair of header.split(';')) {
-      const equals = pair.indexOf('=');
-      found.add((equals < 0 ? pair : pair.slice(equals + 1)).trim());
-    }
-  }
-  return [...found].filter((secret) => secret.length >= 4).sort((a, b) => b.length - a.length);
 }
 
 function redact(text: string, secrets: string[]): string {

@@ -12,7 +12,7 @@ export type AssetErrorKind =
 /** Operation names, as used in error messages. */
 export type AssetOperation =
   | 'registerSubscription' | 'getSubscription' | 'deleteSubscription'
-  | 'upload' | 'download' | 'exportMetadata';
+  | 'upload' | 'download' | 'exportMetadata' | 'login';
 
 /**
  * The one error type of the client. Holds no request config, headers or cookie:

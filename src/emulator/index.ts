@@ -12,8 +12,10 @@ import { Repository } from './repository';
 import { Ingester } from './upload';
 import { SessionStore, createHandler } from './server';
 import { DEFAULT_FORM_CHARSET, FORM_CHARSETS, type FormCharset } from './charset';
+import type { EmulatorUser, SessionStats } from './sessions';
 
 export type { FormCharset } from './charset';
+export type { EmulatorUser, SessionStats } from './sessions';
 
 export interface EmulatorSession {
   /** Cookie value: valid as `JSESSIONID=<value>`. */
@@ -34,6 +36,12 @@ export interface EmulatorOptions {
   retryDelayMs?: number;
   /** Valid sessions. Default one session `local-dev` with events and add. */
   sessions?: EmulatorSession[];
+  /** Users who may log in (utility call and form login, docs/emulator.md). Default none. */
+  users?: EmulatorUser[];
+  /** A session not used for this many seconds expires (given ones and logged-in ones alike). Default never. */
+  sessionIdle?: number;
+  /** A session expires this many seconds after it was made, used or not. Default never. */
+  sessionMaxAge?: number;
   /** Where log lines go. Default: nowhere. Never receives a cookie value. */
   log?: (line: string) => void;
   /**
@@ -53,6 +61,10 @@ export interface RunningEmulator {
   addSession(session: EmulatorSession): void;
   /** Invalidate a session (as an expired cookie on a real server). */
   revokeSession(value: string): void;
+  /** Authenticated requests made so far with this cookie value. */
+  requestsWith(value: string): number;
+  /** Logins, refused logins and expired sessions so far. */
+  sessionStats(): SessionStats;
   /** Stops accepting, ends deliveries in flight, flushes state. */
   close(): Promise<void>;
 }
@@ -70,7 +82,12 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   const dataDir = path.resolve(options.dataDir ?? await fsp.mkdtemp(path.join(os.tmpdir(), 'dam-emulator-')));
   await fsp.mkdir(dataDir, { recursive: true });
 
-  const sessions = new SessionStore();
+  const seconds = (name: string, value: number | undefined): number => {
+    if (value === undefined) return 0;
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new Error(`${name} must be a number of seconds, 0 (never) or more`);
+    return Math.round(value * 1000);
+  };
+  const sessions = new SessionStore({ idleMs: seconds('sessionIdle', options.sessionIdle), maxAgeMs: seconds('sessionMaxAge', options.sessionMaxAge) });
   for (const s of options.sessions ?? [DEFAULT_SESSION]) sessions.set(s.value, s.permissions, s.user);
 
   const hub = await openSubscriptionHub({ dataDir, retryDelayMs, log });
@@ -87,7 +104,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   const ingester = new Ingester(repo, log);
   ingester.resume();
 
-  const server = http.createServer(createHandler({ repo, hub, ingester, sessions, log, formCharset }));
+  const server = http.createServer(createHandler({ repo, hub, ingester, sessions, users: options.users ?? [], log, formCharset }));
   server.requestTimeout = 0; // a multi-GiB upload may take longer than Node's default 5 minutes
   server.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"success":false,"error":"malformed HTTP request"}');
@@ -114,6 +131,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     dataDir,
     addSession: s => sessions.set(s.value, s.permissions, s.user),
     revokeSession: value => sessions.delete(value),
+    requestsWith: value => sessions.requestsWith(value),
+    sessionStats: () => ({ ...sessions.stats }),
     close: () => closing ??= (async () => {
       const stopped = new Promise<void>(resolve => server.close(() => resolve()));
       server.closeAllConnections(); // uploads in flight are cut: their temporary files are removed

@@ -15,38 +15,12 @@ import type { FormFields, SubscriptionHub } from './feed-types';
 import { Repository, RepoError, type Asset, type Job, type Revision } from './repository';
 import { bodyEncoding, declaredCharset, parseUrlEncodedBody, type FormCharset } from './charset';
 import { ClientGone, Ingester, UploadError, buildIngestRequest, receiveUpload, scanZip } from './upload';
+import { SESSION_COOKIE, SessionStore, handleLogin, parseCookieHeader, type EmulatorUser, type Session } from './sessions';
 
-export const SESSION_COOKIE = 'JSESSIONID';
-export const DEFAULT_USER = 'emulator-user';
+export { DEFAULT_USER, SESSION_COOKIE, SessionStore, parseCookieHeader, type Session } from './sessions';
+
 /** Largest URL-encoded or JSON request body read (uploads are streamed and have no limit). */
 export const BODY_LIMIT = 1024 * 1024;
-
-export interface Session { permissions: Set<Permission>; user: string }
-
-/** Valid session cookie values and what each may do. */
-export class SessionStore {
-  private readonly sessions = new Map<string, Session>();
-  set(value: string, permissions: Permission[], user?: string): void {
-    this.sessions.set(value, { permissions: new Set(permissions), user: user || DEFAULT_USER });
-  }
-  delete(value: string): void { this.sessions.delete(value); }
-  get(value: string): Session | undefined { return this.sessions.get(value); }
-}
-
-/** `name=value` pairs of a Cookie header, in order (RFC 6265 5.4; quoted values unquoted). */
-export function parseCookieHeader(header: string | undefined): [string, string][] {
-  if (!header) return [];
-  const pairs: [string, string][] = [];
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq < 0) continue;
-    const name = part.slice(0, eq).trim();
-    let value = part.slice(eq + 1).trim();
-    if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
-    if (name) pairs.push([name, value]);
-  }
-  return pairs;
-}
 
 const PERMISSION_ERRORS: Record<Permission, string> = {
   events: 'permission denied for events',
@@ -232,6 +206,8 @@ export interface ServerDeps {
   hub: SubscriptionHub;
   ingester: Ingester;
   sessions: SessionStore;
+  /** Who may log in through the login endpoints (sessions.ts). */
+  users?: EmulatorUser[];
   log: (line: string) => void;
   /** Charset of a form or multipart body that declares none (see charset.ts). */
   formCharset: FormCharset;
@@ -250,12 +226,13 @@ function splitTarget(url: string): { path: string; query: string } {
 
 export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: ServerResponse) => void {
   const { repo, hub, ingester, sessions, log, formCharset } = deps;
+  const users = deps.users ?? [];
 
   const authenticate = (req: IncomingMessage): Session | undefined => {
     for (const [name, value] of parseCookieHeader(req.headers.cookie)) {
       if (name !== SESSION_COOKIE) continue;
       const session = sessions.get(value);
-      if (session) return session;
+      if (session) { sessions.countRequest(value); return session; }
     }
     return undefined;
   };
@@ -442,6 +419,7 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const { path: rawPath, query } = splitTarget(req.url ?? '/');
     const routePath = rawPath.replace(/\/{2,}/g, '/');
+    if (await handleLogin(req, res, routePath, query, { sessions, users, log })) return;
     let route: Route | undefined;
     let match: RegExpExecArray | null = null;
     for (const r of routes) { match = r.pattern.exec(routePath); if (match) { route = r; break; } }

@@ -521,7 +521,25 @@ export default function register(RED: NodeAPI): void {
       private readonly setup: { client: AssetClient; id: string; fields: SubscriptionFields; t: typeof t },
       private readonly onState: (state: 'registering' | 'registered' | 'failed', error?: string) => void,
       private readonly logError: (message: string) => void
-    ) {}
+    ) {
+      setup.client.on('session-renewed', this.registerAgain);
+      setup.client.on('cookie-set', this.retryNow);
+    }
+
+    /**
+     * An automatic login followed a 401: the old session is gone, and with it possibly what the
+     * server tied to it, so the subscription is registered again (same id: it replaces itself).
+     */
+    private readonly registerAgain = (): void => {
+      if (this.closed) return;
+      this.delayMs = RETRY_FIRST_MS;
+      void this.start();
+    };
+
+    /** A cookie set at run time: a registration waiting to retry goes now. */
+    private readonly retryNow = (): void => {
+      if (this.timer) this.registerAgain();
+    };
 
     /** Registers now (a pending retry is replaced); resolves with the error text, or undefined on success. */
     start(): Promise<string | undefined> {
@@ -557,6 +575,8 @@ export default function register(RED: NodeAPI): void {
     /** Stops retrying; when the node was removed, deletes the subscription (bounded in time). */
     async close(removed: boolean): Promise<void> {
       this.closed = true;
+      this.setup.client.off('session-renewed', this.registerAgain);
+      this.setup.client.off('cookie-set', this.retryNow);
       if (this.timer) clearTimeout(this.timer);
       this.abort?.abort();
       if (!removed) return; // redeploy or restart: the new node registers the same id again

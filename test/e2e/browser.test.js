@@ -299,6 +299,23 @@ describe('editor in a real browser (Chromium)', function () {
       const input = page.locator(`#node-config-input-${cookieProp}`);
       (await input.getAttribute('type')).should.equal('password');
       await input.fill(cookie);
+      // Automatic login: hidden until ticked; a preset fills the login request, the password is a password field.
+      (await page.locator('#node-config-input-loginUrl').isVisible()).should.be.false();
+      await page.locator('#node-config-input-loginEnabled').check();
+      await page.locator('#node-config-input-loginUrl').waitFor({ state: 'visible' });
+      (await page.locator('#node-config-input-loginUrl').inputValue()).should.equal('/command');
+      await page.locator('#node-config-input-loginPreset').selectOption('form');
+      (await page.locator('#node-config-input-loginUrl').inputValue()).should.equal('/review/j_security_check');
+      (await page.locator('#node-config-input-sessionFrom').inputValue()).should.equal('set-cookie');
+      (await page.locator('#node-config-input-loginSessionUrl').inputValue()).should.equal('/review/');
+      (await page.locator('#node-config-input-loginFields').inputValue()).should.containEql('j_password={{password}}');
+      (await page.locator('#node-config-input-password').getAttribute('type')).should.equal('password');
+      await page.locator('#node-config-input-username').fill('editor-robot');
+      const loginPassword = `lpw${unique()}`;
+      await page.locator('#node-config-input-password').fill(loginPassword);
+      await shoot(`dialog-${CONFIG_TYPE}-login`);
+      (await untranslatedKeys(page, '.red-ui-tray', NODE_TYPES)).should.eql([], `untranslated keys in the ${CONFIG_TYPE} login fields`);
+      (await overflowingControls(page, '.red-ui-tray')).should.eql([], `controls wider than the ${CONFIG_TYPE} dialog with login fields`);
       await closeTopTray('node-config-dialog-ok');
       await closeTopTray('node-dialog-ok');
       configId = await page.evaluate(t => {
@@ -308,6 +325,7 @@ describe('editor in a real browser (Chromium)', function () {
       }, CONFIG_TYPE);
       should.exist(configId, `no ${CONFIG_TYPE} node after the dialog closed with Done`);
       typed.push({ type: CONFIG_TYPE, id: configId, prop: cookieProp, value: secretValue });
+      typed.push({ type: CONFIG_TYPE, id: configId, prop: 'password', value: loginPassword });
       noProblemsSince(mark, `while the ${CONFIG_TYPE} dialog was used`);
     });
 

@@ -371,4 +371,16 @@ describe('example flows, packed and installed into a real Node-RED', function ()
     JSON.stringify(collector.reports.slice(ex.since)).should.not.containEql(COOKIE);
     ex.noErrorsLogged();
   });
+
+  it('08 renew the session: the cookie from $DAM_COOKIE, set at start, replaces an expired configured one without a redeploy', async () => {
+    // The cookie typed into the server configuration is one the emulator does not know (expired).
+    const ex = await deployExample('08-renew-the-session', { cookie: 'expired-session-0000' });
+    const set = await ex.next('session set');
+    set.should.not.have.property('payload');
+    await ex.inject('export the root folder');
+    (await ex.next('metadata')).payload.path.should.equal('/');
+    collector.reports.slice(ex.since).filter((r) => r.debug === 'failed').should.be.empty();
+    JSON.stringify(collector.reports.slice(ex.since)).should.not.containEql(COOKIE);
+    ex.noErrorsLogged();
+  });
 });
