@@ -409,7 +409,10 @@ export function errorStatusText(RED: NodeAPI | undefined, err: unknown): string 
     const status = err.status;
     const code = err.code;
     switch (err.kind) {
-      case 'auth': text = statusText(RED, 'reasonAuth'); break;
+      case 'auth':
+        // A failed automatic login says so and when it tries again; a plain 401 is a rejected cookie.
+        text = err.code === 'LOGIN_FAILED' ? `auth: ${withoutOperation(err)}` : statusText(RED, 'reasonAuth');
+        break;
       case 'permission': text = statusText(RED, 'reasonPermission'); break;
       case 'timeout': text = statusText(RED, 'reasonTimeout'); break;
       case 'aborted': text = statusText(RED, 'reasonAborted'); break;

@@ -164,7 +164,7 @@ describe('asset-session and automatic login (test helper + emulator)', function 
     const caught = await sendFailing('sb1', {});
     caught.assetError.kind.should.equal('auth');
     caught.error.message.should.match(/login failed, next try in 5 s: login request: .*HTTP 401.*Automatic login: check/);
-    statuses[statuses.length - 1].text.should.match(/^auth: registerSubscription: login failed, next try in 5 s/);
+    statuses[statuses.length - 1].text.should.match(/^auth: login failed, next try in 5 s/);
     const again = await sendFailing('sb1', {});
     again.error.message.should.match(/next try in \d s/);
     emulator.sessionStats().failedLogins.should.equal(failed + 1);
