@@ -338,9 +338,12 @@ export default function register(RED: NodeAPI): void {
       for (const entry of entries) {
         if (isEmptyEntry(entry)) {
           if (!settings.emitEmpty) { state.empties++; continue; }
-        } else if (filter && filter.isDuplicate(entryKey(subscriptionId, entry))) {
-          state.duplicates++;
-          continue;
+        } else if (filter) {
+          const key = entryKey(subscriptionId, entry);
+          if (key !== undefined && filter.isDuplicate(key)) {
+            state.duplicates++;
+            continue;
+          }
         }
         kept.push(entry);
       }
