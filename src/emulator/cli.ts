@@ -3,7 +3,7 @@
  * `dam-emulator`: runs the emulator until SIGTERM or SIGINT.
  *
  *   dam-emulator [--host 127.0.0.1] [--port 8873] [--data DIR] [--retry-delay 60s]
- *                [--session VALUE:PERMS[:USER] ...] [--quiet]
+ *                [--ingest-delay 0s] [--session VALUE:PERMS[:USER] ...] [--quiet]
  */
 import * as path from 'path';
 import { parseArgs } from 'util';
@@ -13,12 +13,14 @@ import { DEFAULT_PORT, DEFAULT_SESSION, startEmulator, type EmulatorSession } fr
 export const DEFAULT_DATA_DIR = '.dam-emulator';
 
 const USAGE = `usage: dam-emulator [--host 127.0.0.1] [--port ${DEFAULT_PORT}] [--data DIR] [--retry-delay 60s]
-                    [--session VALUE:PERMS[:USER] ...] [--quiet]
+                    [--ingest-delay 0s] [--session VALUE:PERMS[:USER] ...] [--quiet]
 
   --host HOST            address to listen on (default 127.0.0.1)
   --port PORT            TCP port, 0 picks a free one (default ${DEFAULT_PORT})
   --data DIR             folder holding all state (default ./${DEFAULT_DATA_DIR})
   --retry-delay TIME     delay between callback retries: a number with ms, s or m (default 60s)
+  --ingest-delay TIME    every ingest takes at least this long: a slow server, to try out
+                         waitInMinutes and timeouts (default 0s)
   --session V:PERMS      makes the cookie JSESSIONID=V valid with PERMS, a comma list of
                          events and add (may be empty: "viewer:"); an optional :USER names the
                          owner of what it adds. Repeatable. Default: local-dev:events,add
@@ -28,9 +30,9 @@ const USAGE = `usage: dam-emulator [--host 127.0.0.1] [--port ${DEFAULT_PORT}] [
 export class UsageError extends Error {}
 
 /** `60s`, `500ms`, `2m`, `1.5s` -> milliseconds. */
-export function parseDuration(text: string): number {
+export function parseDuration(text: string, option = '--retry-delay'): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(text.trim());
-  if (!m) throw new UsageError(`--retry-delay must be a number followed by ms, s or m (for example 60s), got ${JSON.stringify(text)}`);
+  if (!m) throw new UsageError(`${option} must be a number followed by ms, s or m (for example 60s), got ${JSON.stringify(text)}`);
   const ms = Number(m[1]) * (m[2] === 'ms' ? 1 : m[2] === 's' ? 1000 : 60_000);
   return Math.round(ms);
 }
@@ -57,7 +59,7 @@ export function parseSession(text: string): EmulatorSession {
 }
 
 export interface CliOptions {
-  host: string; port: number; dataDir: string; retryDelayMs: number; sessions: EmulatorSession[]; quiet: boolean; help: boolean;
+  host: string; port: number; dataDir: string; retryDelayMs: number; ingestDelayMs: number; sessions: EmulatorSession[]; quiet: boolean; help: boolean;
 }
 
 export function parseCli(argv: string[]): CliOptions {
@@ -69,7 +71,7 @@ export function parseCli(argv: string[]): CliOptions {
       allowPositionals: false,
       options: {
         host: { type: 'string' }, port: { type: 'string' }, data: { type: 'string' }, 'retry-delay': { type: 'string' },
-        session: { type: 'string', multiple: true }, quiet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }
+        'ingest-delay': { type: 'string' }, session: { type: 'string', multiple: true }, quiet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }
       }
     });
   } catch (e) {
@@ -85,6 +87,7 @@ export function parseCli(argv: string[]): CliOptions {
     host, port,
     dataDir: path.resolve(v.data ?? DEFAULT_DATA_DIR),
     retryDelayMs: v['retry-delay'] === undefined ? 60_000 : parseDuration(v['retry-delay']),
+    ingestDelayMs: v['ingest-delay'] === undefined ? 0 : parseDuration(v['ingest-delay'], '--ingest-delay'),
     sessions: v.session ? v.session.map(parseSession) : [DEFAULT_SESSION],
     quiet: !!v.quiet,
     help: !!v.help
@@ -100,7 +103,8 @@ async function main(): Promise<void> {
   if (options.help) { process.stdout.write(USAGE); return; }
   const stamp = () => new Date().toISOString();
   const emulator = await startEmulator({
-    host: options.host, port: options.port, dataDir: options.dataDir, retryDelayMs: options.retryDelayMs, sessions: options.sessions,
+    host: options.host, port: options.port, dataDir: options.dataDir, retryDelayMs: options.retryDelayMs,
+    ingestDelayMs: options.ingestDelayMs, sessions: options.sessions,
     log: options.quiet ? undefined : line => process.stdout.write(`${stamp()} ${line}\n`)
   });
   // One write, so a reader sees the cookies together with the listening line.

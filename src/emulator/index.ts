@@ -31,6 +31,11 @@ export interface EmulatorOptions {
   retryDelayMs?: number;
   /** Valid sessions. Default one session `local-dev` with events and add. */
   sessions?: EmulatorSession[];
+  /**
+   * Every ingest takes at least this long (ms) before it commits: a slow server, to try out
+   * waitInMinutes (which may be a fraction, e.g. 0.01 = 600 ms) and client timeouts. Default 0.
+   */
+  ingestDelayMs?: number;
   /** Where log lines go. Default: nowhere. Never receives a cookie value. */
   log?: (line: string) => void;
 }
@@ -56,6 +61,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   const log = options.log ?? (() => undefined);
   const retryDelayMs = options.retryDelayMs ?? 60_000;
   if (!Number.isFinite(retryDelayMs) || retryDelayMs < 0) throw new Error('retryDelayMs must be a non-negative number');
+  const ingestDelayMs = options.ingestDelayMs ?? 0;
+  if (!Number.isFinite(ingestDelayMs) || ingestDelayMs < 0) throw new Error('ingestDelayMs must be a non-negative number');
   const dataDir = path.resolve(options.dataDir ?? await fsp.mkdtemp(path.join(os.tmpdir(), 'dam-emulator-')));
   await fsp.mkdir(dataDir, { recursive: true });
 
@@ -73,7 +80,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     await hub.close();
     throw e;
   }
-  const ingester = new Ingester(repo, log);
+  const ingester = new Ingester(repo, log, ingestDelayMs);
   ingester.resume();
 
   const server = http.createServer(createHandler({ repo, hub, ingester, sessions, log }));
