@@ -739,9 +739,11 @@ function formatSize(bytes: number): string {
 }
 
 function tooLargeForBuffer(operation: AssetOperation, maxBytes: number, bytes: number, declared: boolean): AssetApiError {
-  const size = declared ? `is ${formatSize(bytes)} (Content-Length)` : `passed ${formatSize(maxBytes)} while arriving`;
+  const size = declared
+    ? `is ${formatSize(bytes)} (Content-Length), above the limit of ${formatSize(maxBytes)}`
+    : `(sent without Content-Length) passed the limit of ${formatSize(maxBytes)}`;
   return new AssetApiError('too-large',
-    `${operation}: the file ${size}, above the limit of ${formatSize(maxBytes)} for a download into memory (Buffer); ` +
+    `${operation}: the file ${size} for a download into memory (Buffer); ` +
     'download big assets in file mode (asset-download output "file", or downloadToFile), or raise the limit (maxBytes)',
     { operation });
 }

@@ -347,7 +347,7 @@ describe('api client: download faults (small real servers)', () => {
       pump();
     };
     const error = await expectError(api.downloadToBuffer({ fuid: 1, maxBytes: 2 * MiB }), 'too-large');
-    error.message.should.match(/passed 2\.1 MB while arriving, above the limit of 2\.1 MB .*file mode/);
+    error.message.should.match(/the file \(sent without Content-Length\) passed the limit of 2\.1 MB .*file mode/);
     for (let i = 0; i < 100 && !stopped; i++) await new Promise((resolve) => setTimeout(resolve, 20));
     stopped.should.be.true();
     sent.should.be.below(32 * MiB);
