@@ -597,6 +597,7 @@ export default function register(RED: NodeAPI): void {
    */
   function sweepRegistry(): void {
     const registry = registryFor(RED);
+    if (!registry.persistent) return;
     const warn = (message: string) => RED.log.warn(`asset-event-in: ${message}`);
     for (const nodeId of registry.nodeIds()) {
       const live = RED.nodes.getNode(nodeId);

@@ -6,8 +6,9 @@
  * Kept in `dam-assets-subscriptions.json` in Node-RED's user directory (settings.userDir),
  * written whole (temporary file, then rename) on each change: node id -> { server config
  * node id, base URL, subscription id }, and the subscriptions whose deletion failed, tried
- * again on each start. It holds no secret. Without a userDir (an embedding that sets none)
- * it is kept in memory only, so it survives redeploys but not a restart.
+ * again on each start. It holds no secret. Without a userDir (an embedding that sets none,
+ * the test helper) it is kept in memory only: it covers redeploys, not a restart, and there is
+ * no sweep at start (memory that outlived a stop there would delete other runs' subscriptions).
  */
 import * as fs from 'fs';
 import * as path from 'path';
@@ -43,6 +44,11 @@ export class SubscriptionRegistry {
 
   constructor(private readonly file: string | undefined, private readonly warn: (message: string) => void) {
     this.data = this.read();
+  }
+
+  /** True when kept in a file, so that it outlives a restart. */
+  get persistent(): boolean {
+    return this.file !== undefined;
   }
 
   /** What `nodeId` registered last, if anything. */
