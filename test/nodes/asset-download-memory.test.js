@@ -128,8 +128,8 @@ describe('asset-download Buffer mode memory (real Node-RED in its own process)',
   async function call(route) {
     for (let attempt = 0; attempt < 50; attempt++) {
       const res = await fetch(`${base}/api${route}`);
-      const body = await res.text().then((text) => (text ? JSON.parse(text) : undefined));
-      if (res.status !== 404) return { status: res.status, body };
+      const text = await res.text();
+      if (res.status !== 404) return { status: res.status, body: text ? JSON.parse(text) : undefined };
       await s.delay(100);
     }
     throw new Error(`${route} never appeared`);
