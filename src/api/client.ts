@@ -73,6 +73,14 @@ export interface AssetClientOptions {
    * requests, then repeats each request once. Without it a 401 is an `auth` error.
    */
   login?: LoginOptions;
+  /**
+   * Largest file {@link AssetClient.downloadToBuffer} takes into memory, in bytes (default
+   * 100 MB = 10^8). Checked against Content-Length before the body is read, and while reading.
+   * Big assets go to a file (downloadToFile) or a stream, which have no limit.
+   */
+  maxBufferBytes?: number;
+  /** Largest JSON answer (subscribe, upload, export) read, in bytes. Default 8 MiB. */
+  maxAnswerBytes?: number;
 }
 
 /** Progress of a transfer. `total` is undefined when the length is not known. */
@@ -139,6 +147,12 @@ export interface DownloadOptions extends CallOptions {
   onProgress?: (p: TransferProgress) => void;
 }
 
+/** Options of {@link AssetClient.downloadToBuffer}. */
+export interface BufferDownloadOptions extends DownloadOptions {
+  /** Overrides the client's maxBufferBytes for this call. */
+  maxBytes?: number;
+}
+
 /** What the server said about a downloaded file. */
 export interface DownloadInfo {
   /** File name from Content-Disposition, sanitized (no separators, no `..`); undefined if none. */
@@ -173,6 +187,10 @@ export interface ExportOutcome {
 export const DEFAULT_TIMEOUT_MS = 30000;
 /** Server default of waitInMinutes (spec 4.2), used to stretch the timeout of `wait` uploads. */
 const DEFAULT_WAIT_MINUTES = 60;
+/** Default of {@link AssetClientOptions.maxBufferBytes}: 100 MB. */
+export const DEFAULT_MAX_BUFFER_BYTES = 100 * 1000 * 1000;
+/** Default of {@link AssetClientOptions.maxAnswerBytes}: 8 MiB, far above any JSON answer of the API. */
+export const DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024;
 /** How much of a JSON download or an error body is read to look for `success:false`. */
 const PEEK_LIMIT = 64 * 1024;
 /**
@@ -213,6 +231,8 @@ export class AssetClient extends EventEmitter {
   /** The Cookie header sent, its renewal, and the secrets that must never appear in an error. */
   private readonly session: SessionHolder;
   private readonly timeout: number;
+  private readonly maxBufferBytes: number;
+  private readonly maxAnswerBytes: number;
   private readonly ownAgents: Array<http.Agent> = [];
 
   constructor(options: AssetClientOptions) {
@@ -222,6 +242,8 @@ export class AssetClient extends EventEmitter {
     this.base = base.base;
     this.origin = base.origin;
     this.timeout = timeoutOf('timeout', options.timeout, DEFAULT_TIMEOUT_MS);
+    this.maxBufferBytes = byteLimitOf('maxBufferBytes', options.maxBufferBytes, DEFAULT_MAX_BUFFER_BYTES);
+    this.maxAnswerBytes = byteLimitOf('maxAnswerBytes', options.maxAnswerBytes, DEFAULT_MAX_ANSWER_BYTES);
 
     let httpAgent = options.agent as http.Agent | undefined;
     let httpsAgent = options.agent as https.Agent | undefined;
@@ -249,6 +271,8 @@ export class AssetClient extends EventEmitter {
       validateStatus: () => true,
       // Our own inactivity timeout (CallControl) replaces axios' timeout.
       timeout: 0,
+      // JSON answers are read whole: bounded (downloads set their own).
+      maxContentLength: this.maxAnswerBytes,
       transformResponse: [(data: unknown) => data],
       headers: { 'User-Agent': '@dam-assets/node-red' }
     });
@@ -407,7 +431,7 @@ export class AssetClient extends EventEmitter {
           responseType: 'text',
           maxRedirects: 0,
           maxBodyLength: Infinity,
-          maxContentLength: Infinity
+          maxContentLength: this.maxAnswerBytes
         });
       } catch (err) {
         if (sourceError !== undefined && !control.timedOut && !control.userAborted) throw sourceFailure(sourceError, operation);
@@ -431,15 +455,43 @@ export class AssetClient extends EventEmitter {
     }
   }
 
-  /** Download into memory. */
-  async downloadToBuffer(opts: DownloadOptions): Promise<DownloadInfo & { data: Buffer }> {
+  /**
+   * Download into memory, at most maxBytes (default the client's maxBufferBytes). With a
+   * Content-Length the Buffer is allocated once and filled as the file arrives, so memory
+   * peaks at about one file size; a larger Content-Length fails before the body is read.
+   * Without one (chunked) the limit is checked as the file arrives.
+   */
+  async downloadToBuffer(opts: BufferDownloadOptions): Promise<DownloadInfo & { data: Buffer }> {
     const operation: AssetOperation = 'download';
-    const { info, body, control } = await this.openDownload(operation, opts);
+    if (opts === null || typeof opts !== 'object') throw invalidInput('options', 'must be an object with fuid', operation);
+    const maxBytes = byteLimitOf('maxBytes', opts.maxBytes, this.maxBufferBytes, operation);
+    const { info, body, control } = await this.openDownload(operation, opts, maxBytes);
     try {
-      const chunks: Buffer[] = [];
-      for await (const chunk of body) chunks.push(chunk as Buffer);
-      return { ...info, data: Buffer.concat(chunks) };
+      let data: Buffer;
+      if (info.length !== undefined) {
+        data = Buffer.allocUnsafe(info.length);
+        let filled = 0;
+        for await (const chunk of body) {
+          const piece = chunk as Buffer;
+          // The HTTP parser stops at Content-Length; this guards the copy all the same.
+          if (filled + piece.length > data.length) throw new AssetApiError('network', `${operation}: the server sent more than its Content-Length of ${info.length} bytes`, { operation });
+          piece.copy(data, filled);
+          filled += piece.length;
+        }
+        // A short body fails in the counter (ByteCounter onEnd), so `data` is never returned part-filled.
+      } else {
+        const chunks: Buffer[] = [];
+        let total = 0;
+        for await (const chunk of body) {
+          total += (chunk as Buffer).length;
+          if (total > maxBytes) throw tooLargeForBuffer(operation, maxBytes, total, false);
+          chunks.push(chunk as Buffer);
+        }
+        data = Buffer.concat(chunks, total);
+      }
+      return { ...info, data };
     } catch (err) {
+      body.destroy();
       throw this.failure(operation, err, control);
     } finally {
       control.dispose();
@@ -524,7 +576,7 @@ export class AssetClient extends EventEmitter {
       if (response.status < 200 || response.status >= 300) throw this.statusError(operation, response.status, text, response);
       const parsed = isJsonType(contentType) || /^\s*\{/.test(text) ? tryParseJson(text) : undefined;
       if (isJsonType(contentType) && parsed === undefined) throw errorForMalformedAnswer(this.context(operation), response.status, contentType);
-      if (parsed && isFailedAnswer(parsed.value)) throw errorForFailedAnswer(this.context(operation), response.status, parsed.value);
+      if (parsed && !sentAsFile(response) && isFailedAnswer(parsed.value)) throw errorForFailedAnswer(this.context(operation), response.status, parsed.value);
       return { data: isJsonType(contentType) && parsed ? parsed.value : text, contentType };
     } finally {
       control.dispose();
@@ -571,6 +623,11 @@ export class AssetClient extends EventEmitter {
 
   /** Any failure of a call as an AssetApiError built from scratch (never wrapping the original). */
   private failure(operation: AssetOperation, err: unknown, control: CallControl): AssetApiError {
+    if (isAnswerTooLarge(err)) {
+      return new AssetApiError('too-large',
+        `${operation}: the server's answer is larger than ${formatSize(this.maxAnswerBytes)} (maxAnswerBytes); it was not read further`,
+        { operation });
+    }
     return errorForFailure(this.context(operation), err, {
       timedOut: control.timedOut, timeoutMs: control.timeoutMs, userAborted: control.userAborted
     });
@@ -631,8 +688,11 @@ export class AssetClient extends EventEmitter {
     return errorForStatus(this.context(operation), status, tryParseJson(text)?.value, headerOf(response, 'location'));
   }
 
-  /** Sends a download request and checks the answer; returns the body as a counting stream. */
-  private async openDownload(operation: AssetOperation, opts: DownloadOptions): Promise<OpenDownload> {
+  /**
+   * Sends a download request and checks the answer; returns the body as a counting stream.
+   * With `maxBytes`, a larger Content-Length fails before any of the body is read.
+   */
+  private async openDownload(operation: AssetOperation, opts: DownloadOptions, maxBytes?: number): Promise<OpenDownload> {
     if (opts === null || typeof opts !== 'object') throw invalidInput('options', 'must be an object with fuid', operation);
     const params: Record<string, string> = { fuid: validateFuid(opts.fuid, operation), rrn: validateRrn(opts.rrn, operation) };
     if (opts.collectionId !== undefined && opts.collectionId !== null && opts.collectionId !== '') {
@@ -663,9 +723,15 @@ export class AssetClient extends EventEmitter {
         raw.destroy();
         throw this.statusError(operation, response.status, Buffer.concat(chunks).toString('utf8'), response);
       }
+      const lengthHeader = headerOf(response, 'content-length');
+      const length = lengthHeader !== undefined && /^\d+$/.test(lengthHeader) ? Number(lengthHeader) : undefined;
+      if (maxBytes !== undefined && length !== undefined && length > maxBytes) {
+        raw.destroy();
+        throw tooLargeForBuffer(operation, maxBytes, length, true);
+      }
       let replay: { chunks: Buffer[]; ended: boolean } = { chunks: [], ended: false };
-      if (isJsonType(contentType)) {
-        // A JSON body may be the server's success:false answer rather than the file.
+      if (!sentAsFile(response) && isJsonType(contentType)) {
+        // A JSON body not sent as a file may be the server's success:false answer.
         replay = await peek(raw, PEEK_LIMIT);
         if (replay.ended) {
           const parsed = tryParseJson(Buffer.concat(replay.chunks).toString('utf8'));
@@ -673,8 +739,6 @@ export class AssetClient extends EventEmitter {
         }
       }
 
-      const lengthHeader = headerOf(response, 'content-length');
-      const length = lengthHeader !== undefined && /^\d+$/.test(lengthHeader) ? Number(lengthHeader) : undefined;
       const info: DownloadInfo = { headers: plainHeaders(response), length, contentType };
       const filename = filenameFromContentDisposition(headerOf(response, 'content-disposition'));
       if (filename !== undefined) info.filename = filename;
@@ -756,6 +820,34 @@ function timeoutOf(field: string, value: unknown, fallback: number, operation?: 
   return value;
 }
 
+function byteLimitOf(field: string, value: unknown, fallback: number, operation?: AssetOperation): number {
+  if (value === undefined || value === null) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw invalidInput(field, 'must be a number of bytes greater than 0', operation);
+  }
+  return Math.floor(value);
+}
+
+/** `123.4 MB` (10^6 bytes), as the editor's MB settings count. */
+function formatSize(bytes: number): string {
+  return bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : `${bytes} bytes`;
+}
+
+function tooLargeForBuffer(operation: AssetOperation, maxBytes: number, bytes: number, declared: boolean): AssetApiError {
+  const size = declared
+    ? `is ${formatSize(bytes)} (Content-Length), above the limit of ${formatSize(maxBytes)}`
+    : `(sent without Content-Length) passed the limit of ${formatSize(maxBytes)}`;
+  return new AssetApiError('too-large',
+    `${operation}: the file ${size} for a download into memory (Buffer); ` +
+    'download big assets in file mode (asset-download output "file", or downloadToFile), or raise the limit (maxBytes)',
+    { operation });
+}
+
+/** axios' error for an answer beyond maxContentLength. */
+function isAnswerTooLarge(err: unknown): boolean {
+  return err instanceof Error && (err as { code?: unknown }).code === 'ERR_BAD_RESPONSE' && /^maxContentLength size of \d+ exceeded/.test(err.message);
+}
+
 function callbackOf<T extends (...args: never[]) => unknown>(field: string, value: T | undefined, operation: AssetOperation): T | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'function') throw invalidInput(field, 'must be a function', operation);
@@ -785,6 +877,15 @@ function plainHeaders(response: AxiosResponse): Record<string, string> {
  */
 function quotedParameter(value: string): string {
   return `"${value.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+}
+
+/**
+ * A body sent as a file (with Content-Disposition) is content, never the server's error answer,
+ * whatever it holds: a JSON asset may well read {"success":false,...}. Only the error shape
+ * without Content-Disposition is an error.
+ */
+function sentAsFile(response: AxiosResponse): boolean {
+  return headerOf(response, 'content-disposition') !== undefined;
 }
 
 function isJsonType(contentType: string | undefined): boolean {

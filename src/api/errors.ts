@@ -7,6 +7,7 @@ export type AssetErrorKind =
   | 'network'       // connection refused, reset, DNS, TLS
   | 'timeout'       // no answer within the timeout
   | 'invalid-input' // refused before anything was sent
+  | 'too-large'     // a file or answer larger than the limit set for it (read no further)
   | 'aborted';      // the caller aborted (e.g. node closed)
 
 /** Operation names, as used in error messages. */

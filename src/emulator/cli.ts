@@ -3,7 +3,7 @@
  * `dam-emulator`: runs the emulator until SIGTERM or SIGINT.
  *
  *   dam-emulator [--host 127.0.0.1] [--port 8873] [--data DIR] [--retry-delay 60s]
- *                [--session VALUE:PERMS[:USER] ...] [--user NAME:PASSWORD:PERMS ...]
+ *                [--ingest-delay 0s] [--session VALUE:PERMS[:USER] ...] [--user NAME:PASSWORD:PERMS ...]
  *                [--session-idle SECONDS] [--session-max-age SECONDS] [--form-charset iso-8859-1|utf-8] [--quiet]
  */
 import * as path from 'path';
@@ -15,13 +15,15 @@ import { DEFAULT_FORM_CHARSET, FORM_CHARSETS, type FormCharset } from './charset
 export const DEFAULT_DATA_DIR = '.dam-emulator';
 
 const USAGE = `usage: dam-emulator [--host 127.0.0.1] [--port ${DEFAULT_PORT}] [--data DIR] [--retry-delay 60s]
-                    [--session VALUE:PERMS[:USER] ...] [--user NAME:PASSWORD:PERMS ...]
+                    [--ingest-delay 0s] [--session VALUE:PERMS[:USER] ...] [--user NAME:PASSWORD:PERMS ...]
                     [--session-idle SECONDS] [--session-max-age SECONDS] [--form-charset iso-8859-1|utf-8] [--quiet]
 
   --host HOST            address to listen on (default 127.0.0.1)
   --port PORT            TCP port, 0 picks a free one (default ${DEFAULT_PORT})
   --data DIR             folder holding all state (default ./${DEFAULT_DATA_DIR})
   --retry-delay TIME     delay between callback retries: a number with ms, s or m (default 60s)
+  --ingest-delay TIME    every ingest takes at least this long: a slow server, to try out
+                         waitInMinutes and timeouts (default 0s)
   --session V:PERMS      makes the cookie JSESSIONID=V valid with PERMS, a comma list of
                          events and add (may be empty: "viewer:"); an optional :USER names the
                          owner of what it adds. Repeatable. Default: local-dev:events,add
@@ -39,9 +41,9 @@ const USAGE = `usage: dam-emulator [--host 127.0.0.1] [--port ${DEFAULT_PORT}] [
 export class UsageError extends Error {}
 
 /** `60s`, `500ms`, `2m`, `1.5s` -> milliseconds. */
-export function parseDuration(text: string): number {
+export function parseDuration(text: string, option = '--retry-delay'): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(text.trim());
-  if (!m) throw new UsageError(`--retry-delay must be a number followed by ms, s or m (for example 60s), got ${JSON.stringify(text)}`);
+  if (!m) throw new UsageError(`${option} must be a number followed by ms, s or m (for example 60s), got ${JSON.stringify(text)}`);
   const ms = Number(m[1]) * (m[2] === 'ms' ? 1 : m[2] === 's' ? 1000 : 60_000);
   return Math.round(ms);
 }
@@ -91,7 +93,7 @@ function parseSeconds(option: string, text: string | undefined): number | undefi
 }
 
 export interface CliOptions {
-  host: string; port: number; dataDir: string; retryDelayMs: number; sessions: EmulatorSession[]; quiet: boolean; help: boolean;
+  host: string; port: number; dataDir: string; retryDelayMs: number; ingestDelayMs: number; sessions: EmulatorSession[]; quiet: boolean; help: boolean;
   formCharset: FormCharset;
   users: EmulatorUser[]; sessionIdle?: number; sessionMaxAge?: number;
 }
@@ -105,7 +107,7 @@ export function parseCli(argv: string[]): CliOptions {
       allowPositionals: false,
       options: {
         host: { type: 'string' }, port: { type: 'string' }, data: { type: 'string' }, 'retry-delay': { type: 'string' },
-        session: { type: 'string', multiple: true }, user: { type: 'string', multiple: true },
+        'ingest-delay': { type: 'string' }, session: { type: 'string', multiple: true }, user: { type: 'string', multiple: true },
         'session-idle': { type: 'string' }, 'session-max-age': { type: 'string' }, 'form-charset': { type: 'string' },
         quiet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }
       }
@@ -127,6 +129,7 @@ export function parseCli(argv: string[]): CliOptions {
     host, port,
     dataDir: path.resolve(v.data ?? DEFAULT_DATA_DIR),
     retryDelayMs: v['retry-delay'] === undefined ? 60_000 : parseDuration(v['retry-delay']),
+    ingestDelayMs: v['ingest-delay'] === undefined ? 0 : parseDuration(v['ingest-delay'], '--ingest-delay'),
     sessions: v.session ? v.session.map(parseSession) : [DEFAULT_SESSION],
     users: v.user ? v.user.map(parseUser) : [],
     sessionIdle: parseSeconds('--session-idle', v['session-idle']),
@@ -146,7 +149,8 @@ async function main(): Promise<void> {
   if (options.help) { process.stdout.write(USAGE); return; }
   const stamp = () => new Date().toISOString();
   const emulator = await startEmulator({
-    host: options.host, port: options.port, dataDir: options.dataDir, retryDelayMs: options.retryDelayMs, sessions: options.sessions,
+    host: options.host, port: options.port, dataDir: options.dataDir, retryDelayMs: options.retryDelayMs,
+    ingestDelayMs: options.ingestDelayMs, sessions: options.sessions,
     formCharset: options.formCharset,
     users: options.users, sessionIdle: options.sessionIdle, sessionMaxAge: options.sessionMaxAge,
     log: options.quiet ? undefined : line => process.stdout.write(`${stamp()} ${line}\n`)

@@ -42,6 +42,11 @@ export interface EmulatorOptions {
   sessionIdle?: number;
   /** A session expires this many seconds after it was made, used or not. Default never. */
   sessionMaxAge?: number;
+  /**
+   * Every ingest takes at least this long (ms) before it commits: a slow server, to try out
+   * waitInMinutes (which may be a fraction, e.g. 0.01 = 600 ms) and client timeouts. Default 0.
+   */
+  ingestDelayMs?: number;
   /** Where log lines go. Default: nowhere. Never receives a cookie value. */
   log?: (line: string) => void;
   /**
@@ -79,6 +84,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   if (!Number.isFinite(retryDelayMs) || retryDelayMs < 0) throw new Error('retryDelayMs must be a non-negative number');
   const formCharset = options.formCharset ?? DEFAULT_FORM_CHARSET;
   if (!FORM_CHARSETS.includes(formCharset)) throw new Error(`formCharset must be one of ${FORM_CHARSETS.join(', ')}`);
+  const ingestDelayMs = options.ingestDelayMs ?? 0;
+  if (!Number.isFinite(ingestDelayMs) || ingestDelayMs < 0) throw new Error('ingestDelayMs must be a non-negative number');
   const dataDir = path.resolve(options.dataDir ?? await fsp.mkdtemp(path.join(os.tmpdir(), 'dam-emulator-')));
   await fsp.mkdir(dataDir, { recursive: true });
 
@@ -101,7 +108,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     await hub.close();
     throw e;
   }
-  const ingester = new Ingester(repo, log);
+  const ingester = new Ingester(repo, log, ingestDelayMs);
   ingester.resume();
 
   const server = http.createServer(createHandler({ repo, hub, ingester, sessions, users: options.users ?? [], log, formCharset }));

@@ -14,7 +14,7 @@ import type { Permission } from '../api/types';
 import type { FormFields, SubscriptionHub } from './feed-types';
 import { Repository, RepoError, type Asset, type Job, type Revision } from './repository';
 import { bodyEncoding, declaredCharset, parseUrlEncodedBody, type FormCharset } from './charset';
-import { ClientGone, Ingester, UploadError, buildIngestRequest, receiveUpload, scanZip } from './upload';
+import { ClientGone, IngestCancelled, Ingester, UploadError, buildIngestRequest, receiveUpload, scanZip } from './upload';
 import { SESSION_COOKIE, SessionStore, handleLogin, parseCookieHeader, type EmulatorUser, type Session } from './sessions';
 
 export { DEFAULT_USER, SESSION_COOKIE, SessionStore, parseCookieHeader, type Session } from './sessions';
@@ -289,18 +289,23 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
         sendJson(res, 200, { success: true, jobId: job.id, length: request.length, data: { bid: 1, fuids: [], rrn: -1 } });
         return;
       }
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<'timeout'>(resolve => {
-        timer = setTimeout(() => resolve('timeout'), Math.min(options.waitInMinutes * 60_000, 2 ** 31 - 1));
-      });
-      const ingest = ingester.ingest(request);
+      // Spec 4.2: waitInMinutes is the time "to wait before cancelling". Past it the job is
+      // cancelled and nothing is stored, so a client that retries makes no duplicate revision.
+      // An ingest already committing when the time runs out finishes and is answered as done.
+      const cancel = new AbortController();
+      const timer = setTimeout(() => cancel.abort(`the ingest did not finish within waitInMinutes (${options.waitInMinutes}): cancelled, nothing stored`),
+        Math.min(options.waitInMinutes * 60_000, 2 ** 31 - 1));
       let data;
-      try { data = await Promise.race([ingest, timeout]); } finally { clearTimeout(timer); }
-      if (data === 'timeout') {
-        // Not cancelled: the ingest goes on and its blob is now its business.
-        ingest.catch(() => repo.discardBlob(blob)).catch(() => undefined);
-        fail(res, `the ingest did not finish within waitInMinutes (${options.waitInMinutes}); it goes on in the background`);
+      try {
+        data = await ingester.ingest(request, undefined, cancel.signal);
+      } catch (e) {
+        if (!(e instanceof IngestCancelled)) throw e;
+        await repo.discardBlob(blob).catch(() => undefined);
+        log(`upload of ${request.name}: ${e.message}`);
+        fail(res, e.message);
         return;
+      } finally {
+        clearTimeout(timer);
       }
       sendJson(res, 200, { success: true, data, length: request.length });
     } catch (e) {

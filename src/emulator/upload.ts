@@ -21,6 +21,8 @@ import {
 
 /** A rule of the upload request was broken: answered as success false with this message. */
 export class UploadError extends Error {}
+/** An ingest cancelled before it committed (waitInMinutes passed): nothing was stored. */
+export class IngestCancelled extends UploadError {}
 
 /** The request went away before it was complete: nothing to answer. */
 export class ClientGone extends Error {}
@@ -306,7 +308,11 @@ export class Ingester {
   private working: Promise<void> | null = null;
   private stopped = false;
 
-  constructor(private readonly repo: Repository, private readonly log: (line: string) => void) {}
+  /**
+   * @param delayMs how long every ingest takes at least before it commits (a slow server, for
+   *   trying out waitInMinutes and timeouts); 0 = as fast as it goes.
+   */
+  constructor(private readonly repo: Repository, private readonly log: (line: string) => void, private readonly delayMs = 0) {}
 
   /** Requeues jobs a previous run accepted but did not finish. */
   resume(): void {
@@ -314,12 +320,21 @@ export class Ingester {
     this.kick();
   }
 
-  /** Ingests now. Resolves with the 2.4 data once committed and published. */
-  async ingest(request: IngestRequest, jobId?: string): Promise<UploadResultData> {
+  /**
+   * Ingests now. Resolves with the 2.4 data once committed and published. When `cancel` aborts
+   * before the commit, rejects with IngestCancelled and stores nothing; once the commit has
+   * begun, cancelling changes nothing (the ingest finished, however late).
+   */
+  async ingest(request: IngestRequest, jobId?: string, cancel?: AbortSignal): Promise<UploadResultData> {
     const { repo } = this;
+    const checkCancel = () => { if (cancel?.aborted) throw new IngestCancelled(String(cancel.reason ?? 'cancelled')); };
     try {
-      const folderOf = (tx: { ensureFolder(p: string): number }) =>
-        request.destination !== undefined ? tx.ensureFolder(request.destination) : (request.destinationFuid ?? ROOT_FUID);
+      if (this.delayMs > 0) await abortableDelay(this.delayMs, cancel);
+      checkCancel();
+      const folderOf = (tx: { ensureFolder(p: string): number }) => {
+        checkCancel(); // the last point before the commit: build runs inside the write
+        return request.destination !== undefined ? tx.ensureFolder(request.destination) : (request.destinationFuid ?? ROOT_FUID);
+      };
       const toResult = (fuids: number[], rrn: number): UploadResultData => ({ bid: 1, fuids, rrn });
       if (!request.expand) {
         const { rrn, value } = await repo.write(request.user, tx => {
@@ -397,6 +412,16 @@ export class Ingester {
       }
     }
   }
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts (the caller then checks it). */
+function abortableDelay(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise(resolve => {
+    if (signal?.aborted) { resolve(); return; }
+    const done = () => { clearTimeout(timer); signal?.removeEventListener('abort', done); resolve(); };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
 
 function checkLiveFolder(repo: Repository, fuid: number): void {

@@ -144,6 +144,19 @@ describe('editor in a real browser (Chromium)', function () {
     await button.waitFor({ state: 'detached' });
   }
 
+  /**
+   * Open Node-RED's export dialog and wait until it is ready: each library browser in it selects
+   * its first folder 100 ms after opening (RED.library createBrowser). Closing and reopening the
+   * dialog before then empties it, and that pending select throws "cannot call methods on
+   * treeList prior to initialization" in the page.
+   */
+  async function showExportDialog() {
+    await page.evaluate(() => RED.actions.invoke('core:show-export-dialog'));
+    await page.waitForFunction(() => $('#red-ui-clipboard-dialog').is(':visible') &&
+      $('#red-ui-clipboard-dialog .red-ui-clipboard-dialog-tab-library').toArray()
+        .every(browser => $(browser).find('.red-ui-treeList-label.selected').length > 0));
+  }
+
   async function shoot(name, locator) {
     const file = screenshotPath(SHOTS, name);
     await (locator || page).screenshot({ path: file });
@@ -356,7 +369,7 @@ describe('editor in a real browser (Chromium)', function () {
       for (const t of typed) withCredentials.should.containEql(t.value, `the editor lost ${t.type} ${t.prop}`);
       const mark = problems.mark();
       for (const range of ['flow', 'full']) {
-        await page.evaluate(() => RED.actions.invoke('core:show-export-dialog'));
+        await showExportDialog();
         await page.locator(`#red-ui-clipboard-dialog-export-rng-${range}`).click();
         await page.waitForFunction(t => ($('#red-ui-clipboard-dialog-export-text').val() || '').includes(`"${t}"`), CONFIG_TYPE);
         const exported = await page.locator('#red-ui-clipboard-dialog-export-text').inputValue();
