@@ -14,8 +14,10 @@ import type { AssetClient } from '../api/client';
 import { AssetApiError } from '../api/errors';
 import type { CallbackEntry, SubscriptionFields } from '../api/types';
 import {
-  DuplicateFilter, READ_OWN_BODY, contentTypeProblem, entryKey, isEmptyEntry, parseCallbackPayload, readJsonBody, secretMatches
+  DuplicateFilter, READ_OWN_BODY, contentTypeProblem, entryKey, isEmptyEntry, memoryEntryFilter, parseCallbackPayload, readJsonBody, secretMatches,
+  type EntryFilter
 } from '../events';
+import type { AssetRedisConfigNode } from './asset-redis';
 import type { AssetServerConfigNode } from './asset-server';
 import type { Node, NodeAPI, NodeMessage, NodeStatus } from './node-red';
 
@@ -47,6 +49,8 @@ export interface AssetEventInConfig {
   dedupWindow?: string | number;
   /** Most remembered entries. Default 10000. */
   dedupMax?: string | number;
+  /** asset-redis config node id: keep the duplicate filter in Redis (several Node-RED copies). Blank = in memory. */
+  redis?: string;
   /** asset-server config node id. */
   server?: string;
   /** Register / delete the subscription with the node. */
@@ -274,7 +278,15 @@ export default function register(RED: NodeAPI): void {
       return;
     }
 
-    const filter = settings.dedup ? new DuplicateFilter(settings.dedup) : undefined;
+    let filter: EntryFilter | undefined;
+    try {
+      filter = settings.dedup ? chooseFilter(config, settings.dedup) : undefined;
+    } catch (err) {
+      const message = (err as Error).message;
+      node.error(t('errors.config', 'configuration: __message__', { message }));
+      node.status({ fill: 'red', shape: 'ring', text: message.slice(0, 60) });
+      return;
+    }
     const state = {
       closed: false,
       lastEventAt: undefined as Date | undefined,
@@ -283,7 +295,9 @@ export default function register(RED: NodeAPI): void {
       rejected: 0,
       lastWarnAt: 0,
       subscription: 'none' as 'none' | 'registering' | 'registered' | 'failed',
-      subscriptionError: ''
+      subscriptionError: '',
+      /** Why the last callback could not ask the duplicate filter (Redis down or slow); '' once it answers. */
+      filterProblem: ''
     };
 
     function showStatus(): void {
@@ -293,6 +307,10 @@ export default function register(RED: NodeAPI): void {
       if (settings.subscriptionId) parts.push(settings.subscriptionId);
       if (state.subscription === 'failed') {
         node.status({ fill: 'red', shape: 'ring', text: [...parts, state.subscriptionError].join(' · ') });
+        return;
+      }
+      if (state.filterProblem) {
+        node.status({ fill: 'red', shape: 'ring', text: [...parts, state.filterProblem].join(' · ') });
         return;
       }
       if (state.subscription === 'registering') parts.push(t('status.registering', 'registering'));
@@ -332,18 +350,42 @@ export default function register(RED: NodeAPI): void {
       callbackStatus();
     }
 
-    /** Emits the entries of one callback and returns how many messages went out. */
-    function emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): number {
-      const kept: CallbackEntry[] = [];
+    /**
+     * Emits the entries of one callback that the duplicate filter lets through. `sent`: messages
+     * that went out; `busy`: entries another copy is emitting right now (answer 503, the retry
+     * finds them emitted); `confirm`: the keys to confirm once the messages were handed on.
+     */
+    async function emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<{ sent: number; busy: number; confirm: string[] }> {
+      const candidates: CallbackEntry[] = [];
       for (const entry of entries) {
-        if (isEmptyEntry(entry)) {
-          if (!settings.emitEmpty) { state.empties++; continue; }
-        } else if (filter && filter.isDuplicate(entryKey(subscriptionId, entry))) {
-          state.duplicates++;
-          continue;
-        }
-        kept.push(entry);
+        if (isEmptyEntry(entry) && !settings.emitEmpty) { state.empties++; continue; }
+        candidates.push(entry);
       }
+      const kept: CallbackEntry[] = [];
+      const confirm: string[] = [];
+      let busy = 0;
+      if (filter) {
+        const checked = candidates.filter((entry) => !isEmptyEntry(entry));
+        const keys = checked.map((entry) => entryKey(subscriptionId, entry));
+        const verdicts = await filter.claim(keys);
+        let at = 0;
+        for (const entry of candidates) {
+          if (isEmptyEntry(entry)) { kept.push(entry); continue; }
+          const verdict = verdicts[at];
+          const key = keys[at++];
+          if (verdict === 'duplicate') state.duplicates++;
+          else if (verdict === 'busy') busy++;
+          else { kept.push(entry); confirm.push(key); }
+        }
+      } else {
+        kept.push(...candidates);
+      }
+      const sent = sendEntries(kept, subscriptionId, receivedAt);
+      return { sent, busy, confirm };
+    }
+
+    /** Sends the kept entries and returns how many messages went out. */
+    function sendEntries(kept: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): number {
       if (kept.length === 0) return 0;
       // Plain literals, not `{ ...common, payload }`: a spread per message was ~5% of the CPU in bursts.
       if (settings.perCallback) {
@@ -416,11 +458,55 @@ export default function register(RED: NodeAPI): void {
         reply(res, 503, { success: false, error: 'endpoint is closing' });
         return;
       }
-      const sent = emitEntries(parsed.entries, parsed.id ?? settings.subscriptionId, receivedAt.toISOString());
+      let outcome: { sent: number; busy: number; confirm: string[] };
+      try {
+        outcome = await emitEntries(parsed.entries, parsed.id ?? settings.subscriptionId, receivedAt.toISOString());
+      } catch (err) {
+        return filterUnavailable(res, err);
+      }
+      const { sent, busy, confirm } = outcome;
       state.lastEventAt = receivedAt;
       if (sent > 0 && !await deliveredWhileOpen(res)) return;
-      reply(res, settings.successCode, { success: true, received: parsed.entries.length, emitted: sent });
+      if (confirm.length && filter) {
+        // The messages are out: answering anything but success now would emit them twice.
+        await filter.confirm(confirm).catch((err: unknown) => warnFilter(err));
+      }
+      if (state.filterProblem) { state.filterProblem = ''; showStatus(); }
+      if (busy > 0) {
+        reply(res, 503, { success: false, error: 'entries are being emitted by another instance; send again later', received: parsed.entries.length, emitted: sent });
+      } else {
+        reply(res, settings.successCode, { success: true, received: parsed.entries.length, emitted: sent });
+      }
       callbackStatus();
+    }
+
+    /**
+     * The duplicate filter did not answer (Redis down or slow): nothing was emitted, and the answer
+     * is 503 so that the server sends the callback again; shown in the status until it answers.
+     */
+    function filterUnavailable(res: ServerResponse, err: unknown): void {
+      warnFilter(err);
+      reply(res, 503, { success: false, error: 'duplicate filter unavailable; send again later' });
+    }
+
+    function warnFilter(err: unknown): void {
+      const message = (err as Error)?.message ?? String(err);
+      state.filterProblem = message.slice(0, 60);
+      showStatus();
+      const now = Date.now();
+      if (now - state.lastWarnAt >= WARN_INTERVAL_MS) {
+        state.lastWarnAt = now;
+        node.warn(t('errors.filter', 'duplicate filter: __message__', { message }));
+      }
+    }
+
+    /** The in-memory filter, or the Redis one when an asset-redis node is selected. */
+    function chooseFilter(cfg: AssetEventInConfig, dedup: { windowMs: number; maxKeys: number }): EntryFilter {
+      if (!cfg.redis) return memoryEntryFilter(new DuplicateFilter(dedup));
+      const redis = RED.nodes.getNode(cfg.redis) as AssetRedisConfigNode | null;
+      if (!redis || typeof redis.filterFor !== 'function') throw new ConfigError('redis: the selected asset-redis configuration node is missing');
+      if (redis.configError) throw new ConfigError(`redis: ${redis.configError}`);
+      return redis.filterFor(node.id, dedup.windowMs);
     }
 
     // ---- the route
