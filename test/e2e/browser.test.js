@@ -18,7 +18,8 @@ const pkg = require('../../package.json');
 const MODULE = pkg.name;
 const NODE_TYPES = Object.keys(pkg['node-red'].nodes);
 const CONFIG_TYPE = 'asset-server';
-const FLOW_TYPES = NODE_TYPES.filter(t => t !== CONFIG_TYPE);
+// Config nodes: no palette entry, no flow dialog.
+const FLOW_TYPES = NODE_TYPES.filter(t => t !== CONFIG_TYPE && t !== 'asset-redis');
 const CATEGORY = 'DAM';
 const SHOTS = path.join(__dirname, 'screenshots');
 // Where the subscription id is asked for in asset-subscribe, most likely first.
