@@ -6,12 +6,17 @@ const path = require('path');
 const { spawn } = require('child_process');
 const { freePort, listening, waitFor, lineCollector } = require('../../e2e/support');
 
-/** True when `command` is on the PATH. */
-function installed(command) {
-  return (process.env.PATH || '').split(':').some((dir) => {
-    try { fs.accessSync(path.join(dir, command), fs.constants.X_OK); return true; } catch { return false; }
-  });
+/** Full path of `command` on the PATH or in the sbin folders (nginx is in /usr/sbin), or undefined. */
+function commandPath(command) {
+  const dirs = [...(process.env.PATH || '').split(':'), '/usr/local/sbin', '/usr/sbin', '/sbin'];
+  for (const dir of dirs) {
+    const file = path.join(dir, command);
+    try { fs.accessSync(file, fs.constants.X_OK); return file; } catch { /* next */ }
+  }
+  return undefined;
 }
+
+const installed = (command) => commandPath(command) !== undefined;
 
 function exited(child) {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
@@ -39,7 +44,7 @@ async function startRedis(dir, { password } = {}) {
     url: `redis://127.0.0.1:${port}`,
     get running() { return !!child && child.exitCode === null && child.signalCode === null; },
     async start() {
-      child = spawn('redis-server', [conf], { stdio: ['ignore', 'pipe', 'pipe'] });
+      child = spawn(commandPath('redis-server') || 'redis-server', [conf], { stdio: ['ignore', 'pipe', 'pipe'] });
       out = lineCollector(child);
       await out.waitForLine(/Ready to accept connections/, 15000);
       return redis;
@@ -101,7 +106,7 @@ ${upstreamPorts.map((p) => `    server 127.0.0.1:${p} max_fails=0;`).join('\n')}
   }
 }
 `);
-  const child = spawn('nginx', ['-p', dir, '-e', path.join(dir, 'error.log'), '-c', conf, '-g', 'daemon off;'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(commandPath('nginx') || 'nginx', ['-p', dir, '-e', path.join(dir, 'error.log'), '-c', conf, '-g', 'daemon off;'], { stdio: ['ignore', 'pipe', 'pipe'] });
   const out = lineCollector(child);
   await waitFor('nginx listening', async () => {
     if (child.exitCode !== null) throw new Error(`nginx exited: ${out.text()}`);

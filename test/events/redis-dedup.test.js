@@ -1,0 +1,123 @@
+'use strict';
+// The Redis duplicate filter against a real redis-server (Debian's, started on a free port).
+require('should');
+const path = require('path');
+const { execFileSync } = require('child_process');
+const Redis = require('ioredis');
+const { RedisDuplicateFilter, FilterUnavailableError, DuplicateFilter, memoryEntryFilter } = require('../../dist/events');
+const { tempDir, rmDir } = require('../reliability/lib/support');
+const { installed, startRedis } = require('../reliability/lib/servers');
+
+describe('RedisDuplicateFilter (real redis-server)', function () {
+  this.timeout(20000);
+  let work, server, redis;
+  const opened = [];
+
+  function connect(url = server.url) {
+    const client = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: (n) => Math.min(n * 50, 500) });
+    client.on('error', () => undefined);
+    opened.push(client);
+    return client;
+  }
+  const ready = (client) => new Promise((resolve) => (client.status === 'ready' ? resolve() : client.once('ready', resolve)));
+
+  before(async function () {
+    if (!installed('redis-server')) { if (process.env.CI) throw new Error('redis-server is not installed'); this.skip(); }
+    work = tempDir('dam-redis-dedup-');
+    server = await startRedis(path.join(work, 'redis'));
+    redis = connect();
+    await ready(redis);
+  });
+  after(async function () {
+    for (const c of opened) c.disconnect();
+    if (server) await server.stop();
+    rmDir(work);
+  });
+  beforeEach(() => redis.flushall());
+
+  const filter = (extra = {}) => new RedisDuplicateFilter(redis, { prefix: 'test:n1:', windowMs: 60000, leaseMs: 5000, timeoutMs: 1000, ...extra });
+
+  it('new, then duplicate once confirmed; the key expires after the window (SET NX PX)', async function () {
+    const f = filter({ windowMs: 300 });
+    (await f.claim(['a', 'b'])).should.eql(['new', 'new']);
+    await f.confirm(['a', 'b']);
+    (await f.claim(['a', 'b', 'c'])).should.eql(['duplicate', 'duplicate', 'new']);
+    const ttl = await redis.pttl(f.redisKey('a'));
+    ttl.should.be.within(1, 300);
+    (await redis.get(f.redisKey('a'))).should.equal('d');
+    // After the window the key is gone: accepted again.
+    await new Promise((resolve) => setTimeout(resolve, ttl + 50));
+    (await f.claim(['a'])).should.eql(['new']);
+  });
+
+  it('a claim not yet confirmed is busy for another copy, and free again after the lease', async function () {
+    const copyA = filter({ leaseMs: 300 });
+    const copyB = new RedisDuplicateFilter(connect(), { prefix: 'test:n1:', windowMs: 60000, leaseMs: 300, timeoutMs: 1000 });
+    (await copyA.claim(['x'])).should.eql(['new']);
+    (await copyB.claim(['x'])).should.eql(['busy']);
+    const ttl = await redis.pttl(copyA.redisKey('x'));
+    ttl.should.be.within(1, 300);
+    await new Promise((resolve) => setTimeout(resolve, ttl + 50));
+    (await copyB.claim(['x'])).should.eql(['new'], 'copy A died without confirming: after the lease, B emits it');
+    await copyB.confirm(['x']);
+    (await copyA.claim(['x'])).should.eql(['duplicate']);
+  });
+
+  it('the same entry twice in one callback: the second is a duplicate, as in memory', async function () {
+    (await filter().claim(['k', 'k', 'j'])).should.eql(['new', 'duplicate', 'new']);
+    (await memoryEntryFilter(new DuplicateFilter({ windowMs: 60000, maxKeys: 10 })).claim(['k', 'k', 'j'])).should.eql(['new', 'duplicate', 'new']);
+  });
+
+  it('keys of different nodes (prefixes) do not collide; keys are prefix + a fixed-size hash', async function () {
+    const one = filter();
+    const two = filter({ prefix: 'test:n2:' });
+    (await one.claim(['same'])).should.eql(['new']);
+    (await two.claim(['same'])).should.eql(['new']);
+    one.redisKey('a'.repeat(5000)).should.match(/^test:n1:[A-Za-z0-9_-]{27}$/);
+  });
+
+  it('1000 entries: one command per entry, in one pipelined round trip per step', async function () {
+    const f = filter();
+    const keys = Array.from({ length: 1000 }, (_, i) => `entry-${i}`);
+    const stats = async () => Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))[1]);
+    const before = await stats();
+    const writes = [];
+    const stream = redis.stream;
+    const write = stream.write;
+    stream.write = function (...args) { writes.push(args[0]); return write.apply(this, args); };
+    try {
+      (await f.claim(keys)).every((v) => v === 'new').should.be.true();
+    } finally {
+      stream.write = write;
+    }
+    const after = await stats();
+    (after - before - 1).should.equal(1000, 'one SET per entry (the INFO call itself counts once)');
+    writes.length.should.equal(1, 'the 1000 SETs go out in one write');
+  });
+
+  it('window 0: every entry is new, Redis is not asked', async function () {
+    const dead = new RedisDuplicateFilter({ pipeline() { throw new Error('asked'); } }, { prefix: 'p:', windowMs: 0, leaseMs: 1000, timeoutMs: 100 });
+    (await dead.claim(['a', 'a'])).should.eql(['new', 'new']);
+  });
+
+  it('Redis stopped (SIGSTOP, no answer) or down: rejects within the timeout; a claim survives a restart (append-only file)', async function () {
+    const own = await startRedis(path.join(work, 'own'));
+    const client = connect(own.url);
+    await ready(client);
+    const f = new RedisDuplicateFilter(client, { prefix: 'p:', windowMs: 60000, leaseMs: 1000, timeoutMs: 300 });
+    (await f.claim(['a'])).should.eql(['new']);
+    own.pause();
+    let started = Date.now();
+    await f.claim(['b']).should.be.rejectedWith(FilterUnavailableError, { message: /within 300 ms/ });
+    (Date.now() - started).should.be.below(1000);
+    own.resume();
+    await own.stop();
+    await new Promise((resolve) => (client.status === 'ready' ? client.once('close', resolve) : resolve()));
+    started = Date.now();
+    await f.claim(['c']).should.be.rejectedWith(FilterUnavailableError);
+    (Date.now() - started).should.be.below(400);
+    await own.start();
+    await ready(client);
+    (await f.claim(['a', 'c'])).should.eql(['busy', 'new'], 'the append-only file kept the claim of a across the restart');
+  });
+});
