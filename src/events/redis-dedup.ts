@@ -1,30 +1,47 @@
 /**
  * Duplicate filter kept in Redis, shared by every Node-RED copy behind a load balancer.
  *
- * Two steps per callback, each ONE pipelined round trip whatever the number of entries:
- * 1. claim: `SET <key> p<token> PX <lease> NX GET` per entry. Nothing there: the key is ours (`new`).
- *    `d`: emitted within the window (`duplicate`). `p...`: another copy claimed it and has not yet
- *    handed it to its flow (`busy`). A claim that timed out is released (a script deleting the keys
- *    still holding our token, sent behind it on the same connection, so it runs right after it). The claim expires after the lease, so a copy killed between
- *    claim and emit blocks nothing for longer than the lease, and the server's retry emits it.
- * 2. confirm, once the entries are handed to the flow: `SET <key> d PX <window>`.
- * SET with both NX and GET needs Redis 7.0 or later (or Valkey).
+ * Two steps per callback, each ONE command and so one round trip whatever the number of entries
+ * (a script over all the entry keys; Redis runs a script atomically, so each key is checked and
+ * set in one atomic step, and no other client runs in between):
+ * 1. claim, per key: nothing there -> set it to our claim token with the lease as expiry: `new`.
+ *    `d` -> emitted within the window: `duplicate`. Another token -> another copy claimed it and
+ *    has not yet handed it to its flow: `busy`. The claim expires after the lease, so a copy killed
+ *    between claim and emit blocks nothing for longer than the lease, and the server's retry emits
+ *    it. A claim that timed out is released (a script deleting the keys that still hold our token,
+ *    sent behind it on the same connection, so Redis runs it right after the claim).
+ * 2. confirm, once the entries are handed to the flow: `SET key d PX window` per key.
+ * A script instead of a pipeline of `SET key token NX PX lease GET`: the same atomic step per key,
+ * but one command to encode and one reply to parse instead of one per entry (the client's cost per
+ * command halved the entries/s of 100-entry callbacks), and any Redis from 2.6 on.
+ * The keys of one node share a hash tag (`{node id}`), so a script's keys are in one cluster slot.
  */
 import { createHash, randomBytes } from 'crypto';
 import type { EntryFilter, Verdict } from './entry-filter';
 
-const DONE = 'd';
-/** Deletes each key in KEYS that still holds ARGV[1] (this filter's claim). */
-const RELEASE = "for _, k in ipairs(KEYS) do if redis.call('GET', k) == ARGV[1] then redis.call('DEL', k) end end return 0";
+/** Per key: 0 new (now claimed with ARGV[1] for ARGV[2] ms), 1 duplicate, 2 busy. */
+const CLAIM = `local out = {}
+for i, k in ipairs(KEYS) do
+  local v = redis.call('GET', k)
+  if not v then redis.call('SET', k, ARGV[1], 'PX', ARGV[2]) out[i] = 0
+  elseif v == 'd' then out[i] = 1
+  else out[i] = 2 end
+end
+return out`;
+/** Every key: emitted, remembered for ARGV[1] ms. */
+const CONFIRM = `for _, k in ipairs(KEYS) do redis.call('SET', k, 'd', 'PX', ARGV[1]) end
+return #KEYS`;
+/** Deletes each key that still holds ARGV[1] (this filter's claim). */
+const RELEASE = `for _, k in ipairs(KEYS) do if redis.call('GET', k) == ARGV[1] then redis.call('DEL', k) end end
+return 0`;
 
-/** The part of an ioredis client used here (`redis.pipeline().set(...).exec()`). */
-export interface RedisPipelineLike {
-  set(...args: Array<string | number>): RedisPipelineLike;
-  exec(): Promise<Array<[Error | null, unknown]> | null>;
-}
+const sha1 = (text: string) => createHash('sha1').update(text).digest('hex');
+const SCRIPTS = { claim: { source: CLAIM, sha: sha1(CLAIM) }, confirm: { source: CONFIRM, sha: sha1(CONFIRM) }, release: { source: RELEASE, sha: sha1(RELEASE) } };
+
+/** The part of an ioredis client used here. */
 export interface RedisLike {
-  pipeline(): RedisPipelineLike;
-  eval?(script: string, numKeys: number, ...args: string[]): Promise<unknown>;
+  evalsha(sha: string, numKeys: number, ...args: string[]): Promise<unknown>;
+  eval(script: string, numKeys: number, ...args: string[]): Promise<unknown>;
   /** ioredis: 'ready' once connected; 'connecting', 'connect', 'reconnecting' on the way there. */
   status?: string;
   once?(event: 'ready', listener: () => void): unknown;
@@ -61,66 +78,68 @@ export class RedisDuplicateFilter implements EntryFilter {
 
   async claim(keys: string[]): Promise<Verdict[]> {
     if (this.options.windowMs <= 0 || keys.length === 0) return keys.map(() => 'new');
-    const pipeline = this.redis.pipeline();
+    // The same entry twice in one callback: the second is a duplicate of the first (as in memory).
     const firstAt = new Map<string, number>();
+    const sent: string[] = [];
     const sentFor: number[] = [];
     keys.forEach((key, i) => {
-      // The same entry twice in one callback: the second is a duplicate of the first (as in memory).
       if (firstAt.has(key)) return;
       firstAt.set(key, i);
       sentFor.push(i);
-      pipeline.set(this.redisKey(key), this.token, 'PX', Math.max(1, Math.round(this.options.leaseMs)), 'NX', 'GET');
+      sent.push(this.redisKey(key));
     });
-    let replies: Array<[Error | null, unknown]>;
+    let reply: unknown;
     try {
-      replies = await this.run(pipeline);
+      reply = await this.run(SCRIPTS.claim, sent, [this.token, String(Math.max(1, Math.round(this.options.leaseMs)))]);
     } catch (err) {
       // Nothing is emitted: let the claims that may still land go, or the retry would wait for the lease.
-      this.release(sentFor.map((i) => this.redisKey(keys[i])));
+      this.run(SCRIPTS.release, sent, [this.token]).catch(() => undefined);
       throw err;
     }
+    if (!Array.isArray(reply) || reply.length !== sent.length) throw new FilterUnavailableError('Redis: unexpected answer to the claim');
     const verdicts: Verdict[] = keys.map(() => 'duplicate');
     sentFor.forEach((index, n) => {
-      const [err, value] = replies[n] ?? [new Error('no reply'), undefined];
-      if (err) throw new FilterUnavailableError(`Redis: ${err.message}`);
-      verdicts[index] = value === null ? 'new' : value === DONE ? 'duplicate' : 'busy';
+      const code = Number(reply[n]);
+      verdicts[index] = code === 0 ? 'new' : code === 1 ? 'duplicate' : 'busy';
     });
     return verdicts;
   }
 
   async confirm(keys: string[]): Promise<void> {
     if (this.options.windowMs <= 0 || keys.length === 0) return;
-    const pipeline = this.redis.pipeline();
-    for (const key of new Set(keys)) pipeline.set(this.redisKey(key), DONE, 'PX', Math.max(1, Math.round(this.options.windowMs)));
-    const replies = await this.run(pipeline);
-    const failed = replies.find(([err]) => err);
-    if (failed) throw new FilterUnavailableError(`Redis: ${(failed[0] as Error).message}`);
+    const unique = [...new Set(keys)].map((key) => this.redisKey(key));
+    await this.run(SCRIPTS.confirm, unique, [String(Math.max(1, Math.round(this.options.windowMs)))]);
   }
 
-  /** Best effort: a release that fails leaves the claims to expire after the lease. */
-  private release(redisKeys: string[]): void {
-    if (!this.redis.eval || redisKeys.length === 0) return;
-    this.redis.eval(RELEASE, redisKeys.length, ...redisKeys, this.token).catch(() => undefined);
-  }
-
-  /** Executes a pipeline within the timeout (waiting for a connection under way within it too). */
-  private async run(pipeline: RedisPipelineLike): Promise<Array<[Error | null, unknown]>> {
+  /**
+   * Runs a script (EVALSHA; EVAL when Redis does not know it yet, e.g. after a restart) within the
+   * timeout, waiting for a connection under way within it too.
+   */
+  private async run(script: { source: string; sha: string }, keys: string[], args: string[]): Promise<unknown> {
     let timer: NodeJS.Timeout | undefined;
     let onReady: (() => void) | undefined;
     const { timeoutMs } = this.options;
     const redis = this.redis;
+    const call = async () => {
+      try {
+        return await redis.evalsha(script.sha, keys.length, ...keys, ...args);
+      } catch (err) {
+        if (!/^NOSCRIPT/.test((err as Error)?.message ?? '')) throw err;
+        return redis.eval(script.source, keys.length, ...keys, ...args);
+      }
+    };
+    let timedOut = false;
     try {
       const connected = redis.status && CONNECTING.has(redis.status) && redis.once
         ? new Promise<void>((resolve) => { onReady = resolve; redis.once!('ready', resolve); })
         : undefined;
-      const replies = await Promise.race([
-        connected ? connected.then(() => pipeline.exec()) : pipeline.exec(),
+      return await Promise.race([
+        // Connected only after the timeout: too late, the callback was answered 503 already.
+        connected ? connected.then(() => (timedOut ? undefined : call())) : call(),
         new Promise<never>((_resolve, reject) => {
-          timer = setTimeout(() => reject(new FilterUnavailableError(`Redis did not answer within ${timeoutMs} ms`)), timeoutMs);
+          timer = setTimeout(() => { timedOut = true; reject(new FilterUnavailableError(`Redis did not answer within ${timeoutMs} ms`)); }, timeoutMs);
         })
       ]);
-      if (!replies) throw new FilterUnavailableError('Redis: the pipeline was discarded');
-      return replies;
     } catch (err) {
       if (err instanceof FilterUnavailableError) throw err;
       throw new FilterUnavailableError(`Redis: ${(err as Error)?.message ?? String(err)}`);

@@ -102,7 +102,7 @@ export default function register(RED: NodeAPI): void {
     node.filterFor = (nodeId: string, windowMs: number) => {
       if (!settings) throw new Error(node.configError);
       return new RedisDuplicateFilter(connection(settings), {
-        prefix: `${settings.prefix}${nodeId}:`, windowMs, leaseMs: settings.leaseMs, timeoutMs: settings.timeoutMs
+        prefix: `${settings.prefix}{${nodeId}}:`, windowMs, leaseMs: settings.leaseMs, timeoutMs: settings.timeoutMs
       });
     };
 

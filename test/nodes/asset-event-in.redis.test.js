@@ -57,20 +57,20 @@ describe('asset-event-in with the duplicate filter in Redis (test helper, real r
   const lastStatus = (node) => (node.status.lastCall ? node.status.lastCall.args[0] : {});
   const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
 
-  it('drops an entry already emitted, with the key under prefix + node id in Redis', async function () {
+  it('drops an entry already emitted, with the key under prefix + {node id} (a cluster hash tag) in Redis', async function () {
     await load();
     (await post(payload([entry(1, 10), entry(2, 20)]))).body.should.eql({ success: true, received: 2, emitted: 2 });
     (await post(payload([entry(1, 10), entry(3, 30)]))).body.should.eql({ success: true, received: 2, emitted: 1 });
     received.map((m) => m.payload.assetId).should.eql([1, 2, 3]);
     const keys = await direct.keys('*');
     keys.length.should.equal(3);
-    keys.every((k) => k.startsWith('dam:dedup:n1:')).should.be.true(keys.join(' '));
+    keys.every((k) => k.startsWith('dam:dedup:{n1}:')).should.be.true(keys.join(' '));
     (await direct.pttl(keys[0])).should.be.within(590000, 600000, 'expires after the 600 s window');
   });
 
   it('an entry another copy claimed and has not emitted yet: the rest is emitted, the answer is 503', async function () {
     const node = await load();
-    const f = new (require('../../dist/events').RedisDuplicateFilter)(direct, { prefix: 'dam:dedup:n1:', windowMs: 60000, leaseMs: 5000, timeoutMs: 500 });
+    const f = new (require('../../dist/events').RedisDuplicateFilter)(direct, { prefix: 'dam:dedup:{n1}:', windowMs: 60000, leaseMs: 5000, timeoutMs: 500 });
     const { entryKey } = require('../../dist/events');
     await direct.set(f.redisKey(entryKey('sub-redis-0001', entry(7, 70))), 'p', 'PX', 5000);
     const res = await post(payload([entry(7, 70), entry(8, 80)]));
