@@ -468,8 +468,10 @@ export default function register(RED: NodeAPI): void {
       state.lastEventAt = receivedAt;
       if (sent > 0 && !await deliveredWhileOpen(res)) return;
       if (confirm.length && filter) {
-        // The messages are out: answering anything but success now would emit them twice.
-        await filter.confirm(confirm).catch((err: unknown) => warnFilter(err));
+        // Not awaited: the confirmation is on its way before the answer (one connection, in order),
+        // and whatever it meets, the messages are out, so the answer is success (anything else would
+        // emit them twice). Until it lands, a copy asking about these entries hears 'busy' and 503.
+        filter.confirm(confirm).catch((err: unknown) => warnFilter(err));
       }
       if (state.filterProblem) { state.filterProblem = ''; showStatus(); }
       if (busy > 0) {

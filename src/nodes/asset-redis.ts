@@ -85,6 +85,8 @@ export default function register(RED: NodeAPI): void {
         // Fail fast instead of queueing: a callback gets 503 and the server retries it later.
         enableOfflineQueue: false,
         maxRetriesPerRequest: 0,
+        // Scripts of callbacks handled in the same turn of the event loop go out in one write.
+        enableAutoPipelining: true,
         connectTimeout: Math.max(s.timeoutMs, 1000),
         retryStrategy: reconnectDelay
       });
