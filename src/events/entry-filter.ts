@@ -11,17 +11,23 @@ import type { DuplicateFilter } from './dedup';
  */
 export type Verdict = 'new' | 'duplicate' | 'busy';
 
-export interface EntryFilter {
-  /** Verdicts for the keys of one callback, in order; rejects when the filter cannot answer (then nothing was claimed for sure). */
-  claim(keys: string[]): Promise<Verdict[]>;
+export interface Claim {
+  /** One per key, in order. */
+  verdicts: Verdict[];
   /** Called once the `new` entries were handed to the flow: they count as emitted for the window. */
-  confirm(keys: string[]): Promise<void>;
+  confirm(): Promise<void>;
 }
+
+export interface EntryFilter {
+  /** Verdicts for the keys of one callback; rejects when the filter cannot answer (then nothing may be emitted). */
+  claim(keys: string[]): Promise<Claim>;
+}
+
+const confirmed = async (): Promise<void> => undefined;
 
 /** The in-memory filter behind the same interface: a key is claimed and confirmed at once. */
 export function memoryEntryFilter(filter: DuplicateFilter): EntryFilter {
   return {
-    claim: async (keys) => keys.map((key) => (filter.isDuplicate(key) ? 'duplicate' : 'new')),
-    confirm: async () => undefined
+    claim: async (keys) => ({ verdicts: keys.map((key) => (filter.isDuplicate(key) ? 'duplicate' : 'new')), confirm: confirmed })
   };
 }

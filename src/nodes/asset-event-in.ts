@@ -353,29 +353,28 @@ export default function register(RED: NodeAPI): void {
     /**
      * Emits the entries of one callback that the duplicate filter lets through. `sent`: messages
      * that went out; `busy`: entries another copy is emitting right now (answer 503, the retry
-     * finds them emitted); `confirm`: the keys to confirm once the messages were handed on.
+     * finds them emitted); `confirm`: to call once the messages were handed on.
      */
-    async function emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<{ sent: number; busy: number; confirm: string[] }> {
+    async function emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<{ sent: number; busy: number; confirm?: () => Promise<void> }> {
       const candidates: CallbackEntry[] = [];
       for (const entry of entries) {
         if (isEmptyEntry(entry) && !settings.emitEmpty) { state.empties++; continue; }
         candidates.push(entry);
       }
       const kept: CallbackEntry[] = [];
-      const confirm: string[] = [];
       let busy = 0;
+      let confirm: (() => Promise<void>) | undefined;
       if (filter) {
-        const checked = candidates.filter((entry) => !isEmptyEntry(entry));
-        const keys = checked.map((entry) => entryKey(subscriptionId, entry));
-        const verdicts = await filter.claim(keys);
+        const keys = candidates.filter((entry) => !isEmptyEntry(entry)).map((entry) => entryKey(subscriptionId, entry));
+        const claim = await filter.claim(keys);
+        confirm = claim.confirm;
         let at = 0;
         for (const entry of candidates) {
           if (isEmptyEntry(entry)) { kept.push(entry); continue; }
-          const verdict = verdicts[at];
-          const key = keys[at++];
+          const verdict = claim.verdicts[at++];
           if (verdict === 'duplicate') state.duplicates++;
           else if (verdict === 'busy') busy++;
-          else { kept.push(entry); confirm.push(key); }
+          else kept.push(entry);
         }
       } else {
         kept.push(...candidates);
@@ -458,7 +457,7 @@ export default function register(RED: NodeAPI): void {
         reply(res, 503, { success: false, error: 'endpoint is closing' });
         return;
       }
-      let outcome: { sent: number; busy: number; confirm: string[] };
+      let outcome: { sent: number; busy: number; confirm?: () => Promise<void> };
       try {
         outcome = await emitEntries(parsed.entries, parsed.id ?? settings.subscriptionId, receivedAt.toISOString());
       } catch (err) {
@@ -467,11 +466,11 @@ export default function register(RED: NodeAPI): void {
       const { sent, busy, confirm } = outcome;
       state.lastEventAt = receivedAt;
       if (sent > 0 && !await deliveredWhileOpen(res)) return;
-      if (confirm.length && filter) {
+      if (confirm) {
         // Not awaited: the confirmation is on its way before the answer (one connection, in order),
         // and whatever it meets, the messages are out, so the answer is success (anything else would
         // emit them twice). Until it lands, a copy asking about these entries hears 'busy' and 503.
-        filter.confirm(confirm).catch((err: unknown) => warnFilter(err));
+        confirm().catch((err: unknown) => warnFilter(err));
       }
       if (state.filterProblem) { state.filterProblem = ''; showStatus(); }
       if (busy > 0) {
