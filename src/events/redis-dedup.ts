@@ -13,7 +13,7 @@
  * 2. confirm, once the entries are handed to the flow: `SET key d PX window` per new key.
  * A script instead of a pipeline of `SET key token NX PX lease GET`: the same atomic step per key,
  * but one command to encode and one reply to parse instead of one per entry (the client's cost per
- * command halved the entries/s of 100-entry callbacks), and any Redis from 2.6 on. The keys go as
+ * command halved the entries/s of 100-entry callbacks), and any Redis from 2.6.12 on. The keys go as
  * one argument, 20-byte SHA-1 digests end to end (the client's cost per argument counted too); the
  * key prefix, which carries the node id as a cluster hash tag, is the script's one declared key.
  */
