@@ -331,6 +331,30 @@ describe('editor in a real browser (Chromium)', function () {
       noProblemsSince(mark, 'while the secrets were typed');
     });
 
+    it('asks for the Redis password in a password field of the asset-redis dialog', async function () {
+      const redis = requireDef('asset-redis');
+      redis.category.should.equal('config');
+      redis.credentials.password.type.should.equal('password');
+      const mark = problems.mark();
+      await openEditDialog('asset-event-in');
+      await page.locator('#node-input-btn-redis-add').click();
+      await page.locator('#node-config-dialog-edit-form').waitFor({ state: 'visible' });
+      await waitForTrayToSettle();
+      await shoot('dialog-asset-redis');
+      (await untranslatedKeys(page, '.red-ui-tray', NODE_TYPES)).should.eql([], 'untranslated keys in the asset-redis dialog');
+      (await overflowingControls(page, '.red-ui-tray')).should.eql([], 'controls wider than the asset-redis dialog');
+      const input = page.locator('#node-config-input-password');
+      (await input.getAttribute('type')).should.equal('password');
+      const value = `rds${unique()}`;
+      await input.fill(value);
+      await closeTopTray('node-config-dialog-ok');
+      await closeTopTray('node-dialog-ok');
+      const id = await page.evaluate(() => { let found = null; RED.nodes.eachConfig(n => { if (n.type === 'asset-redis') found = n.id; }); return found; });
+      should.exist(id, 'no asset-redis node after the dialog closed with Done');
+      typed.push({ type: 'asset-redis', id, prop: 'password', value });
+      noProblemsSince(mark, 'while the asset-redis dialog was used');
+    });
+
     it('are not in an exported flow (current flow and all flows)', async function () {
       should.exist(configId, 'needs the previous test');
       // The editor does hold the secrets (deploy sends them to the runtime), so
