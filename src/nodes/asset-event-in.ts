@@ -297,7 +297,8 @@ export default function register(RED: NodeAPI): void {
       subscription: 'none' as 'none' | 'registering' | 'registered' | 'failed',
       subscriptionError: '',
       /** Why the last callback could not ask the duplicate filter (Redis down or slow); '' once it answers. */
-      filterProblem: ''
+      filterProblem: '',
+      lastFilterWarnAt: 0
     };
 
     function showStatus(): void {
@@ -495,8 +496,8 @@ export default function register(RED: NodeAPI): void {
       state.filterProblem = message.slice(0, 60);
       showStatus();
       const now = Date.now();
-      if (now - state.lastWarnAt >= WARN_INTERVAL_MS) {
-        state.lastWarnAt = now;
+      if (now - state.lastFilterWarnAt >= WARN_INTERVAL_MS) {
+        state.lastFilterWarnAt = now;
         node.warn(t('errors.filter', 'duplicate filter: __message__', { message }));
       }
     }
