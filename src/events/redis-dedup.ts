@@ -22,12 +22,21 @@ import type { Claim, EntryFilter, Verdict } from './entry-filter';
 
 const DIGEST = 20;
 
-/** KEYS[1] prefix, ARGV[1] packed digests, ARGV[2] token, ARGV[3] lease ms. One char per key: 0 new (now claimed), 1 duplicate, 2 busy. */
+/**
+ * KEYS[1] prefix, ARGV[1] packed digests, ARGV[2] token, ARGV[3] lease ms. One char per key: 0 new
+ * (now claimed), 1 duplicate, 2 busy. Redis 7 does it in one call per key (SET NX GET), older ones in two.
+ */
 const CLAIM = `local p, blob, out = KEYS[1], ARGV[1], {}
+local setGet = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
 for i = 1, #blob / ${DIGEST} do
   local k = p .. string.sub(blob, (i - 1) * ${DIGEST} + 1, i * ${DIGEST})
-  local v = redis.call('GET', k)
-  if not v then redis.call('SET', k, ARGV[2], 'PX', ARGV[3]) out[i] = '0'
+  local v
+  if setGet then v = redis.call('SET', k, ARGV[2], 'PX', ARGV[3], 'NX', 'GET')
+  else
+    v = redis.call('GET', k)
+    if not v then redis.call('SET', k, ARGV[2], 'PX', ARGV[3]) end
+  end
+  if not v then out[i] = '0'
   elseif v == 'd' then out[i] = '1'
   else out[i] = '2' end
 end
