@@ -55,7 +55,8 @@ for i = 1, #blob / ${DIGEST} do
 end
 return 0`;
 
-const SCRIPTS = { claim: CLAIM, confirm: CONFIRM, release: RELEASE };
+/** Exported for the tests (the pre-7 branch of CLAIM is run by forcing the version to 0). */
+export const SCRIPTS = { claim: CLAIM, confirm: CONFIRM, release: RELEASE };
 
 /** SHA-1 of a string as 20 bytes; `crypto.hash` (Node 20.12+) is about twice as fast for short strings. */
 const fastHash = (crypto as unknown as { hash?: (algorithm: string, data: string, encoding: 'buffer') => Buffer }).hash;

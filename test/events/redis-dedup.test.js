@@ -108,6 +108,21 @@ describe('RedisDuplicateFilter (real redis-server)', function () {
     (await f.claim(keys)).verdicts.every((v) => v === 'duplicate').should.be.true();
   });
 
+  it('the claim script without SET NX GET (Redis before 7.0): the same answers', async function () {
+    const { SCRIPTS } = require('../../dist/events/redis-dedup');
+    const old = SCRIPTS.claim.replace('(redis.REDIS_VERSION_NUM or 0)', '0');
+    old.should.not.equal(SCRIPTS.claim);
+    const crypto = require('crypto');
+    const d = (k) => crypto.createHash('sha1').update(k).digest();
+    await redis.set(Buffer.concat([Buffer.from('old:'), d('done')]), 'd');
+    await redis.set(Buffer.concat([Buffer.from('old:'), d('other')]), 'pother');
+    const codes = await redis.eval(old, 1, 'old:', Buffer.concat([d('new'), d('done'), d('other')]), 'pmine', '5000');
+    codes.should.equal('012');
+    (await redis.get(Buffer.concat([Buffer.from('old:'), d('new')]))).should.equal('pmine');
+    (await redis.pttl(Buffer.concat([Buffer.from('old:'), d('new')]))).should.be.within(1, 5000);
+    (await redis.eval(old, 1, 'old:', d('new'), 'pmine', '5000')).should.equal('2');
+  });
+
   it('window 0: every entry is new, Redis is not asked', async function () {
     const asked = () => { throw new Error('asked'); };
     const dead = new RedisDuplicateFilter({ eval: asked }, { prefix: 'p:', windowMs: 0, leaseMs: 1000, timeoutMs: 100 });
