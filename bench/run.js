@@ -28,14 +28,15 @@ const USAGE = `Usage: npm run bench -- [options]
   --sizes LIST       file sizes, e.g. 16M,256M,1G (default 16M,256M,1G)
   --runs N           runs per case, median reported (default 3, at least 3 for a real report)
   --only LIST        some of: ${CASES.join(',')} (default all)
-  --variants LIST    transfer variants, some of: curl,client,node,core (default all; for investigations)
+  --variants LIST    variants, some of: curl,client,node,core (transfers), redis (events: asset-event-in with
+                     its filter in a redis-server started by the bench) (default all; for investigations)
   --strict           exit 1 when a target is missed (default: only when a case breaks)
   --verbose          show Node-RED and emulator output
   --report FILE      only re-render the Markdown and SVG of a saved results JSON (bench/results/*.json)
   --help`;
 
 function parseArgs(argv) {
-  const o = { quick: false, sizes: null, runs: 3, only: CASES, variants: ['curl', 'client', 'node', 'core'], strict: false, verbose: false };
+  const o = { quick: false, sizes: null, runs: 3, only: CASES, variants: ['curl', 'client', 'node', 'core', 'redis'], strict: false, verbose: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = () => {
@@ -54,7 +55,7 @@ function parseArgs(argv) {
     else throw new Error(`unknown option ${a}\n${USAGE}`);
   }
   if (!Number.isInteger(o.runs) || o.runs < 1) throw new Error('--runs: must be a whole number, 1 or more');
-  for (const v of o.variants) if (!['curl', 'client', 'node', 'core'].includes(v)) throw new Error(`--variants: "${v}" is not one of curl, client, node, core`);
+  for (const v of o.variants) if (!['curl', 'client', 'node', 'core', 'redis'].includes(v)) throw new Error(`--variants: "${v}" is not one of curl, client, node, core, redis`);
   for (const c of o.only) if (!CASES.includes(c)) throw new Error(`--only: "${c}" is not one of ${CASES.join(', ')}`);
   if (!o.sizes) o.sizes = o.quick ? [MiB, 4 * MiB] : [16 * MiB, 256 * MiB, 1024 * MiB];
   o.sizes.sort((a, b) => a - b);
@@ -142,6 +143,7 @@ async function main() {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-bench-'));
   const results = { startedAt: startedAt.toISOString(), quick: opts.quick, runs: opts.runs, env, notes, errors, sizes: [], events: null, fanout: null };
   let emulator;
+  let redis;
   let stopNodeRed = async () => {};
   const processLog = opts.verbose ? (prefix) => (line) => log(`    [${prefix}] ${line}`) : () => () => {};
   try {
@@ -181,11 +183,17 @@ async function main() {
           if (!notes.includes(msg)) notes.push(msg);
         }
       }
-      await nr.deploy(buildFlows({ emulatorUrl: `http://127.0.0.1:${emulatorPort}`, cookie: COOKIE, types, parts: new Set(PARTS[kind]) }));
+      await nr.deploy(buildFlows({ emulatorUrl: `http://127.0.0.1:${emulatorPort}`, cookie: COOKIE, types, parts: new Set(PARTS[kind]), redisUrl: redis && redis.url }));
       nr.idleRss = await settledRss(nr.pid);
       return nr;
     };
     stopNodeRed = async () => { for (const nr of Object.values(processes)) await nr.stop(); };
+    // The Redis of the 'redis' event variant (Debian's redis-server, in the temp folder, on a free port).
+    if (opts.only.includes('events') && opts.variants.includes('redis')) {
+      const { installed, startRedis } = require('../test/reliability/lib/servers');
+      if (installed('redis-server')) redis = await startRedis(path.join(tmp, 'redis'));
+      else notes.push('redis-server is not installed: the event flow with the filter in Redis is skipped.');
+    }
     const hasNode = (t) => types.has(t) && types.has('asset-server');
 
     if (opts.only.includes('transfer') || opts.only.includes('events')) {
@@ -194,7 +202,7 @@ async function main() {
     }
 
     if (needTransfer) {
-      const variants = (dir, ourType) => opts.variants.filter((v) =>
+      const variants = (dir, ourType) => opts.variants.filter((v) => v !== 'redis' &&
         (v !== 'curl' || env.curl) && (v !== 'client' || parts.client) && (v !== 'node' || hasNode(ourType)));
       for (const size of opts.sizes) {
         log(`\n== ${formatSize(size)}: upload and download`);
@@ -220,7 +228,7 @@ async function main() {
     if (opts.only.includes('events')) {
       log('\n== event bursts');
       try {
-        results.events = await runEvents({ nr: await nodeRed('ours'), opts, log, hasOurs: types.has('asset-event-in') });
+        results.events = await runEvents({ nr: await nodeRed('ours'), opts, log, hasOurs: types.has('asset-event-in'), hasRedis: !!redis && types.has('asset-redis') });
       } catch (e) {
         errors.push(`event bursts: ${e.message}`);
       }
@@ -240,6 +248,7 @@ async function main() {
     errors.push(e.message);
   } finally {
     await stopNodeRed();
+    if (redis) await redis.stop();
     if (emulator) await emulator.stop();
     fs.rmSync(tmp, { recursive: true, force: true });
   }

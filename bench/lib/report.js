@@ -19,7 +19,7 @@ const LABEL = {
     core: 'core: http request (Buffer) → file out'
   }
 };
-const EVENT_LABEL = { ours: '**asset-event-in** → count', core: 'core: http in → change → split → count → http response' };
+const EVENT_LABEL = { ours: '**asset-event-in** → count', redis: '**asset-event-in**, filter in Redis → count', core: 'core: http in → change → split → count → http response' };
 
 const fmt = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '—');
 const mib = (bytes, digits = 1) => (Number.isFinite(bytes) ? (bytes / MiB).toFixed(digits) : '—');
@@ -60,6 +60,17 @@ function eventTargets(rows) {
   const out = [];
   for (const r of rows) {
     r.targets = [];
+    if (r.variant === 'redis') {
+      const memory = rows.find((c) => c.variant === 'ours' && c.entriesPerCallback === r.entriesPerCallback);
+      if (memory && r.entriesPerCallback === 100) {
+        const ok = r.entriesPerSec >= 0.8 * memory.entriesPerSec;
+        r.targets.push({ name: `asset-event-in with the filter in Redis, 100/callback: entries/s ≥ 0.8 × in-memory filter`, ok, text: `${verdict(ok)} ≥ 0.8 × in memory` });
+      }
+      const ok = r.lost === 0 && r.httpFailures === 0;
+      r.targets.push({ name: `asset-event-in with the filter in Redis, ${r.entriesPerCallback}/callback: 0 entries lost`, ok, text: `${verdict(ok)} 0 lost` });
+      out.push(...r.targets);
+      continue;
+    }
     if (r.variant !== 'ours') continue;
     const core = rows.find((c) => c.variant === 'core' && c.entriesPerCallback === r.entriesPerCallback);
     if (core) {

@@ -15,8 +15,10 @@ import type { AssetClient } from '../api/client';
 import { AssetApiError } from '../api/errors';
 import type { CallbackEntry, SubscriptionFields } from '../api/types';
 import {
-  DuplicateFilter, READ_OWN_BODY, contentTypeProblem, entryKey, isEmptyEntry, parseCallbackPayload, readJsonBody, secretMatches
+  DuplicateFilter, READ_OWN_BODY, contentTypeProblem, entryKey, isEmptyEntry, memoryEntryFilter, parseCallbackPayload, readJsonBody, secretMatches,
+  type EntryFilter
 } from '../events';
+import type { AssetRedisConfigNode } from './asset-redis';
 import type { AssetServerConfigNode } from './asset-server';
 import { errorStatusText } from './common';
 import { eventInStats } from '../plugin/event-in-stats';
@@ -51,6 +53,8 @@ export interface AssetEventInConfig {
   dedupWindow?: string | number;
   /** Most remembered entries. Default 10000. */
   dedupMax?: string | number;
+  /** asset-redis config node id: keep the duplicate filter in Redis (several Node-RED copies). Blank = in memory. */
+  redis?: string;
   /** asset-server config node id. */
   server?: string;
   /** Register / delete the subscription with the node. */
@@ -276,7 +280,15 @@ export default function register(RED: NodeAPI): void {
       return;
     }
 
-    const filter = settings.dedup ? new DuplicateFilter(settings.dedup) : undefined;
+    let filter: EntryFilter | undefined;
+    try {
+      filter = settings.dedup ? chooseFilter(config, settings.dedup) : undefined;
+    } catch (err) {
+      const message = (err as Error).message;
+      node.error(t('errors.config', 'configuration: __message__', { message }));
+      node.status({ fill: 'red', shape: 'ring', text: message.slice(0, 60) });
+      return;
+    }
     const stats = eventInStats.open(node.id); // live counters for the editor's DAM sidebar
     const state = {
       closed: false,
@@ -286,7 +298,10 @@ export default function register(RED: NodeAPI): void {
       rejected: 0,
       lastWarnAt: 0,
       subscription: 'none' as 'none' | 'registering' | 'registered' | 'failed',
-      subscriptionError: ''
+      subscriptionError: '',
+      /** Why the last callback could not ask the duplicate filter (Redis down or slow); '' once it answers. */
+      filterProblem: '',
+      lastFilterWarnAt: 0
     };
 
     function showStatus(): void {
@@ -296,6 +311,10 @@ export default function register(RED: NodeAPI): void {
       if (settings.subscriptionId) parts.push(settings.subscriptionId);
       if (state.subscription === 'failed') {
         node.status({ fill: 'red', shape: 'ring', text: [...parts, state.subscriptionError].join(' · ') });
+        return;
+      }
+      if (state.filterProblem) {
+        node.status({ fill: 'red', shape: 'ring', text: [...parts, state.filterProblem].join(' · ') });
         return;
       }
       if (state.subscription === 'registering') parts.push(t('status.registering', 'registering'));
@@ -336,22 +355,43 @@ export default function register(RED: NodeAPI): void {
       callbackStatus();
     }
 
-    /** Emits the entries of one callback and returns how many messages went out. */
-    function emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): number {
-      const kept: CallbackEntry[] = [];
+    /**
+     * Emits the entries of one callback that the duplicate filter lets through. `sent`: messages
+     * that went out; `busy`: entries another copy is emitting right now (answer 503, the retry
+     * finds them emitted); `confirm`: to call once the messages were handed on.
+     */
+    async function emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<{ sent: number; entries: number; busy: number; confirm?: () => Promise<void> }> {
+      const candidates: CallbackEntry[] = [];
       for (const entry of entries) {
-        if (isEmptyEntry(entry)) {
-          if (!settings.emitEmpty) { state.empties++; stats.empty(); continue; }
-        } else if (filter) {
-          const key = entryKey(subscriptionId, entry);
-          if (key !== undefined && filter.isDuplicate(key)) {
-            state.duplicates++;
-            stats.duplicate();
-            continue;
-          }
-        }
-        kept.push(entry);
+        if (isEmptyEntry(entry) && !settings.emitEmpty) { state.empties++; stats.empty(); continue; }
+        candidates.push(entry);
       }
+      const kept: CallbackEntry[] = [];
+      let busy = 0;
+      let confirm: (() => Promise<void>) | undefined;
+      if (filter) {
+        // Empty entries, and entries without a key (no rrn: see entryKey), are never dropped.
+        const keys = candidates.map((entry) => (isEmptyEntry(entry) ? undefined : entryKey(subscriptionId, entry)));
+        const claimed = keys.filter((key): key is string => key !== undefined);
+        const claim = claimed.length > 0 ? await filter.claim(claimed) : { verdicts: [], confirm: undefined };
+        confirm = claim.confirm;
+        let at = 0;
+        candidates.forEach((entry, i) => {
+          if (keys[i] === undefined) { kept.push(entry); return; }
+          const verdict = claim.verdicts[at++];
+          if (verdict === 'duplicate') { state.duplicates++; stats.duplicate(); }
+          else if (verdict === 'busy') busy++;
+          else kept.push(entry);
+        });
+      } else {
+        kept.push(...candidates);
+      }
+      const sent = sendEntries(kept, subscriptionId, receivedAt);
+      return { sent, entries: kept.length, busy, confirm };
+    }
+
+    /** Sends the kept entries and returns how many messages went out. */
+    function sendEntries(kept: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): number {
       if (kept.length === 0) return 0;
       // Plain literals, not `{ ...common, payload }`: a spread per message was ~5% of the CPU in bursts.
       if (settings.perCallback) {
@@ -425,13 +465,58 @@ export default function register(RED: NodeAPI): void {
         reply(res, 503, { success: false, error: 'endpoint is closing' });
         return;
       }
-      const dropped = state.duplicates + state.empties;
-      const sent = emitEntries(parsed.entries, parsed.id ?? settings.subscriptionId, receivedAt.toISOString());
+      let outcome: { sent: number; entries: number; busy: number; confirm?: () => Promise<void> };
+      try {
+        outcome = await emitEntries(parsed.entries, parsed.id ?? settings.subscriptionId, receivedAt.toISOString());
+      } catch (err) {
+        return filterUnavailable(res, err);
+      }
+      const { sent, entries, busy, confirm } = outcome;
       state.lastEventAt = receivedAt;
       if (sent > 0 && !await deliveredWhileOpen(res)) return;
-      reply(res, settings.successCode, { success: true, received: parsed.entries.length, emitted: sent });
-      stats.callback(receivedAt, parsed.entries.length - (state.duplicates + state.empties - dropped));
+      if (confirm) {
+        // Not awaited: the confirmation is on its way before the answer (one connection, in order),
+        // and whatever it meets, the messages are out, so the answer is success (anything else would
+        // emit them twice). Until it lands, a copy asking about these entries hears 'busy' and 503.
+        confirm().catch((err: unknown) => warnFilter(err));
+      }
+      if (state.filterProblem) { state.filterProblem = ''; showStatus(); }
+      stats.callback(receivedAt, entries);
+      if (busy > 0) {
+        reply(res, 503, { success: false, error: 'entries are being emitted by another instance; send again later', received: parsed.entries.length, emitted: sent });
+      } else {
+        reply(res, settings.successCode, { success: true, received: parsed.entries.length, emitted: sent });
+      }
       callbackStatus();
+    }
+
+    /**
+     * The duplicate filter did not answer (Redis down or slow): nothing was emitted, and the answer
+     * is 503 so that the server sends the callback again; shown in the status until it answers.
+     */
+    function filterUnavailable(res: ServerResponse, err: unknown): void {
+      warnFilter(err);
+      reply(res, 503, { success: false, error: 'duplicate filter unavailable; send again later' });
+    }
+
+    function warnFilter(err: unknown): void {
+      const message = (err as Error)?.message ?? String(err);
+      state.filterProblem = message.slice(0, 60);
+      showStatus();
+      const now = Date.now();
+      if (now - state.lastFilterWarnAt >= WARN_INTERVAL_MS) {
+        state.lastFilterWarnAt = now;
+        node.warn(t('errors.filter', 'duplicate filter: __message__', { message }));
+      }
+    }
+
+    /** The in-memory filter, or the Redis one when an asset-redis node is selected. */
+    function chooseFilter(cfg: AssetEventInConfig, dedup: { windowMs: number; maxKeys: number }): EntryFilter {
+      if (!cfg.redis) return memoryEntryFilter(new DuplicateFilter(dedup));
+      const redis = RED.nodes.getNode(cfg.redis) as AssetRedisConfigNode | null;
+      if (!redis || typeof redis.filterFor !== 'function') throw new ConfigError('redis: the selected asset-redis configuration node is missing');
+      if (redis.configError) throw new ConfigError(`redis: ${redis.configError}`);
+      return redis.filterFor(node.id, dedup.windowMs);
     }
 
     // ---- the route

@@ -18,7 +18,8 @@ const pkg = require('../../package.json');
 const MODULE = pkg.name;
 const NODE_TYPES = Object.keys(pkg['node-red'].nodes);
 const CONFIG_TYPE = 'asset-server';
-const FLOW_TYPES = NODE_TYPES.filter(t => t !== CONFIG_TYPE);
+// Config nodes: no palette entry, no flow dialog.
+const FLOW_TYPES = NODE_TYPES.filter(t => t !== CONFIG_TYPE && t !== 'asset-redis');
 const CATEGORY = 'DAM';
 const SHOTS = path.join(__dirname, 'screenshots');
 // Where the subscription id is asked for in asset-subscribe, most likely first.
@@ -359,6 +360,30 @@ describe('editor in a real browser (Chromium)', function () {
         await closeTopTray('node-dialog-ok');
       }
       noProblemsSince(mark, 'while the secrets were typed');
+    });
+
+    it('asks for the Redis password in a password field of the asset-redis dialog', async function () {
+      const redis = requireDef('asset-redis');
+      redis.category.should.equal('config');
+      redis.credentials.password.type.should.equal('password');
+      const mark = problems.mark();
+      await openEditDialog('asset-event-in');
+      await page.locator('#node-input-btn-redis-add').click();
+      await page.locator('#node-config-dialog-edit-form').waitFor({ state: 'visible' });
+      await waitForTrayToSettle();
+      await shoot('dialog-asset-redis');
+      (await untranslatedKeys(page, '.red-ui-tray', NODE_TYPES)).should.eql([], 'untranslated keys in the asset-redis dialog');
+      (await overflowingControls(page, '.red-ui-tray')).should.eql([], 'controls wider than the asset-redis dialog');
+      const input = page.locator('#node-config-input-password');
+      (await input.getAttribute('type')).should.equal('password');
+      const value = `rds${unique()}`;
+      await input.fill(value);
+      await closeTopTray('node-config-dialog-ok');
+      await closeTopTray('node-dialog-ok');
+      const id = await page.evaluate(() => { let found = null; RED.nodes.eachConfig(n => { if (n.type === 'asset-redis') found = n.id; }); return found; });
+      should.exist(id, 'no asset-redis node after the dialog closed with Done');
+      typed.push({ type: 'asset-redis', id, prop: 'password', value });
+      noProblemsSince(mark, 'while the asset-redis dialog was used');
     });
 
     it('are not in an exported flow (current flow and all flows)', async function () {
