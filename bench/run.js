@@ -22,14 +22,15 @@ const REPO = path.resolve(__dirname, '..');
 const COOKIE_VALUE = 'bench-session';
 const COOKIE = `JSESSIONID=${COOKIE_VALUE}`;
 const CASES = ['transfer', 'events', 'fanout'];
-const VARIANTS = ['curl', 'bare', 'client', 'node', 'core'];
+const VARIANTS = ['curl', 'bare', 'client', 'node', 'core', 'redis'];
 
 const USAGE = `Usage: npm run bench -- [options]
   --quick            small sizes (1M,4M) and short bursts, for CI (under a minute)
   --sizes LIST       file sizes, e.g. 16M,256M,1G (default 16M,256M,1G)
   --runs N           runs per case, median reported (default 3, at least 3 for a real report)
   --only LIST        some of: ${CASES.join(',')} (default all)
-  --variants LIST    transfer variants, some of: ${VARIANTS.join(',')} (default all; for investigations)
+  --variants LIST    variants, some of: curl,bare,client,node,core (transfers), redis (events: asset-event-in
+                     with its filter in a redis-server started by the bench) (default all; for investigations)
   --strict           exit 1 when a target is missed (default: only when a case breaks)
   --verbose          show Node-RED and emulator output
   --report FILE      only re-render the Markdown and SVG of a saved results JSON (bench/results/*.json)
@@ -143,6 +144,7 @@ async function main() {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-bench-'));
   const results = { startedAt: startedAt.toISOString(), quick: opts.quick, runs: opts.runs, env, notes, errors, sizes: [], events: null, fanout: null };
   let emulator;
+  let redis;
   let stopNodeRed = async () => {};
   const processLog = opts.verbose ? (prefix) => (line) => log(`    [${prefix}] ${line}`) : () => () => {};
   try {
@@ -182,11 +184,17 @@ async function main() {
           if (!notes.includes(msg)) notes.push(msg);
         }
       }
-      await nr.deploy(buildFlows({ emulatorUrl: `http://127.0.0.1:${emulatorPort}`, cookie: COOKIE, types, parts: new Set(PARTS[kind]) }));
+      await nr.deploy(buildFlows({ emulatorUrl: `http://127.0.0.1:${emulatorPort}`, cookie: COOKIE, types, parts: new Set(PARTS[kind]), redisUrl: redis && redis.url }));
       nr.idleRss = await settledRss(nr.pid);
       return nr;
     };
     stopNodeRed = async () => { for (const nr of Object.values(processes)) await nr.stop(); };
+    // The Redis of the 'redis' event variant (Debian's redis-server, in the temp folder, on a free port).
+    if (opts.only.includes('events') && opts.variants.includes('redis')) {
+      const { installed, startRedis } = require('../test/reliability/lib/servers');
+      if (installed('redis-server')) redis = await startRedis(path.join(tmp, 'redis'));
+      else notes.push('redis-server is not installed: the event flow with the filter in Redis is skipped.');
+    }
     const hasNode = (t) => types.has(t) && types.has('asset-server');
 
     if (opts.only.includes('transfer') || opts.only.includes('events')) {
@@ -195,7 +203,7 @@ async function main() {
     }
 
     if (needTransfer) {
-      const variants = (dir, ourType) => opts.variants.filter((v) =>
+      const variants = (dir, ourType) => opts.variants.filter((v) => v !== 'redis' &&
         (v !== 'curl' || env.curl) && (v !== 'client' || parts.client) && (v !== 'node' || hasNode(ourType)));
       for (const size of opts.sizes) {
         log(`\n== ${formatSize(size)}: upload and download`);
@@ -221,7 +229,7 @@ async function main() {
     if (opts.only.includes('events')) {
       log('\n== event bursts');
       try {
-        results.events = await runEvents({ nr: await nodeRed('ours'), opts, log, hasOurs: types.has('asset-event-in') });
+        results.events = await runEvents({ nr: await nodeRed('ours'), opts, log, hasOurs: types.has('asset-event-in'), hasRedis: !!redis && types.has('asset-redis') });
       } catch (e) {
         errors.push(`event bursts: ${e.message}`);
       }
@@ -241,6 +249,7 @@ async function main() {
     errors.push(e.message);
   } finally {
     await stopNodeRed();
+    if (redis) await redis.stop();
     if (emulator) await emulator.stop();
     fs.rmSync(tmp, { recursive: true, force: true });
   }

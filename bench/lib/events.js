@@ -101,12 +101,12 @@ async function calibrate(nr, variant, n, seconds) {
 }
 
 /**
- * @param ctx { nr, opts: { runs, quick }, log, hasOurs }
+ * @param ctx { nr, opts: { runs, quick }, log, hasOurs, hasRedis }
  * @returns rows: per batch size and variant, the runs and medians
  */
 async function runEvents(ctx) {
   const { nr, opts, log } = ctx;
-  const variants = ctx.hasOurs ? ['ours', 'batch', 'core'] : ['core'];
+  const variants = ctx.hasOurs ? ['ours', 'batch', ...(ctx.hasRedis ? ['redis'] : []), 'core'] : ['core'];
   const batchSizes = [1, 100, 1000];
   const burstSeconds = opts.quick ? 0.25 : 2;
   const warmSeconds = opts.quick ? 0.2 : 1;

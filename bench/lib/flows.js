@@ -14,7 +14,7 @@ const ID = {
   downOurs: 'bench-down-ours-inject',
   downCore: 'bench-down-core-inject'
 };
-const EVENT_PATHS = { ours: '/bench/dam-events', batch: '/bench/dam-events-batch', core: '/bench/core-events' };
+const EVENT_PATHS = { ours: '/bench/dam-events', batch: '/bench/dam-events-batch', core: '/bench/core-events', redis: '/bench/redis-events' };
 
 // Last node of every transfer flow: elapsed time and what the flow produced, then drop the payload.
 const DONE_FUNC = `
@@ -54,6 +54,10 @@ const COUNT_BATCH = `
 flow.set('batch', (flow.get('batch') || 0) + msg.payload.length);
 return null;`;
 
+const COUNT_REDIS = `
+flow.set('redis', (flow.get('redis') || 0) + 1);
+return null;`;
+
 // Counts each entry; the last part of a callback answers the HTTP request (as asset-event-in
 // answers once all its messages are sent).
 const COUNT_CORE = `
@@ -87,18 +91,19 @@ function httpResponse(id, y) {
  *   is left out (Node-RED would otherwise stop every flow while it waits for the type)
  * @param {Set<string>} o.parts  which flows: 'ours' (asset-upload/-download), 'core' (core-node
  *   transfers), 'events' (asset-event-in and the core http-in flow, side by side)
+ * @param {string} [o.redisUrl] with 'events': a third event flow, asset-event-in with its duplicate filter in this Redis
  */
-function buildFlows({ emulatorUrl, cookie, types, parts }) {
+function buildFlows({ emulatorUrl, cookie, types, parts, redisUrl }) {
   const has = (t) => types.has(t) && types.has('asset-server');
   const nodes = [{ id: TAB, type: 'tab', label: 'bench', disabled: false, info: '' }];
 
   // --- helpers read by the harness
   nodes.push(
     httpIn('bench-counts-in', '/bench/counts', 'get', ['bench-counts-fn'], 600),
-    fn('bench-counts-fn', `msg.payload = { ours: flow.get('ours') || 0, batch: flow.get('batch') || 0, core: flow.get('core') || 0 }; return msg;`, ['bench-counts-out'], 450, 600),
+    fn('bench-counts-fn', `msg.payload = { ours: flow.get('ours') || 0, batch: flow.get('batch') || 0, core: flow.get('core') || 0, redis: flow.get('redis') || 0 }; return msg;`, ['bench-counts-out'], 450, 600),
     httpResponse('bench-counts-out', 600),
     httpIn('bench-reset-in', '/bench/reset', 'post', ['bench-reset-fn'], 640),
-    fn('bench-reset-fn', `flow.set('ours', 0); flow.set('batch', 0); flow.set('core', 0); msg.payload = { ok: true }; return msg;`, ['bench-reset-out'], 450, 640),
+    fn('bench-reset-fn', `flow.set('ours', 0); flow.set('batch', 0); flow.set('core', 0); flow.set('redis', 0); msg.payload = { ok: true }; return msg;`, ['bench-reset-out'], 450, 640),
     httpResponse('bench-reset-out', 640),
     { id: 'bench-catch', type: 'catch', z: TAB, name: '', scope: null, uncaught: false, x: 150, y: 720, wires: [['bench-catch-fn']] },
     fn('bench-catch-fn', CATCH_FUNC, [], 450, 720)
@@ -181,6 +186,17 @@ function buildFlows({ emulatorUrl, cookie, types, parts }) {
         checkId: true, dedup: true, dedupWindow: '', dedupMax: '', server: '', manage: false,
         watchPath: [], watchMetadata: [], logicalOperand: '', retryCount: '', x: 150, y: 470, wires: [['bench-ev-batch-count']] },
       fn('bench-ev-batch-count', COUNT_BATCH, [], 450, 470)
+    );
+  }
+  if (parts.has('events') && types.has('asset-event-in') && types.has('asset-redis') && redisUrl) {
+    // --- 3c: the same asset-event-in with its duplicate filter in Redis -> count
+    nodes.push(
+      { id: 'bench-redis', type: 'asset-redis', name: 'bench', url: redisUrl, prefix: 'bench:', timeout: 1000, lease: 10 },
+      { id: 'bench-ev-redis-in', type: 'asset-event-in', z: TAB, name: '', path: EVENT_PATHS.redis, method: 'post',
+        successCode: '', output: 'entry', emitEmpty: false, maxBodyMB: '', secretHeader: '', subscriptionId: '',
+        checkId: true, dedup: true, dedupWindow: '', dedupMax: '', server: '', manage: false, redis: 'bench-redis',
+        watchPath: [], watchMetadata: [], logicalOperand: '', retryCount: '', x: 150, y: 480, wires: [['bench-ev-redis-count']] },
+      fn('bench-ev-redis-count', COUNT_REDIS, [], 450, 480)
     );
   }
   return nodes;

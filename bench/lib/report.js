@@ -33,6 +33,7 @@ const VARIANT_ORDER = ['curl', 'bare', 'client', 'node', 'core'];
 const EVENT_LABEL = {
   ours: '**asset-event-in** (one msg per entry) → count',
   batch: '**asset-event-in** (one msg per callback) → count',
+  redis: '**asset-event-in**, filter in Redis → count',
   core: 'core: http in → change → split → count → http response'
 };
 
@@ -98,6 +99,17 @@ function eventTargets(rows) {
   const out = [];
   for (const r of rows) {
     r.targets = [];
+    if (r.variant === 'redis') {
+      const memory = rows.find((c) => c.variant === 'ours' && c.entriesPerCallback === r.entriesPerCallback);
+      if (memory && r.entriesPerCallback === 100) {
+        const ok = r.entriesPerSec >= 0.8 * memory.entriesPerSec;
+        r.targets.push({ name: `asset-event-in with the filter in Redis, 100/callback: entries/s ≥ 0.8 × in-memory filter`, ok, text: `${verdict(ok)} ≥ 0.8 × in memory` });
+      }
+      const ok = r.lost === 0 && r.httpFailures === 0;
+      r.targets.push({ name: `asset-event-in with the filter in Redis, ${r.entriesPerCallback}/callback: 0 entries lost`, ok, text: `${verdict(ok)} 0 lost` });
+      out.push(...r.targets);
+      continue;
+    }
     if (r.variant === 'core') continue;
     const n = r.entriesPerCallback;
     const what = `asset-event-in (${r.variant === 'batch' ? 'one msg per callback' : 'one msg per entry'}), ${n}/callback`;

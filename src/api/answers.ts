@@ -109,7 +109,8 @@ export function errorForStatus(ctx: ErrorContext, status: number, body?: unknown
   if (status === 401) {
     return new AssetApiError('auth',
       `${op}: authentication failed (HTTP 401): the session cookie is missing, wrong or expired. ` +
-      'Get a new session cookie and update it (in Node-RED: the Cookie of the asset-server config node).', details);
+      'Get a new session cookie and update it (in Node-RED: the Cookie of the asset-server config node, or at run time ' +
+      'with an asset-session node), or set up automatic login (asset-server: Automatic login; README: Sessions).', details);
   }
   if (status === 403) {
     return new AssetApiError('permission', `${op}: permission denied (HTTP 403).${suffix}`, details);

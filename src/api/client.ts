@@ -5,7 +5,9 @@
  * Signatures are a contract with the nodes (src/nodes); add, never change.
  */
 import axios, { type AxiosInstance, type AxiosRequestConfig, type AxiosResponse } from 'axios';
+import { EventEmitter } from 'events';
 import FormData from 'form-data';
+import * as mimeTypes from 'mime-types';
 import { randomBytes } from 'crypto';
 import * as fs from 'fs';
 import * as fsp from 'fs/promises';
@@ -27,6 +29,7 @@ import {
   isFailedAnswer, isPlainObject, tryParseJson
 } from './answers';
 import { filenameFromContentDisposition, sanitizeFilename } from './filename';
+import { SessionHolder, type LoginOptions } from './session';
 import { ByteCounter, CallControl, TRANSFER_HIGH_WATER_MARK, peek, slices } from './transfer';
 import {
   integerField, textField, validateFuid, validateRrn, validateSubscriptionFields, validateSubscriptionId,
@@ -65,6 +68,19 @@ export interface AssetClientOptions {
   agent?: HttpAgent | HttpsAgent;
   /** Most sockets open to the server at once (per protocol); more calls wait for a free one. Default 32. */
   maxSockets?: number;
+  /**
+   * Automatic login (README "Sessions"): on a 401 the client logs in once for all waiting
+   * requests, then repeats each request once. Without it a 401 is an `auth` error.
+   */
+  login?: LoginOptions;
+  /**
+   * Largest file {@link AssetClient.downloadToBuffer} takes into memory, in bytes (default
+   * 100 MB = 10^8). Checked against Content-Length before the body is read, and while reading.
+   * Big assets go to a file (downloadToFile) or a stream, which have no limit.
+   */
+  maxBufferBytes?: number;
+  /** Largest JSON answer (subscribe, upload, export) read, in bytes. Default 8 MiB. */
+  maxAnswerBytes?: number;
 }
 
 /** Progress of a transfer. `total` is undefined when the length is not known. */
@@ -91,13 +107,13 @@ export interface UploadOptions extends CallOptions {
   name?: string;
   /** Destination folder path on the server. destination or destinationFuid is required. */
   destination?: string;
-  /** Asset id of the destination folder (used when destination is not given). */
+  /** Asset id of the destination folder (used when destination is not given); 0 is the spec's default. */
   destinationFuid?: number;
   /** Collection the added files are assigned to. */
   collectionId?: number;
   /** Wait for the ingest job to finish before answering. Server default false. */
   wait?: boolean;
-  /** Minutes the server waits for the ingest when wait is true. Server default 60. */
+  /** Minutes the server waits for the ingest when wait is true (a number, fractions allowed). Server default 60. */
   waitInMinutes?: number;
   /** Expand a zip file before ingest. Server default true. */
   expandZip?: boolean;
@@ -131,6 +147,12 @@ export interface DownloadOptions extends CallOptions {
   onProgress?: (p: TransferProgress) => void;
 }
 
+/** Options of {@link AssetClient.downloadToBuffer}. */
+export interface BufferDownloadOptions extends DownloadOptions {
+  /** Overrides the client's maxBufferBytes for this call. */
+  maxBytes?: number;
+}
+
 /** What the server said about a downloaded file. */
 export interface DownloadInfo {
   /** File name from Content-Disposition, sanitized (no separators, no `..`); undefined if none. */
@@ -149,7 +171,7 @@ export interface ExportOptions extends CallOptions {
   fuid: number | string;
   /** Default -1 (latest). */
   rrn?: number | string;
-  /** Export type, e.g. `json` or `xml`. Default `json`. */
+  /** Export type, e.g. `json` or `xml`. Sent only when given (the server's default applies otherwise). */
   type?: ExportType;
 }
 
@@ -165,6 +187,10 @@ export interface ExportOutcome {
 export const DEFAULT_TIMEOUT_MS = 30000;
 /** Server default of waitInMinutes (spec 4.2), used to stretch the timeout of `wait` uploads. */
 const DEFAULT_WAIT_MINUTES = 60;
+/** Default of {@link AssetClientOptions.maxBufferBytes}: 100 MB. */
+export const DEFAULT_MAX_BUFFER_BYTES = 100 * 1000 * 1000;
+/** Default of {@link AssetClientOptions.maxAnswerBytes}: 8 MiB, far above any JSON answer of the API. */
+export const DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024;
 /** How much of a JSON download or an error body is read to look for `success:false`. */
 const PEEK_LIMIT = 64 * 1024;
 /**
@@ -172,6 +198,11 @@ const PEEK_LIMIT = 64 * 1024;
  * so that a node never waits for a socket (a call waiting for one counts towards its timeout).
  */
 const DEFAULT_MAX_SOCKETS = 32;
+/**
+ * Request bodies declare UTF-8: a servlet container (the real server is one) reads a body whose
+ * Content-Type names no charset as ISO-8859-1, so São Paulo would arrive as SÃ£o Paulo.
+ */
+const FORM_CONTENT_TYPE = 'application/x-www-form-urlencoded; charset=UTF-8';
 const COOKIE_NAME_VALUE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+=(?!=*$)/;
 
 interface OpenDownload {
@@ -186,27 +217,33 @@ interface UploadSource {
   filename: string;
 }
 
-/** Typed client of the asset server's web API. No Node-RED dependency. */
-export class AssetClient {
+/**
+ * Typed client of the asset server's web API. No Node-RED dependency.
+ * Events (none carries a cookie): `session-renewed` after an automatic login that followed a 401
+ * (or {@link AssetClient.login}), `cookie-set` after {@link AssetClient.setCookie}.
+ */
+export class AssetClient extends EventEmitter {
   private readonly http: AxiosInstance;
   /** Base URL without trailing slash. */
   private readonly base: string;
   /** Scheme, host and port, for messages. */
   private readonly origin: string;
-  private readonly cookieHeader: string | undefined;
-  /** Strings that must never appear in an error. */
-  private readonly secrets: string[];
+  /** The Cookie header sent, its renewal, and the secrets that must never appear in an error. */
+  private readonly session: SessionHolder;
   private readonly timeout: number;
+  private readonly maxBufferBytes: number;
+  private readonly maxAnswerBytes: number;
   private readonly ownAgents: Array<http.Agent> = [];
 
   constructor(options: AssetClientOptions) {
+    super();
     if (options === null || typeof options !== 'object') throw invalidInput('options', 'must be an object with baseUrl and cookie');
     const base = parseBaseUrl(options.baseUrl);
     this.base = base.base;
     this.origin = base.origin;
-    this.cookieHeader = cookieHeaderOf(options.cookie);
-    this.secrets = secretsOf(options.cookie, this.cookieHeader);
     this.timeout = timeoutOf('timeout', options.timeout, DEFAULT_TIMEOUT_MS);
+    this.maxBufferBytes = byteLimitOf('maxBufferBytes', options.maxBufferBytes, DEFAULT_MAX_BUFFER_BYTES);
+    this.maxAnswerBytes = byteLimitOf('maxAnswerBytes', options.maxAnswerBytes, DEFAULT_MAX_ANSWER_BYTES);
 
     let httpAgent = options.agent as http.Agent | undefined;
     let httpsAgent = options.agent as https.Agent | undefined;
@@ -234,9 +271,34 @@ export class AssetClient {
       validateStatus: () => true,
       // Our own inactivity timeout (CallControl) replaces axios' timeout.
       timeout: 0,
+      // JSON answers are read whole: bounded (downloads set their own).
+      maxContentLength: this.maxAnswerBytes,
       transformResponse: [(data: unknown) => data],
       headers: { 'User-Agent': '@dam-assets/node-red' }
     });
+    this.session = new SessionHolder({ http: this.http, base: this.base, timeoutMs: this.timeout, cookieHeaderOf }, options.cookie, options.login);
+    this.session.onChange((event) => this.emit(event === 'renewed' ? 'session-renewed' : 'cookie-set'));
+    // One listener per node that shares this client (e.g. every asset-event-in): no fixed limit.
+    this.setMaxListeners(0);
+  }
+
+  /**
+   * Sends this cookie from the next request on (same rules as the `cookie` option). Kept in
+   * memory only. Throws `invalid-input` for an empty or malformed cookie.
+   */
+  setCookie(cookie: string): void {
+    this.session.set(cookie);
+  }
+
+  /** Logs in now with the automatic login settings; rejects with an `auth` error naming the failed step. */
+  async login(): Promise<void> {
+    if (!this.session.canLogin) throw invalidInput('login', 'automatic login is not set up (asset-server node: Automatic login; client option: login)');
+    await this.session.loginNow('login');
+  }
+
+  /** The Cookie header sent now (a secret: for keeping it across a restart of the caller, never for display). */
+  get sessionCookie(): string | undefined {
+    return this.session.cookieHeader;
   }
 
   /** POST subscribe/:id. Validates id and fields first; throws AssetApiError kind `invalid-input`. */
@@ -249,7 +311,7 @@ export class AssetClient {
       method: 'POST',
       url: this.url(API_PATHS.subscribe + encodeURIComponent(id)),
       data: form.toString(),
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded' }
+      headers: { 'Content-Type': FORM_CONTENT_TYPE }
     });
     return { ...body, id: typeof body.id === 'string' ? body.id : id, success: true } as SubscriptionResult;
   }
@@ -276,6 +338,28 @@ export class AssetClient {
    * length is known. The file part is sent after the other fields.
    */
   async upload(opts: UploadOptions): Promise<UploadOutcome> {
+    const usedHeader = this.session.cookieHeader;
+    try {
+      return await this.uploadOnce(opts);
+    } catch (err) {
+      if (!(err instanceof AssetApiError) || err.kind !== 'auth' || err.status !== 401 || !this.session.canLogin) throw err;
+      await this.session.renew(usedHeader, 'upload');
+      if (opts.file && 'stream' in opts.file && !('path' in opts.file) && !('buffer' in opts.file)) {
+        throw new AssetApiError('auth',
+          'upload: the session had expired (HTTP 401) and a new one was obtained, but the file was given as a stream, ' +
+          'which cannot be sent twice: send the upload again (a file path or a Buffer is repeated automatically).',
+          { operation: 'upload', status: 401 });
+      }
+      try {
+        return await this.uploadOnce(opts);
+      } catch (again) {
+        if (again instanceof AssetApiError && again.kind === 'auth' && again.status === 401) throw this.session.refused('upload');
+        throw again;
+      }
+    }
+  }
+
+  private async uploadOnce(opts: UploadOptions): Promise<UploadOutcome> {
     const operation: AssetOperation = 'upload';
     if (opts === null || typeof opts !== 'object') throw invalidInput('options', 'must be an object with file and destination', operation);
     const fields = validateUploadFields(opts, operation);
@@ -313,9 +397,12 @@ export class AssetClient {
 
       const form = new FormData();
       for (const [name, value] of fields) form.append(name, value);
+      const filename = opts.name === undefined || opts.name === '' ? source.filename : String(opts.name);
+      // The part's header is written here: form-data would send a quote in the name as %22.
+      const partType = contentType ?? (mimeTypes.lookup(filename) || 'application/octet-stream');
       form.append('file', counter, {
-        filename: opts.name === undefined || opts.name === '' ? source.filename : String(opts.name),
-        contentType,
+        header: `--${form.getBoundary()}\r\nContent-Disposition: form-data; name="file"; filename=${quotedParameter(filename)}\r\n`
+          + `Content-Type: ${partType}\r\n\r\n`,
         // 0 would make form-data measure the stream; an empty file goes chunked instead.
         knownLength: expected || undefined
       });
@@ -324,7 +411,9 @@ export class AssetClient {
       // itself it would first await form.getLength(), and an abort during that wait leaves the
       // request it creates afterwards open. Destroying this stream with an error (below, on
       // failure) makes axios destroy the request whenever it was created.
-      const formHeaders: Record<string, string> = { ...form.getHeaders(), Accept: 'application/json' };
+      const formHeaders: Record<string, string> = {
+        'Content-Type': `multipart/form-data; charset=UTF-8; boundary=${form.getBoundary()}`, Accept: 'application/json'
+      };
       if (form.hasKnownLength()) formHeaders['Content-Length'] = String(form.getLengthSync());
       body = new PassThrough({ highWaterMark: TRANSFER_HIGH_WATER_MARK });
       body.on('error', () => undefined); // its errors are ours (below); axios reports the request's own
@@ -342,7 +431,7 @@ export class AssetClient {
           responseType: 'text',
           maxRedirects: 0,
           maxBodyLength: Infinity,
-          maxContentLength: Infinity
+          maxContentLength: this.maxAnswerBytes
         });
       } catch (err) {
         if (sourceError !== undefined && !control.timedOut && !control.userAborted) throw sourceFailure(sourceError, operation);
@@ -366,15 +455,43 @@ export class AssetClient {
     }
   }
 
-  /** Download into memory. */
-  async downloadToBuffer(opts: DownloadOptions): Promise<DownloadInfo & { data: Buffer }> {
+  /**
+   * Download into memory, at most maxBytes (default the client's maxBufferBytes). With a
+   * Content-Length the Buffer is allocated once and filled as the file arrives, so memory
+   * peaks at about one file size; a larger Content-Length fails before the body is read.
+   * Without one (chunked) the limit is checked as the file arrives.
+   */
+  async downloadToBuffer(opts: BufferDownloadOptions): Promise<DownloadInfo & { data: Buffer }> {
     const operation: AssetOperation = 'download';
-    const { info, body, control } = await this.openDownload(operation, opts);
+    if (opts === null || typeof opts !== 'object') throw invalidInput('options', 'must be an object with fuid', operation);
+    const maxBytes = byteLimitOf('maxBytes', opts.maxBytes, this.maxBufferBytes, operation);
+    const { info, body, control } = await this.openDownload(operation, opts, maxBytes);
     try {
-      const chunks: Buffer[] = [];
-      for await (const chunk of body) chunks.push(chunk as Buffer);
-      return { ...info, data: Buffer.concat(chunks) };
+      let data: Buffer;
+      if (info.length !== undefined) {
+        data = Buffer.allocUnsafe(info.length);
+        let filled = 0;
+        for await (const chunk of body) {
+          const piece = chunk as Buffer;
+          // The HTTP parser stops at Content-Length; this guards the copy all the same.
+          if (filled + piece.length > data.length) throw new AssetApiError('network', `${operation}: the server sent more than its Content-Length of ${info.length} bytes`, { operation });
+          piece.copy(data, filled);
+          filled += piece.length;
+        }
+        // A short body fails in the counter (ByteCounter onEnd), so `data` is never returned part-filled.
+      } else {
+        const chunks: Buffer[] = [];
+        let total = 0;
+        for await (const chunk of body) {
+          total += (chunk as Buffer).length;
+          if (total > maxBytes) throw tooLargeForBuffer(operation, maxBytes, total, false);
+          chunks.push(chunk as Buffer);
+        }
+        data = Buffer.concat(chunks, total);
+      }
+      return { ...info, data };
     } catch (err) {
+      body.destroy();
       throw this.failure(operation, err, control);
     } finally {
       control.dispose();
@@ -443,11 +560,12 @@ export class AssetClient {
   async exportMetadata(opts: ExportOptions): Promise<ExportOutcome> {
     const operation: AssetOperation = 'exportMetadata';
     if (opts === null || typeof opts !== 'object') throw invalidInput('options', 'must be an object with fuid', operation);
-    const params = {
+    const params: Record<string, string> = {
       fuid: validateFuid(opts.fuid, operation),
-      rrn: validateRrn(opts.rrn, operation),
-      type: opts.type === undefined || opts.type === '' ? 'json' : textField('type', opts.type, operation).trim()
+      rrn: validateRrn(opts.rrn, operation)
     };
+    // The spec lists type with its requirement unknown: sent only when the caller gives one.
+    if (opts.type !== undefined && opts.type !== null && opts.type !== '') params.type = textField('type', opts.type, operation).trim();
     const control = this.control(operation, opts.signal, timeoutOf('timeout', opts.timeout, this.timeout, operation));
     try {
       const response = await this.send(operation, control, {
@@ -458,7 +576,7 @@ export class AssetClient {
       if (response.status < 200 || response.status >= 300) throw this.statusError(operation, response.status, text, response);
       const parsed = isJsonType(contentType) || /^\s*\{/.test(text) ? tryParseJson(text) : undefined;
       if (isJsonType(contentType) && parsed === undefined) throw errorForMalformedAnswer(this.context(operation), response.status, contentType);
-      if (parsed && isFailedAnswer(parsed.value)) throw errorForFailedAnswer(this.context(operation), response.status, parsed.value);
+      if (parsed && !sentAsFile(response) && isFailedAnswer(parsed.value)) throw errorForFailedAnswer(this.context(operation), response.status, parsed.value);
       return { data: isJsonType(contentType) && parsed ? parsed.value : text, contentType };
     } finally {
       control.dispose();
@@ -485,11 +603,12 @@ export class AssetClient {
   }
 
   private headers(extra: Record<string, string> = {}): Record<string, string> {
-    return this.cookieHeader === undefined ? extra : { ...extra, Cookie: this.cookieHeader };
+    const cookie = this.session.cookieHeader;
+    return cookie === undefined ? extra : { ...extra, Cookie: cookie };
   }
 
   private context(operation: AssetOperation): ErrorContext {
-    return { operation, origin: this.origin, redact: (text) => redact(text, this.secrets) };
+    return { operation, origin: this.origin, redact: (text) => redact(text, this.session.secrets()) };
   }
 
   /** A new call: refuses an already aborted signal before anything is sent. */
@@ -504,12 +623,34 @@ export class AssetClient {
 
   /** Any failure of a call as an AssetApiError built from scratch (never wrapping the original). */
   private failure(operation: AssetOperation, err: unknown, control: CallControl): AssetApiError {
+    if (isAnswerTooLarge(err)) {
+      return new AssetApiError('too-large',
+        `${operation}: the server's answer is larger than ${formatSize(this.maxAnswerBytes)} (maxAnswerBytes); it was not read further`,
+        { operation });
+    }
     return errorForFailure(this.context(operation), err, {
       timedOut: control.timedOut, timeoutMs: control.timeoutMs, userAborted: control.userAborted
     });
   }
 
+  /**
+   * Sends a repeatable request (its body, if any, is a string). On a 401 with automatic login set
+   * up: one login for every request waiting on it, then the request once more; a second 401 is
+   * an `auth` error saying so.
+   */
   private async send(operation: AssetOperation, control: CallControl, config: AxiosRequestConfig): Promise<AxiosResponse> {
+    const usedHeader = this.session.cookieHeader;
+    const first = await this.sendOnce(operation, control, config);
+    if (first.status !== 401 || !this.session.canLogin) return first;
+    (first.data as Readable | undefined)?.destroy?.();
+    await this.session.renew(usedHeader, operation);
+    const again = await this.sendOnce(operation, control, config);
+    if (again.status !== 401) return again;
+    (again.data as Readable | undefined)?.destroy?.();
+    throw this.session.refused(operation);
+  }
+
+  private async sendOnce(operation: AssetOperation, control: CallControl, config: AxiosRequestConfig): Promise<AxiosResponse> {
     try {
       return await this.http.request({
         ...config,
@@ -547,8 +688,11 @@ export class AssetClient {
     return errorForStatus(this.context(operation), status, tryParseJson(text)?.value, headerOf(response, 'location'));
   }
 
-  /** Sends a download request and checks the answer; returns the body as a counting stream. */
-  private async openDownload(operation: AssetOperation, opts: DownloadOptions): Promise<OpenDownload> {
+  /**
+   * Sends a download request and checks the answer; returns the body as a counting stream.
+   * With `maxBytes`, a larger Content-Length fails before any of the body is read.
+   */
+  private async openDownload(operation: AssetOperation, opts: DownloadOptions, maxBytes?: number): Promise<OpenDownload> {
     if (opts === null || typeof opts !== 'object') throw invalidInput('options', 'must be an object with fuid', operation);
     const params: Record<string, string> = { fuid: validateFuid(opts.fuid, operation), rrn: validateRrn(opts.rrn, operation) };
     if (opts.collectionId !== undefined && opts.collectionId !== null && opts.collectionId !== '') {
@@ -579,9 +723,15 @@ export class AssetClient {
         raw.destroy();
         throw this.statusError(operation, response.status, Buffer.concat(chunks).toString('utf8'), response);
       }
+      const lengthHeader = headerOf(response, 'content-length');
+      const length = lengthHeader !== undefined && /^\d+$/.test(lengthHeader) ? Number(lengthHeader) : undefined;
+      if (maxBytes !== undefined && length !== undefined && length > maxBytes) {
+        raw.destroy();
+        throw tooLargeForBuffer(operation, maxBytes, length, true);
+      }
       let replay: { chunks: Buffer[]; ended: boolean } = { chunks: [], ended: false };
-      if (isJsonType(contentType)) {
-        // A JSON body may be the server's success:false answer rather than the file.
+      if (!sentAsFile(response) && isJsonType(contentType)) {
+        // A JSON body not sent as a file may be the server's success:false answer.
         replay = await peek(raw, PEEK_LIMIT);
         if (replay.ended) {
           const parsed = tryParseJson(Buffer.concat(replay.chunks).toString('utf8'));
@@ -589,8 +739,6 @@ export class AssetClient {
         }
       }
 
-      const lengthHeader = headerOf(response, 'content-length');
-      const length = lengthHeader !== undefined && /^\d+$/.test(lengthHeader) ? Number(lengthHeader) : undefined;
       const info: DownloadInfo = { headers: plainHeaders(response), length, contentType };
       const filename = filenameFromContentDisposition(headerOf(response, 'content-disposition'));
       if (filename !== undefined) info.filename = filename;
@@ -658,20 +806,6 @@ function cookieHeaderOf(cookie: unknown): string | undefined {
   return COOKIE_NAME_VALUE.test(text) ? text : `JSESSIONID=${text}`;
 }
 
-/** The cookie as given, as sent, and each cookie value in it (long enough to be recognisable). */
-function secretsOf(cookie: unknown, header: string | undefined): string[] {
-  const found = new Set<string>();
-  if (typeof cookie === 'string' && cookie.trim() !== '') found.add(cookie.trim());
-  if (header) {
-    found.add(header);
-    for (const pair of header.split(';')) {
-      const equals = pair.indexOf('=');
-      found.add((equals < 0 ? pair : pair.slice(equals + 1)).trim());
-    }
-  }
-  return [...found].filter((secret) => secret.length >= 4).sort((a, b) => b.length - a.length);
-}
-
 function redact(text: string, secrets: string[]): string {
   let clean = text;
   for (const secret of secrets) clean = clean.split(secret).join('***');
@@ -684,6 +818,34 @@ function timeoutOf(field: string, value: unknown, fallback: number, operation?: 
     throw invalidInput(field, 'must be a number of milliseconds >= 0 (0 = no timeout)', operation);
   }
   return value;
+}
+
+function byteLimitOf(field: string, value: unknown, fallback: number, operation?: AssetOperation): number {
+  if (value === undefined || value === null) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw invalidInput(field, 'must be a number of bytes greater than 0', operation);
+  }
+  return Math.floor(value);
+}
+
+/** `123.4 MB` (10^6 bytes), as the editor's MB settings count. */
+function formatSize(bytes: number): string {
+  return bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : `${bytes} bytes`;
+}
+
+function tooLargeForBuffer(operation: AssetOperation, maxBytes: number, bytes: number, declared: boolean): AssetApiError {
+  const size = declared
+    ? `is ${formatSize(bytes)} (Content-Length), above the limit of ${formatSize(maxBytes)}`
+    : `(sent without Content-Length) passed the limit of ${formatSize(maxBytes)}`;
+  return new AssetApiError('too-large',
+    `${operation}: the file ${size} for a download into memory (Buffer); ` +
+    'download big assets in file mode (asset-download output "file", or downloadToFile), or raise the limit (maxBytes)',
+    { operation });
+}
+
+/** axios' error for an answer beyond maxContentLength. */
+function isAnswerTooLarge(err: unknown): boolean {
+  return err instanceof Error && (err as { code?: unknown }).code === 'ERR_BAD_RESPONSE' && /^maxContentLength size of \d+ exceeded/.test(err.message);
 }
 
 function callbackOf<T extends (...args: never[]) => unknown>(field: string, value: T | undefined, operation: AssetOperation): T | undefined {
@@ -706,6 +868,24 @@ function plainHeaders(response: AxiosResponse): Record<string, string> {
     headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
   }
   return headers;
+}
+
+/**
+ * A header parameter as an RFC 9110 quoted-string (`\\` and `\"` escaped), sent as UTF-8. Servlet
+ * containers unescape it; form-data's default, `%22` for a quote, would reach them as `%22`.
+ * CR and LF never get here (validated or sanitized names).
+ */
+function quotedParameter(value: string): string {
+  return `"${value.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+}
+
+/**
+ * A body sent as a file (with Content-Disposition) is content, never the server's error answer,
+ * whatever it holds: a JSON asset may well read {"success":false,...}. Only the error shape
+ * without Content-Disposition is an error.
+ */
+function sentAsFile(response: AxiosResponse): boolean {
+  return headerOf(response, 'content-disposition') !== undefined;
 }
 
 function isJsonType(contentType: string | undefined): boolean {

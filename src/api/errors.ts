@@ -7,12 +7,13 @@ export type AssetErrorKind =
   | 'network'       // connection refused, reset, DNS, TLS
   | 'timeout'       // no answer within the timeout
   | 'invalid-input' // refused before anything was sent
+  | 'too-large'     // a file or answer larger than the limit set for it (read no further)
   | 'aborted';      // the caller aborted (e.g. node closed)
 
 /** Operation names, as used in error messages. */
 export type AssetOperation =
   | 'registerSubscription' | 'getSubscription' | 'deleteSubscription'
-  | 'upload' | 'download' | 'exportMetadata';
+  | 'upload' | 'download' | 'exportMetadata' | 'login';
 
 /**
  * The one error type of the client. Holds no request config, headers or cookie:

@@ -13,9 +13,6 @@ import { invalidInput, type AssetOperation } from './errors';
 /** Rule text of a subscription id (spec 2.1 and 8). */
 export const SUBSCRIPTION_ID_RULE = 'must be 8 to 40 characters of a-z, A-Z, 0-9 and hyphen';
 
-/** Highest retryCount the client accepts. The spec sets no maximum; beyond 100 retries a callback is dead. */
-export const MAX_RETRY_COUNT = 100;
-
 /** Callback methods the client accepts (spec 4.1 rule 3), sent upper-case. */
 export const CALLBACK_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
@@ -218,7 +215,7 @@ export function validateSubscriptionFields(fields: SubscriptionFields, operation
     form.push(['method', method]);
   }
   if (!isAbsent(input.successCode)) form.push(['successCode', integerField('successCode', input.successCode, 100, 599, operation)]);
-  if (!isAbsent(input.retryCount)) form.push(['retryCount', integerField('retryCount', input.retryCount, 0, MAX_RETRY_COUNT, operation)]);
+  if (!isAbsent(input.retryCount)) form.push(['retryCount', integerField('retryCount', input.retryCount, 0, undefined, operation)]);
   if (!isAbsent(input.requestType)) form.push(['requestType', textField('requestType', input.requestType, operation).trim()]);
   if (!isAbsent(input.logicalOperand)) {
     const operand = asciiUpper(textField('logicalOperand', input.logicalOperand, operation).trim());
@@ -270,13 +267,15 @@ export function validateUploadFields(input: UploadFieldInput, operation: AssetOp
     throw invalidInput('destination', 'destination (a folder path) or destinationFuid (a folder asset id) is required', operation);
   }
   if (!isAbsent(input.destination)) form.push(['destination', textField('destination', input.destination, operation)]);
-  if (!isAbsent(input.destinationFuid)) form.push(['destinationFuid', integerField('destinationFuid', input.destinationFuid, 1, undefined, operation)]);
+  // 0 is the spec's default of destinationFuid: sent as given, the server decides what it means.
+  if (!isAbsent(input.destinationFuid)) form.push(['destinationFuid', integerField('destinationFuid', input.destinationFuid, 0, undefined, operation)]);
   if (!isAbsent(input.collectionId)) form.push(['collectionId', integerField('collectionId', input.collectionId, 0, undefined, operation)]);
   if (!isAbsent(input.wait)) form.push(['wait', booleanField('wait', input.wait, operation)]);
   if (!isAbsent(input.waitInMinutes)) {
     const minutes = typeof input.waitInMinutes === 'string' ? Number(input.waitInMinutes.trim()) : input.waitInMinutes;
-    if (typeof minutes !== 'number' || !Number.isFinite(minutes) || minutes <= 0) {
-      throw invalidInput('waitInMinutes', `must be a number of minutes greater than 0 (got ${show(input.waitInMinutes)})`, operation);
+    // The spec's type is number: fractions of a minute are allowed.
+    if (typeof minutes !== 'number' || !Number.isFinite(minutes) || minutes < 0) {
+      throw invalidInput('waitInMinutes', `must be a number of minutes, 0 or more (got ${show(input.waitInMinutes)})`, operation);
     }
     form.push(['waitInMinutes', String(minutes)]);
   }

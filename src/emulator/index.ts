@@ -11,6 +11,11 @@ import { openSubscriptionHub } from './subscriptions';
 import { Repository } from './repository';
 import { Ingester } from './upload';
 import { SessionStore, createHandler } from './server';
+import { DEFAULT_FORM_CHARSET, FORM_CHARSETS, type FormCharset } from './charset';
+import type { EmulatorUser, SessionStats } from './sessions';
+
+export type { FormCharset } from './charset';
+export type { EmulatorUser, SessionStats } from './sessions';
 
 export interface EmulatorSession {
   /** Cookie value: valid as `JSESSIONID=<value>`. */
@@ -31,8 +36,25 @@ export interface EmulatorOptions {
   retryDelayMs?: number;
   /** Valid sessions. Default one session `local-dev` with events and add. */
   sessions?: EmulatorSession[];
+  /** Users who may log in (utility call and form login, docs/emulator.md). Default none. */
+  users?: EmulatorUser[];
+  /** A session not used for this many seconds expires (given ones and logged-in ones alike). Default never. */
+  sessionIdle?: number;
+  /** A session expires this many seconds after it was made, used or not. Default never. */
+  sessionMaxAge?: number;
+  /**
+   * Every ingest takes at least this long (ms) before it commits: a slow server, to try out
+   * waitInMinutes (which may be a fraction, e.g. 0.01 = 600 ms) and client timeouts. Default 0.
+   */
+  ingestDelayMs?: number;
   /** Where log lines go. Default: nowhere. Never receives a cookie value. */
   log?: (line: string) => void;
+  /**
+   * Charset of a form or multipart request body whose Content-Type declares none. Default
+   * `iso-8859-1`, what a servlet container (the real server) does; `utf-8` for clients that
+   * send UTF-8 without saying so. A declared charset is always honoured.
+   */
+  formCharset?: FormCharset;
 }
 
 export interface RunningEmulator {
@@ -44,6 +66,10 @@ export interface RunningEmulator {
   addSession(session: EmulatorSession): void;
   /** Invalidate a session (as an expired cookie on a real server). */
   revokeSession(value: string): void;
+  /** Authenticated requests made so far with this cookie value. */
+  requestsWith(value: string): number;
+  /** Logins, refused logins and expired sessions so far. */
+  sessionStats(): SessionStats;
   /** Stops accepting, ends deliveries in flight, flushes state. */
   close(): Promise<void>;
 }
@@ -56,10 +82,19 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   const log = options.log ?? (() => undefined);
   const retryDelayMs = options.retryDelayMs ?? 60_000;
   if (!Number.isFinite(retryDelayMs) || retryDelayMs < 0) throw new Error('retryDelayMs must be a non-negative number');
+  const formCharset = options.formCharset ?? DEFAULT_FORM_CHARSET;
+  if (!FORM_CHARSETS.includes(formCharset)) throw new Error(`formCharset must be one of ${FORM_CHARSETS.join(', ')}`);
+  const ingestDelayMs = options.ingestDelayMs ?? 0;
+  if (!Number.isFinite(ingestDelayMs) || ingestDelayMs < 0) throw new Error('ingestDelayMs must be a non-negative number');
   const dataDir = path.resolve(options.dataDir ?? await fsp.mkdtemp(path.join(os.tmpdir(), 'dam-emulator-')));
   await fsp.mkdir(dataDir, { recursive: true });
 
-  const sessions = new SessionStore();
+  const seconds = (name: string, value: number | undefined): number => {
+    if (value === undefined) return 0;
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new Error(`${name} must be a number of seconds, 0 (never) or more`);
+    return Math.round(value * 1000);
+  };
+  const sessions = new SessionStore({ idleMs: seconds('sessionIdle', options.sessionIdle), maxAgeMs: seconds('sessionMaxAge', options.sessionMaxAge) });
   for (const s of options.sessions ?? [DEFAULT_SESSION]) sessions.set(s.value, s.permissions, s.user);
 
   const hub = await openSubscriptionHub({ dataDir, retryDelayMs, log });
@@ -73,10 +108,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     await hub.close();
     throw e;
   }
-  const ingester = new Ingester(repo, log);
+  const ingester = new Ingester(repo, log, ingestDelayMs);
   ingester.resume();
 
-  const server = http.createServer(createHandler({ repo, hub, ingester, sessions, log }));
+  const server = http.createServer(createHandler({ repo, hub, ingester, sessions, users: options.users ?? [], log, formCharset }));
   server.requestTimeout = 0; // a multi-GiB upload may take longer than Node's default 5 minutes
   server.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"success":false,"error":"malformed HTTP request"}');
@@ -103,6 +138,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     dataDir,
     addSession: s => sessions.set(s.value, s.permissions, s.user),
     revokeSession: value => sessions.delete(value),
+    requestsWith: value => sessions.requestsWith(value),
+    sessionStats: () => ({ ...sessions.stats }),
     close: () => closing ??= (async () => {
       const stopped = new Promise<void>(resolve => server.close(() => resolve()));
       server.closeAllConnections(); // uploads in flight are cut: their temporary files are removed

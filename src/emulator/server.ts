@@ -13,39 +13,14 @@ import busboy from 'busboy';
 import type { Permission } from '../api/types';
 import type { FormFields, SubscriptionHub } from './feed-types';
 import { Repository, RepoError, type Asset, type Job, type Revision } from './repository';
-import { ClientGone, Ingester, UploadError, buildIngestRequest, receiveUpload, scanZip } from './upload';
+import { bodyEncoding, declaredCharset, parseUrlEncodedBody, type FormCharset } from './charset';
+import { ClientGone, IngestCancelled, Ingester, UploadError, buildIngestRequest, receiveUpload, scanZip } from './upload';
+import { SESSION_COOKIE, SessionStore, handleLogin, parseCookieHeader, type EmulatorUser, type Session } from './sessions';
 
-export const SESSION_COOKIE = 'JSESSIONID';
-export const DEFAULT_USER = 'emulator-user';
+export { DEFAULT_USER, SESSION_COOKIE, SessionStore, parseCookieHeader, type Session } from './sessions';
+
 /** Largest URL-encoded or JSON request body read (uploads are streamed and have no limit). */
 export const BODY_LIMIT = 1024 * 1024;
-
-export interface Session { permissions: Set<Permission>; user: string }
-
-/** Valid session cookie values and what each may do. */
-export class SessionStore {
-  private readonly sessions = new Map<string, Session>();
-  set(value: string, permissions: Permission[], user?: string): void {
-    this.sessions.set(value, { permissions: new Set(permissions), user: user || DEFAULT_USER });
-  }
-  delete(value: string): void { this.sessions.delete(value); }
-  get(value: string): Session | undefined { return this.sessions.get(value); }
-}
-
-/** `name=value` pairs of a Cookie header, in order (RFC 6265 5.4; quoted values unquoted). */
-export function parseCookieHeader(header: string | undefined): [string, string][] {
-  if (!header) return [];
-  const pairs: [string, string][] = [];
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq < 0) continue;
-    const name = part.slice(0, eq).trim();
-    let value = part.slice(eq + 1).trim();
-    if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
-    if (name) pairs.push([name, value]);
-  }
-  return pairs;
-}
 
 const PERMISSION_ERRORS: Record<Permission, string> = {
   events: 'permission denied for events',
@@ -118,13 +93,20 @@ function addUrlEncoded(into: FormFields, text: string): void {
   for (const [name, value] of new URLSearchParams(text)) (into[name] ??= []).push(value);
 }
 
-/** Fields of a URL-encoded (or multipart, fields only) request body. */
-async function readFormBody(req: IncomingMessage, into: FormFields): Promise<void> {
+/**
+ * Fields of a URL-encoded (or multipart, fields only) request body, decoded with the body's declared
+ * charset, else `formCharset` (ISO-8859-1 by default, as a servlet container: see charset.ts).
+ */
+async function readFormBody(req: IncomingMessage, into: FormFields, formCharset: FormCharset): Promise<void> {
   const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  const encoding = bodyEncoding(req.headers['content-type'], formCharset);
+  if (encoding === undefined) {
+    throw new HttpError(415, `unsupported charset ${JSON.stringify(declaredCharset(req.headers['content-type']))}: send UTF-8 (charset=UTF-8)`);
+  }
   if (type === 'multipart/form-data') {
     await new Promise<void>((resolve, reject) => {
       let bb: busboy.Busboy;
-      try { bb = busboy({ headers: req.headers, defParamCharset: 'utf8', limits: { fieldSize: BODY_LIMIT, fields: 1000, files: 0 } }); } catch (e) {
+      try { bb = busboy({ headers: req.headers, defCharset: encoding, defParamCharset: 'utf8', limits: { fieldSize: BODY_LIMIT, fields: 1000, files: 0 } }); } catch (e) {
         reject(new HttpError(400, `malformed multipart request: ${(e as Error).message}`)); return;
       }
       bb.on('field', (name: string, value: string, info: busboy.FieldInfo) => {
@@ -142,7 +124,10 @@ async function readFormBody(req: IncomingMessage, into: FormFields): Promise<voi
   }
   const body = await readBody(req, BODY_LIMIT);
   if (body.length === 0) return;
-  if (type === '' || type === 'application/x-www-form-urlencoded') { addUrlEncoded(into, body.toString('utf8')); return; }
+  if (type === '' || type === 'application/x-www-form-urlencoded') {
+    for (const [name, value] of parseUrlEncodedBody(body, encoding)) (into[name] ??= []).push(value);
+    return;
+  }
   throw new HttpError(415, `unsupported Content-Type ${JSON.stringify(type)}: send the fields as application/x-www-form-urlencoded`);
 }
 
@@ -221,7 +206,11 @@ export interface ServerDeps {
   hub: SubscriptionHub;
   ingester: Ingester;
   sessions: SessionStore;
+  /** Who may log in through the login endpoints (sessions.ts). */
+  users?: EmulatorUser[];
   log: (line: string) => void;
+  /** Charset of a form or multipart body that declares none (see charset.ts). */
+  formCharset: FormCharset;
 }
 
 /** Method, raw path (no query) and query fields of a request target; absolute-form targets too. */
@@ -236,13 +225,14 @@ function splitTarget(url: string): { path: string; query: string } {
 }
 
 export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: ServerResponse) => void {
-  const { repo, hub, ingester, sessions, log } = deps;
+  const { repo, hub, ingester, sessions, log, formCharset } = deps;
+  const users = deps.users ?? [];
 
   const authenticate = (req: IncomingMessage): Session | undefined => {
     for (const [name, value] of parseCookieHeader(req.headers.cookie)) {
       if (name !== SESSION_COOKIE) continue;
       const session = sessions.get(value);
-      if (session) return session;
+      if (session) { sessions.countRequest(value); return session; }
     }
     return undefined;
   };
@@ -262,7 +252,7 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
     errorExtra: params => ({ id: subscribeId(params) }),
     methods: {
       POST: async (req, res, { fields, params }) => {
-        await readFormBody(req, fields);
+        await readFormBody(req, fields, formCharset);
         const id = subscribeId(params);
         const result = await hub.register(id, fields);
         sendJson(res, 200, result.ok ? { id, success: true } : { id, success: false, error: result.error });
@@ -283,7 +273,7 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
   // ---- 4.2 upload ----
   const upload: Handler = async (req, res, { session }) => {
     let received;
-    try { received = await receiveUpload(req, repo); } catch (e) {
+    try { received = await receiveUpload(req, repo, formCharset); } catch (e) {
       if (e instanceof ClientGone) { log(`upload abandoned by the client: nothing stored`); return; }
       throw e;
     }
@@ -299,18 +289,23 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
         sendJson(res, 200, { success: true, jobId: job.id, length: request.length, data: { bid: 1, fuids: [], rrn: -1 } });
         return;
       }
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<'timeout'>(resolve => {
-        timer = setTimeout(() => resolve('timeout'), Math.min(options.waitInMinutes * 60_000, 2 ** 31 - 1));
-      });
-      const ingest = ingester.ingest(request);
+      // Spec 4.2: waitInMinutes is the time "to wait before cancelling". Past it the job is
+      // cancelled and nothing is stored, so a client that retries makes no duplicate revision.
+      // An ingest already committing when the time runs out finishes and is answered as done.
+      const cancel = new AbortController();
+      const timer = setTimeout(() => cancel.abort(`the ingest did not finish within waitInMinutes (${options.waitInMinutes}): cancelled, nothing stored`),
+        Math.min(options.waitInMinutes * 60_000, 2 ** 31 - 1));
       let data;
-      try { data = await Promise.race([ingest, timeout]); } finally { clearTimeout(timer); }
-      if (data === 'timeout') {
-        // Not cancelled: the ingest goes on and its blob is now its business.
-        ingest.catch(() => repo.discardBlob(blob)).catch(() => undefined);
-        fail(res, `the ingest did not finish within waitInMinutes (${options.waitInMinutes}); it goes on in the background`);
+      try {
+        data = await ingester.ingest(request, undefined, cancel.signal);
+      } catch (e) {
+        if (!(e instanceof IngestCancelled)) throw e;
+        await repo.discardBlob(blob).catch(() => undefined);
+        log(`upload of ${request.name}: ${e.message}`);
+        fail(res, e.message);
         return;
+      } finally {
+        clearTimeout(timer);
       }
       sendJson(res, 200, { success: true, data, length: request.length });
     } catch (e) {
@@ -344,7 +339,7 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
 
   // ---- 4.4 export ----
   const exportMetadata: Handler = async (req, res, { fields }) => {
-    await readFormBody(req, fields);
+    await readFormBody(req, fields, formCharset);
     const fuid = parseFuid(single(fields, 'fuid'));
     const rrn = parseRrn(single(fields, 'rrn'));
     const type = (single(fields, 'type') ?? 'json').trim().toLowerCase() || 'json';
@@ -429,6 +424,7 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const { path: rawPath, query } = splitTarget(req.url ?? '/');
     const routePath = rawPath.replace(/\/{2,}/g, '/');
+    if (await handleLogin(req, res, routePath, query, { sessions, users, log })) return;
     let route: Route | undefined;
     let match: RegExpExecArray | null = null;
     for (const r of routes) { match = r.pattern.exec(routePath); if (match) { route = r; break; } }

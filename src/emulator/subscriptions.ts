@@ -19,8 +19,8 @@ import { buildMatcher, changeMatches, Matcher, parseWatchMetadata, parseWatchPat
 import { buildCallbackRequest, callbackUrl, CallbackEntry, CallbackSender } from './delivery';
 
 export const DEFAULT_CALLBACK_TIMEOUT_MS = 30_000;
-/** Upper bound of retryCount (the spec gives none; this keeps a typo from retrying for days). */
-export const MAX_RETRY_COUNT = 100;
+/** Upper bound of retryCount: the spec gives none; a Java int, as the real server is a Java application. */
+export const MAX_RETRY_COUNT = 2147483647;
 /** Finished deliveries kept per subscription (older ones are forgotten). */
 export const DEFAULT_DELIVERY_HISTORY = 1000;
 /** Callback calls in flight at most, over all subscriptions. */

@@ -13,6 +13,7 @@ import { Transform, type TransformCallback, type Readable } from 'stream';
 import { pipeline } from 'stream/promises';
 import busboy from 'busboy';
 import * as yauzl from 'yauzl';
+import { DEFAULT_FORM_CHARSET, bodyEncoding, declaredCharset, type FormCharset } from './charset';
 import {
   Repository, RepoError, ROOT_FUID, checkName, normalizeFolderPath,
   type IngestRequest, type Job, type UploadResultData
@@ -20,6 +21,8 @@ import {
 
 /** A rule of the upload request was broken: answered as success false with this message. */
 export class UploadError extends Error {}
+/** An ingest cancelled before it committed (waitInMinutes passed): nothing was stored. */
+export class IngestCancelled extends UploadError {}
 
 /** The request went away before it was complete: nothing to answer. */
 export class ClientGone extends Error {}
@@ -58,11 +61,19 @@ async function streamToFile(source: Readable, file: string): Promise<{ length: n
  * other fields are collected (a repeated field: the last value wins). Fields may come before or
  * after the file. On any failure the temporary file is removed.
  */
-export function receiveUpload(req: IncomingMessage, repo: Repository): Promise<ReceivedUpload> {
+export function receiveUpload(req: IncomingMessage, repo: Repository, formCharset: FormCharset = DEFAULT_FORM_CHARSET): Promise<ReceivedUpload> {
   return new Promise((resolve, reject) => {
+    // Text fields: the declared charset, else formCharset (ISO-8859-1, as a servlet container).
+    // The file name: UTF-8, as Tomcat 10 reads a part header (measured).
+    const encoding = bodyEncoding(req.headers['content-type'], formCharset);
+    if (encoding === undefined) {
+      req.resume();
+      reject(new UploadError(`unsupported charset ${JSON.stringify(declaredCharset(req.headers['content-type']))}: send UTF-8 (charset=UTF-8)`));
+      return;
+    }
     let bb: busboy.Busboy;
     try {
-      bb = busboy({ headers: req.headers, defParamCharset: 'utf8', limits: { fields: 50, fieldSize: FIELD_LIMIT, parts: 100, fieldNameSize: 200 } });
+      bb = busboy({ headers: req.headers, defCharset: encoding, defParamCharset: 'utf8', limits: { fields: 50, fieldSize: FIELD_LIMIT, parts: 100, fieldNameSize: 200 } });
     } catch (e) {
       reject(new UploadError(`the request must be multipart/form-data with a boundary (${(e as Error).message})`));
       return;
@@ -297,7 +308,11 @@ export class Ingester {
   private working: Promise<void> | null = null;
   private stopped = false;
 
-  constructor(private readonly repo: Repository, private readonly log: (line: string) => void) {}
+  /**
+   * @param delayMs how long every ingest takes at least before it commits (a slow server, for
+   *   trying out waitInMinutes and timeouts); 0 = as fast as it goes.
+   */
+  constructor(private readonly repo: Repository, private readonly log: (line: string) => void, private readonly delayMs = 0) {}
 
   /** Requeues jobs a previous run accepted but did not finish. */
   resume(): void {
@@ -305,12 +320,21 @@ export class Ingester {
     this.kick();
   }
 
-  /** Ingests now. Resolves with the 2.4 data once committed and published. */
-  async ingest(request: IngestRequest, jobId?: string): Promise<UploadResultData> {
+  /**
+   * Ingests now. Resolves with the 2.4 data once committed and published. When `cancel` aborts
+   * before the commit, rejects with IngestCancelled and stores nothing; once the commit has
+   * begun, cancelling changes nothing (the ingest finished, however late).
+   */
+  async ingest(request: IngestRequest, jobId?: string, cancel?: AbortSignal): Promise<UploadResultData> {
     const { repo } = this;
+    const checkCancel = () => { if (cancel?.aborted) throw new IngestCancelled(String(cancel.reason ?? 'cancelled')); };
     try {
-      const folderOf = (tx: { ensureFolder(p: string): number }) =>
-        request.destination !== undefined ? tx.ensureFolder(request.destination) : (request.destinationFuid ?? ROOT_FUID);
+      if (this.delayMs > 0) await abortableDelay(this.delayMs, cancel);
+      checkCancel();
+      const folderOf = (tx: { ensureFolder(p: string): number }) => {
+        checkCancel(); // the last point before the commit: build runs inside the write
+        return request.destination !== undefined ? tx.ensureFolder(request.destination) : (request.destinationFuid ?? ROOT_FUID);
+      };
       const toResult = (fuids: number[], rrn: number): UploadResultData => ({ bid: 1, fuids, rrn });
       if (!request.expand) {
         const { rrn, value } = await repo.write(request.user, tx => {
@@ -388,6 +412,16 @@ export class Ingester {
       }
     }
   }
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts (the caller then checks it). */
+function abortableDelay(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise(resolve => {
+    if (signal?.aborted) { resolve(); return; }
+    const done = () => { clearTimeout(timer); signal?.removeEventListener('abort', done); resolve(); };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
 
 function checkLiveFolder(repo: Repository, fuid: number): void {

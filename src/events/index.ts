@@ -3,3 +3,5 @@ export * from './payload';
 export * from './body';
 export * from './secret';
 export * from './dedup';
+export * from './entry-filter';
+export * from './redis-dedup';

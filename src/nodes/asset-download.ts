@@ -4,7 +4,7 @@
  * node's File field points.
  */
 import { invalidInput } from '../api/errors';
-import type { DownloadInfo, DownloadOptions } from '../api/client';
+import { DEFAULT_MAX_BUFFER_BYTES, type DownloadInfo, type DownloadOptions } from '../api/client';
 import { clientFor } from './asset-server';
 import { asIntegerId, asString, formatBytes, handleInput, isBlank, localText, required, resolveField, resolvePath } from './common';
 import type { Node, NodeAPI, NodeMessage } from './node-red';
@@ -22,6 +22,16 @@ export interface AssetDownloadConfig {
   output?: DownloadOutput;
   filename?: string; filenameType?: string;
   maxInFlight?: string | number;
+  /** Buffer mode: largest file taken into memory, in MB (10^6 bytes). Default 100. */
+  maxSizeMB?: string | number;
+}
+
+/** The Buffer mode limit in bytes; blank is the client's default (100 MB). */
+function maxBufferBytes(value: unknown): number {
+  if (value === undefined || value === null || value === '') return DEFAULT_MAX_BUFFER_BYTES;
+  const mb = Number(value);
+  if (!Number.isFinite(mb) || mb <= 0) throw invalidInput('maxSizeMB', 'must be a number of MB above 0 (Max size, Buffer mode)');
+  return Math.floor(mb * 1e6);
 }
 
 const NO_FILE = 'is blank: in file mode set File in this node to the path to write (or point it at msg.filename, flow, global or env); a blank File does not read msg.filename';
@@ -55,7 +65,7 @@ export default function register(RED: NodeAPI): void {
 
       if (output === 'buffer') {
         const client = clientFor(RED, config.server);
-        const result = await client.downloadToBuffer(options);
+        const result = await client.downloadToBuffer({ ...options, maxBytes: maxBufferBytes(config.maxSizeMB) });
         msg.payload = result.data;
         setResponseProperties(msg, result);
         return RED._('asset-download.status.received', { size: formatBytes(result.data.length) });

@@ -9,16 +9,20 @@
  *   with backoff, deletes it when the node is removed from the flow.
  */
 import { randomBytes, createHash } from 'crypto';
+import type { EventEmitter } from 'events';
 import type { IncomingMessage, ServerResponse } from 'http';
 import type { AssetClient } from '../api/client';
 import { AssetApiError } from '../api/errors';
 import type { CallbackEntry, SubscriptionFields } from '../api/types';
 import {
-  DuplicateFilter, READ_OWN_BODY, contentTypeProblem, entryKey, isEmptyEntry, parseCallbackPayload, readJsonBody, secretMatches
+  DuplicateFilter, READ_OWN_BODY, contentTypeProblem, entryKey, isEmptyEntry, memoryEntryFilter, parseCallbackPayload, readJsonBody, secretMatches,
+  type EntryFilter
 } from '../events';
+import type { AssetRedisConfigNode } from './asset-redis';
 import type { AssetServerConfigNode } from './asset-server';
 import { errorStatusText } from './common';
 import { eventInStats } from '../plugin/event-in-stats';
+import { deleteRecorded, deleteWith, registryFor, sameSubscription, type RegisteredSubscription } from './subscription-registry';
 import type { Node, NodeAPI, NodeMessage, NodeStatus } from './node-red';
 
 /** Editor properties. */
@@ -49,6 +53,8 @@ export interface AssetEventInConfig {
   dedupWindow?: string | number;
   /** Most remembered entries. Default 10000. */
   dedupMax?: string | number;
+  /** asset-redis config node id: keep the duplicate filter in Redis (several Node-RED copies). Blank = in memory. */
+  redis?: string;
   /** asset-server config node id. */
   server?: string;
   /** Register / delete the subscription with the node. */
@@ -87,14 +93,24 @@ export const DEFAULTS = {
 /** Backoff between registration attempts: 5 s, doubling, at most 5 min. */
 export const RETRY_FIRST_MS = 5000;
 export const RETRY_MAX_MS = 300000;
-/** Deleting the subscription on removal must finish inside Node-RED's 15 s close timeout. */
-const DELETE_TIMEOUT_MS = 5000;
 /** At most one warning per this interval for rejected callbacks (a hostile caller must not flood the log). */
 const WARN_INTERVAL_MS = 60000;
 /** Callback-driven status updates at most this often (a trailing update shows the final state). */
 const STATUS_INTERVAL_MS = 250;
 
 const SUBSCRIPTION_ID = /^[A-Za-z0-9-]{8,40}$/;
+
+/** What an owned subscription needs: the client, id and fields to register, and its registry record. */
+interface OwnedSetup {
+  client: AssetClient;
+  id: string;
+  fields: SubscriptionFields;
+  t: (key: string, english: string, params?: Record<string, unknown>) => string;
+  recorded: RegisteredSubscription;
+}
+
+/** The registry sweep listening on each runtime's events (replaced when the module registers again). */
+const sweepListeners = new WeakMap<EventEmitter, () => void>();
 
 /** Thrown for a bad editor property; the message names the property and the rule. */
 class ConfigError extends Error {}
@@ -230,18 +246,6 @@ function redact(text: string, secret: string | undefined): string {
   return secret ? text.split(secret).join('***') : text;
 }
 
-/** Rejects after `ms` if `promise` has not settled (the timer never outlives the call). */
-async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([promise, new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${Math.round(ms / 1000)} s`)), ms);
-    })]);
-  } finally {
-    if (timer) clearTimeout(timer);
-  }
-}
-
 function clockTime(date: Date): string {
   return date.toTimeString().slice(0, 8);
 }
@@ -276,7 +280,15 @@ export default function register(RED: NodeAPI): void {
       return;
     }
 
-    const filter = settings.dedup ? new DuplicateFilter(settings.dedup) : undefined;
+    let filter: EntryFilter | undefined;
+    try {
+      filter = settings.dedup ? chooseFilter(config, settings.dedup) : undefined;
+    } catch (err) {
+      const message = (err as Error).message;
+      node.error(t('errors.config', 'configuration: __message__', { message }));
+      node.status({ fill: 'red', shape: 'ring', text: message.slice(0, 60) });
+      return;
+    }
     const stats = eventInStats.open(node.id); // live counters for the editor's DAM sidebar
     const state = {
       closed: false,
@@ -286,7 +298,10 @@ export default function register(RED: NodeAPI): void {
       rejected: 0,
       lastWarnAt: 0,
       subscription: 'none' as 'none' | 'registering' | 'registered' | 'failed',
-      subscriptionError: ''
+      subscriptionError: '',
+      /** Why the last callback could not ask the duplicate filter (Redis down or slow); '' once it answers. */
+      filterProblem: '',
+      lastFilterWarnAt: 0
     };
 
     function showStatus(): void {
@@ -296,6 +311,10 @@ export default function register(RED: NodeAPI): void {
       if (settings.subscriptionId) parts.push(settings.subscriptionId);
       if (state.subscription === 'failed') {
         node.status({ fill: 'red', shape: 'ring', text: [...parts, state.subscriptionError].join(' · ') });
+        return;
+      }
+      if (state.filterProblem) {
+        node.status({ fill: 'red', shape: 'ring', text: [...parts, state.filterProblem].join(' · ') });
         return;
       }
       if (state.subscription === 'registering') parts.push(t('status.registering', 'registering'));
@@ -336,19 +355,43 @@ export default function register(RED: NodeAPI): void {
       callbackStatus();
     }
 
-    /** Emits the entries of one callback and returns how many messages went out. */
-    function emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): number {
-      const kept: CallbackEntry[] = [];
+    /**
+     * Emits the entries of one callback that the duplicate filter lets through. `sent`: messages
+     * that went out; `busy`: entries another copy is emitting right now (answer 503, the retry
+     * finds them emitted); `confirm`: to call once the messages were handed on.
+     */
+    async function emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<{ sent: number; entries: number; busy: number; confirm?: () => Promise<void> }> {
+      const candidates: CallbackEntry[] = [];
       for (const entry of entries) {
-        if (isEmptyEntry(entry)) {
-          if (!settings.emitEmpty) { state.empties++; stats.empty(); continue; }
-        } else if (filter && filter.isDuplicate(entryKey(subscriptionId, entry))) {
-          state.duplicates++;
-          stats.duplicate();
-          continue;
-        }
-        kept.push(entry);
+        if (isEmptyEntry(entry) && !settings.emitEmpty) { state.empties++; stats.empty(); continue; }
+        candidates.push(entry);
       }
+      const kept: CallbackEntry[] = [];
+      let busy = 0;
+      let confirm: (() => Promise<void>) | undefined;
+      if (filter) {
+        // Empty entries, and entries without a key (no rrn: see entryKey), are never dropped.
+        const keys = candidates.map((entry) => (isEmptyEntry(entry) ? undefined : entryKey(subscriptionId, entry)));
+        const claimed = keys.filter((key): key is string => key !== undefined);
+        const claim = claimed.length > 0 ? await filter.claim(claimed) : { verdicts: [], confirm: undefined };
+        confirm = claim.confirm;
+        let at = 0;
+        candidates.forEach((entry, i) => {
+          if (keys[i] === undefined) { kept.push(entry); return; }
+          const verdict = claim.verdicts[at++];
+          if (verdict === 'duplicate') { state.duplicates++; stats.duplicate(); }
+          else if (verdict === 'busy') busy++;
+          else kept.push(entry);
+        });
+      } else {
+        kept.push(...candidates);
+      }
+      const sent = sendEntries(kept, subscriptionId, receivedAt);
+      return { sent, entries: kept.length, busy, confirm };
+    }
+
+    /** Sends the kept entries and returns how many messages went out. */
+    function sendEntries(kept: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): number {
       if (kept.length === 0) return 0;
       // Plain literals, not `{ ...common, payload }`: a spread per message was ~5% of the CPU in bursts.
       if (settings.perCallback) {
@@ -422,13 +465,58 @@ export default function register(RED: NodeAPI): void {
         reply(res, 503, { success: false, error: 'endpoint is closing' });
         return;
       }
-      const dropped = state.duplicates + state.empties;
-      const sent = emitEntries(parsed.entries, parsed.id ?? settings.subscriptionId, receivedAt.toISOString());
+      let outcome: { sent: number; entries: number; busy: number; confirm?: () => Promise<void> };
+      try {
+        outcome = await emitEntries(parsed.entries, parsed.id ?? settings.subscriptionId, receivedAt.toISOString());
+      } catch (err) {
+        return filterUnavailable(res, err);
+      }
+      const { sent, entries, busy, confirm } = outcome;
       state.lastEventAt = receivedAt;
       if (sent > 0 && !await deliveredWhileOpen(res)) return;
-      reply(res, settings.successCode, { success: true, received: parsed.entries.length, emitted: sent });
-      stats.callback(receivedAt, parsed.entries.length - (state.duplicates + state.empties - dropped));
+      if (confirm) {
+        // Not awaited: the confirmation is on its way before the answer (one connection, in order),
+        // and whatever it meets, the messages are out, so the answer is success (anything else would
+        // emit them twice). Until it lands, a copy asking about these entries hears 'busy' and 503.
+        confirm().catch((err: unknown) => warnFilter(err));
+      }
+      if (state.filterProblem) { state.filterProblem = ''; showStatus(); }
+      stats.callback(receivedAt, entries);
+      if (busy > 0) {
+        reply(res, 503, { success: false, error: 'entries are being emitted by another instance; send again later', received: parsed.entries.length, emitted: sent });
+      } else {
+        reply(res, settings.successCode, { success: true, received: parsed.entries.length, emitted: sent });
+      }
       callbackStatus();
+    }
+
+    /**
+     * The duplicate filter did not answer (Redis down or slow): nothing was emitted, and the answer
+     * is 503 so that the server sends the callback again; shown in the status until it answers.
+     */
+    function filterUnavailable(res: ServerResponse, err: unknown): void {
+      warnFilter(err);
+      reply(res, 503, { success: false, error: 'duplicate filter unavailable; send again later' });
+    }
+
+    function warnFilter(err: unknown): void {
+      const message = (err as Error)?.message ?? String(err);
+      state.filterProblem = message.slice(0, 60);
+      showStatus();
+      const now = Date.now();
+      if (now - state.lastFilterWarnAt >= WARN_INTERVAL_MS) {
+        state.lastFilterWarnAt = now;
+        node.warn(t('errors.filter', 'duplicate filter: __message__', { message }));
+      }
+    }
+
+    /** The in-memory filter, or the Redis one when an asset-redis node is selected. */
+    function chooseFilter(cfg: AssetEventInConfig, dedup: { windowMs: number; maxKeys: number }): EntryFilter {
+      if (!cfg.redis) return memoryEntryFilter(new DuplicateFilter(dedup));
+      const redis = RED.nodes.getNode(cfg.redis) as AssetRedisConfigNode | null;
+      if (!redis || typeof redis.filterFor !== 'function') throw new ConfigError('redis: the selected asset-redis configuration node is missing');
+      if (redis.configError) throw new ConfigError(`redis: ${redis.configError}`);
+      return redis.filterFor(node.id, dedup.windowMs);
     }
 
     // ---- the route
@@ -450,9 +538,16 @@ export default function register(RED: NodeAPI): void {
 
     // ---- the owned subscription
     let owner: OwnedSubscription | undefined;
+    const registry = registryFor(RED);
+    if (!settings.manage) releaseRecorded(registry.get(node.id)); // "manage" unchecked: its old one goes
     if (settings.manage) {
       try {
-        owner = new OwnedSubscription(ownedSubscriptionSetup(), (s, error) => {
+        const setup = ownedSubscriptionSetup();
+        // What this node registered before (id or server changed, also across a restart) goes.
+        const before = registry.get(node.id);
+        if (before && !sameSubscription(before, setup.recorded)) releaseRecorded(before);
+        registry.set(node.id, setup.recorded);
+        owner = new OwnedSubscription(setup, (s, error) => {
           state.subscription = s;
           state.subscriptionError = error ? redact(error, secret) : '';
           stats.subscription(s, state.subscriptionError || undefined);
@@ -472,7 +567,14 @@ export default function register(RED: NodeAPI): void {
     }
     showStatus();
 
-    function ownedSubscriptionSetup(): { client: AssetClient; id: string; fields: SubscriptionFields; t: typeof t } {
+    /** Deletes a subscription this node registered before and forgets it (kept for a retry when the server is unreachable). */
+    function releaseRecorded(recorded: RegisteredSubscription | undefined): void {
+      if (!recorded) return;
+      registry.forget(node.id);
+      releaseSubscription(recorded, (message) => node.warn(redact(message, secret)));
+    }
+
+    function ownedSubscriptionSetup(): OwnedSetup {
       const server = config.server ? RED.nodes.getNode(config.server) as AssetServerConfigNode | null : null;
       if (!server || typeof server.getClient !== 'function') throw new ConfigError('server: select an asset-server configuration node');
       const client = server.getClient();
@@ -492,7 +594,8 @@ export default function register(RED: NodeAPI): void {
       if (config.retryCount !== undefined && config.retryCount !== '') {
         fields.retryCount = numberSetting(config.retryCount, 'retryCount', 3, (n) => Number.isInteger(n) && n >= 0, 'must be a whole number, 0 or more');
       }
-      return { client, id: settings.subscriptionId as string, fields, t };
+      const id = settings.subscriptionId as string;
+      return { client, id, fields, t, recorded: { server: server.id, baseUrl: server.baseUrl, id } };
     }
 
     node.on('close', (removed: boolean, done: () => void) => {
@@ -503,7 +606,13 @@ export default function register(RED: NodeAPI): void {
       releaseGuard();
       node.status({});
       if (!owner) { done(); return; }
-      owner.close(removed).then(done, done);
+      const closing = owner;
+      closing.close(removed).then((failure) => {
+        if (!removed) return;
+        // Removed: it owns nothing any more; a deletion that failed is tried again on the next start.
+        registry.forget(node.id);
+        if (failure) registry.addOrphan(closing.setup.recorded);
+      }).then(done, done);
     });
   }
 
@@ -518,10 +627,28 @@ export default function register(RED: NodeAPI): void {
     private closed = false;
 
     constructor(
-      private readonly setup: { client: AssetClient; id: string; fields: SubscriptionFields; t: typeof t },
+      readonly setup: OwnedSetup,
       private readonly onState: (state: 'registering' | 'registered' | 'failed', error?: string) => void,
       private readonly logError: (message: string) => void
-    ) {}
+    ) {
+      setup.client.on('session-renewed', this.registerAgain);
+      setup.client.on('cookie-set', this.retryNow);
+    }
+
+    /**
+     * An automatic login followed a 401: the old session is gone, and with it possibly what the
+     * server tied to it, so the subscription is registered again (same id: it replaces itself).
+     */
+    private readonly registerAgain = (): void => {
+      if (this.closed) return;
+      this.delayMs = RETRY_FIRST_MS;
+      void this.start();
+    };
+
+    /** A cookie set at run time: a registration waiting to retry goes now. */
+    private readonly retryNow = (): void => {
+      if (this.timer) this.registerAgain();
+    };
 
     /** Registers now (a pending retry is replaced); resolves with the error text, or undefined on success. */
     start(): Promise<string | undefined> {
@@ -554,32 +681,69 @@ export default function register(RED: NodeAPI): void {
       });
     }
 
-    /** Stops retrying; when the node was removed, deletes the subscription (bounded in time). */
-    async close(removed: boolean): Promise<void> {
+    /**
+     * Stops retrying; when the node was removed, deletes the subscription (bounded in time).
+     * Resolves the error when that deletion failed.
+     */
+    async close(removed: boolean): Promise<Error | undefined> {
       this.closed = true;
+      this.setup.client.off('session-renewed', this.registerAgain);
+      this.setup.client.off('cookie-set', this.retryNow);
       if (this.timer) clearTimeout(this.timer);
       this.abort?.abort();
-      if (!removed) return; // redeploy or restart: the new node registers the same id again
+      if (!removed) return undefined; // redeploy or restart: the new node registers the same id again
       const { client, id } = this.setup;
-      const deadline = Date.now() + DELETE_TIMEOUT_MS;
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await withTimeout(client.deleteSubscription(id, { timeout: Math.max(1, deadline - Date.now()) }), deadline - Date.now() + 500);
-          return;
-        } catch (err) {
-          const kind = err instanceof AssetApiError ? err.kind : undefined;
-          if (kind === 'rejected') return; // e.g. no such subscription: nothing left to delete
-          // A full deploy also restarts the asset-server node, whose close ends the client's
-          // keep-alive sockets, ours included: a delete is idempotent, so try again on a new socket.
-          if (kind === 'network' && attempt < 3 && Date.now() + 100 < deadline) {
-            await new Promise((resolve) => setTimeout(resolve, 50));
-            continue;
-          }
-          this.logError(this.setup.t('errors.delete', 'deleting subscription __id__ failed: __message__', { id, message: (err as Error)?.message ?? String(err) }));
-          return;
-        }
+      const failure = await deleteWith(client, id);
+      if (failure) {
+        this.logError(this.setup.t('errors.delete', 'deleting subscription __id__ failed: __message__', { id, message: failure.message })
+          + ' ' + this.setup.t('errors.delete-later', '(tried again on the next start)'));
       }
+      return failure;
     }
+  }
+
+  /** Deletes a subscription recorded in the registry; one the server cannot be reached for now is kept for the next start. */
+  function releaseSubscription(recorded: RegisteredSubscription, warn: (message: string) => void): void {
+    const registry = registryFor(RED);
+    deleteRecorded(RED, recorded).then((outcome) => {
+      if (outcome === undefined) return;
+      if (outcome === 'no-server') {
+        warn(t('errors.orphan-no-server', 'subscription __id__ on __server__ was not deleted: its server is no longer configured here; delete it there by hand',
+          { id: recorded.id, server: recorded.baseUrl }));
+        return;
+      }
+      registry.addOrphan(recorded);
+      warn(t('errors.orphan-later', 'deleting subscription __id__ failed: __message__ (tried again on the next start)', { id: recorded.id, message: outcome.message }));
+    }, () => undefined);
+  }
+
+  /**
+   * On each start of the flows: deletes what nodes that no longer exist (removed or disabled
+   * while Node-RED was stopped) registered, and retries deletions that failed before.
+   */
+  function sweepRegistry(): void {
+    const registry = registryFor(RED);
+    if (!registry.persistent) return;
+    const warn = (message: string) => RED.log.warn(`asset-event-in: ${message}`);
+    for (const nodeId of registry.nodeIds()) {
+      const live = RED.nodes.getNode(nodeId);
+      if (live && live.type === 'asset-event-in') continue;
+      const recorded = registry.get(nodeId)!;
+      registry.forget(nodeId);
+      releaseSubscription(recorded, warn);
+    }
+    for (const orphan of registry.orphans()) {
+      registry.removeOrphan(orphan);
+      releaseSubscription(orphan, warn);
+    }
+  }
+  const events = (RED as NodeAPI & { events?: EventEmitter }).events;
+  if (events && typeof events.on === 'function') {
+    // One listener per runtime, also when the module is registered again (the test helper does).
+    const previous = sweepListeners.get(events);
+    if (previous) events.off('flows:started', previous);
+    sweepListeners.set(events, sweepRegistry);
+    events.on('flows:started', sweepRegistry);
   }
 
   RED.nodes.registerType('asset-event-in', AssetEventInNode, {

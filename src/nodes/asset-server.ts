@@ -1,14 +1,16 @@
 /**
  * asset-server: configuration node. Holds the base URL, the session cookie (a
- * credential), timeout and TLS settings, and ONE {@link AssetClient} shared by every
- * node that uses this configuration. The client is closed when the node closes.
+ * credential), timeout and TLS settings, the optional automatic login, and ONE
+ * {@link AssetClient} shared by every node that uses this configuration. The client is
+ * closed when the node closes.
  */
 import { AssetClient, type AssetClientOptions } from '../api/client';
 import { AssetApiError, invalidInput } from '../api/errors';
 import type { Node, NodeAPI, TlsConfigNode } from './node-red';
+import { keptSessions, loginOptions, type LoginConfig } from './server-session';
 
 /** Editor properties of an asset-server node. */
-export interface AssetServerConfig {
+export interface AssetServerConfig extends LoginConfig {
   id: string;
   name?: string;
   baseUrl?: string;
@@ -40,6 +42,11 @@ export interface AssetServerConfigNode extends Node {
   publicBaseUrl: string;
   /** The client, or throws {@link configError}. */
   getClient(): AssetClient;
+  /**
+   * Sends this cookie from the next request on, for every node on this server (asset-session
+   * node). Kept in memory: see server-session.ts for what survives a redeploy.
+   */
+  setCookie(cookie: string): void;
 }
 
 /** Default request timeout, seconds. */
@@ -67,16 +74,21 @@ function isHttpUrl(text: string): boolean {
 }
 
 /** Builds the client options; throws invalid-input naming the field that is wrong. Also used by the connection test. */
-export function clientOptions(RED: NodeAPI, config: AssetServerConfig, cookie: string | undefined): AssetClientOptions {
+export function clientOptions(RED: NodeAPI, config: AssetServerConfig, credentials: Record<string, string | undefined>): AssetClientOptions {
   const baseUrl = (config.baseUrl || '').trim();
   if (!baseUrl) throw invalidInput('baseUrl', 'is required');
   if (!isHttpUrl(baseUrl)) throw invalidInput('baseUrl', 'must be an http:// or https:// URL');
-  if (!cookie || !cookie.trim()) throw invalidInput('cookie', 'is required (the session cookie, Name=value or a bare value)');
+  const cookie = credentials.cookie || '';
+  const login = loginOptions(config, credentials);
+  if (!cookie.trim() && !login) {
+    throw invalidInput('cookie', 'is required (the session cookie, Name=value or a bare value), unless automatic login is on');
+  }
   const timeoutText = config.timeout === undefined || config.timeout === '' ? String(DEFAULT_TIMEOUT_S) : String(config.timeout);
   const timeoutS = Number(timeoutText);
   if (!Number.isFinite(timeoutS) || timeoutS < 0) throw invalidInput('timeout', 'must be a number of seconds, 0 or more');
 
   const options: AssetClientOptions = { baseUrl, cookie: cookie.trim(), timeout: Math.round(timeoutS * 1000) };
+  if (login) options.login = login;
   if (config.tls) {
     const tlsNode = RED.nodes.getNode(config.tls) as TlsConfigNode | null;
     if (!tlsNode || typeof tlsNode.addTLSOptions !== 'function') throw invalidInput('tls', 'the selected TLS configuration node is missing');
@@ -101,7 +113,8 @@ export default function register(RED: NodeAPI): void {
     node.baseUrl = (config.baseUrl || '').trim();
     node.publicBaseUrl = (config.publicBaseUrl || '').trim();
     try {
-      node.client = new AssetClient(clientOptions(RED, config, node.credentials?.cookie));
+      node.client = new AssetClient(clientOptions(RED, config, node.credentials ?? {}));
+      keptSessions.adopt(node.id, config, node.credentials ?? {}, node.client);
     } catch (err) {
       node.configError = err instanceof AssetApiError
         ? err
@@ -112,12 +125,14 @@ export default function register(RED: NodeAPI): void {
       if (node.client) return node.client;
       throw node.configError ?? invalidInput('server', 'configuration is invalid');
     };
-    node.on('close', (_removed: boolean, done: () => void) => {
+    node.setCookie = (cookie: string) => node.getClient().setCookie(cookie);
+    node.on('close', (removed: boolean, done: () => void) => {
+      if (removed) keptSessions.forget(node.id);
       try { node.client?.close(); } finally { node.client = undefined; done(); }
     });
   }
 
   RED.nodes.registerType('asset-server', AssetServerNode, {
-    credentials: { cookie: { type: 'password' } }
+    credentials: { cookie: { type: 'password' }, username: { type: 'text' }, password: { type: 'password' } }
   });
 }

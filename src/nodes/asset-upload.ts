@@ -6,7 +6,7 @@ import { Readable } from 'stream';
 import type { UploadOptions, UploadOutcome } from '../api/client';
 import { invalidInput } from '../api/errors';
 import { clientFor } from './asset-server';
-import { asBoolean, asInteger, asString, handleInput, localText, resolveField, resolvePath, type FieldSource } from './common';
+import { asBoolean, asInteger, asNumber, asString, handleInput, localText, resolveField, resolvePath, type FieldSource } from './common';
 import type { Node, NodeAPI, NodeMessage } from './node-red';
 
 /** Editor properties. TypedInput fields come as value + `<name>Type`. */
@@ -72,7 +72,7 @@ export default function register(RED: NodeAPI): void {
       if (collectionId !== undefined) options.collectionId = collectionId;
       const wait = asBoolean(await field(msg, { field: 'wait', blankReads: 'wait', value: config.wait, type: config.waitType || 'bool' }));
       if (wait !== undefined) options.wait = wait;
-      const waitInMinutes = asInteger(await field(msg, { field: 'waitInMinutes', blankReads: 'waitInMinutes', value: config.waitInMinutes, type: config.waitInMinutesType || 'num' }));
+      const waitInMinutes = asNumber(await field(msg, { field: 'waitInMinutes', blankReads: 'waitInMinutes', value: config.waitInMinutes, type: config.waitInMinutesType || 'num' }));
       if (waitInMinutes !== undefined) options.waitInMinutes = waitInMinutes;
       const expandZip = asBoolean(await field(msg, { field: 'expandZip', blankReads: 'expandZip', value: config.expandZip, type: config.expandZipType || 'bool' }));
       if (expandZip !== undefined) options.expandZip = expandZip;

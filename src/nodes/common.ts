@@ -172,6 +172,15 @@ export function asInteger(field: ResolvedField): number | undefined {
   throw invalidInput(field.label, `must be an integer, got ${describe(v)}`);
 }
 
+/** A finite number (number or decimal text, fractions allowed), or undefined when unset or empty. */
+export function asNumber(field: ResolvedField): number | undefined {
+  const v = field.value;
+  if (v === undefined || v === '') return undefined;
+  if (typeof v === 'number' && Number.isFinite(v)) return v;
+  if (typeof v === 'string' && /^\s*-?(\d+\.?\d*|\.\d+)\s*$/.test(v)) return Number(v);
+  throw invalidInput(field.label, `must be a number, got ${describe(v)}`);
+}
+
 /**
  * An integer id such as a fuid or an rrn. Kept as text when it exceeds 2^53, so a
  * 64-bit revision number is never rounded (public-facts.md: never do arithmetic on rrn).
@@ -400,7 +409,10 @@ export function errorStatusText(RED: NodeAPI | undefined, err: unknown): string 
     const status = err.status;
     const code = err.code;
     switch (err.kind) {
-      case 'auth': text = statusText(RED, 'reasonAuth'); break;
+      case 'auth':
+        // A failed automatic login says so and when it tries again; a plain 401 is a rejected cookie.
+        text = err.code === 'LOGIN_FAILED' ? `auth: ${withoutOperation(err)}` : statusText(RED, 'reasonAuth');
+        break;
       case 'permission': text = statusText(RED, 'reasonPermission'); break;
       case 'timeout': text = statusText(RED, 'reasonTimeout'); break;
       case 'aborted': text = statusText(RED, 'reasonAborted'); break;

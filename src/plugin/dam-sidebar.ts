@@ -194,7 +194,7 @@ export default function register(RED: PluginAPI): void {
     }
     let client: AssetClient | undefined;
     try {
-      client = new AssetClient(clientOptions(RED as any, config, cookie));
+      client = new AssetClient(clientOptions(RED as any, config, { cookie }));
     } catch (err) {
       res.json(configReport(err));
       return;

@@ -83,7 +83,24 @@ describe('api client: download against the emulator', () => {
     (await filesIn(path.join(dir, 'folder'))).should.eql(['hello.txt']);
   });
 
-  it('a JSON file is file content, also beyond the peeked size; only success:false JSON is an error', async () => {
+  it('a JSON file that reads like an error answer is file content: the server sends it as a file', async () => {
+    // Before: "rejected: the server refused: disk full", in every mode, for this uploaded asset.
+    const content = Buffer.from('{"success":false,"error":"disk full"}');
+    const up = await api.upload({ file: { buffer: content }, name: 'status.json', destination: '/dl', wait: true });
+    const got = await api.downloadToBuffer({ fuid: up.fuids[0] });
+    got.contentType.should.match(/json/);
+    got.filename.should.equal('status.json');
+    got.data.equals(content).should.be.true();
+    const target = path.join(dir, 'json-content', 'status.json');
+    await api.downloadToFile({ fuid: up.fuids[0], path: target });
+    (await fsp.readFile(target)).equals(content).should.be.true();
+    const streamed = await api.downloadToStream({ fuid: up.fuids[0] });
+    const chunks = [];
+    for await (const chunk of streamed.stream) chunks.push(chunk);
+    Buffer.concat(chunks).equals(content).should.be.true();
+  });
+
+  it('a JSON file is file content, also beyond the peeked size', async () => {
     const json = Buffer.from(JSON.stringify({ success: true, list: Array.from({ length: 20000 }, (_, i) => i) }));
     json.length.should.be.above(64 * 1024);
     const up = await api.upload({ file: { buffer: json }, name: 'data.json', destination: '/dl', wait: true });
@@ -251,7 +268,132 @@ describe('api client: download faults (small real servers)', () => {
     }
   });
 
-  it('a JSON success:false body (boolean or string) is an error, not file content', async () => {
+  it('a body sent as a file (Content-Disposition) is content, whatever it holds', async () => {
+    const bodies = [
+      { success: false, error: 'disk full' },
+      { success: 'false', errorInfo: 'no such revision', errorCode: 'E1' },
+      { error: 'only an error field' },
+      { errorCode: 'only a code' }
+    ];
+    for (const disposition of ['attachment; filename="state.json"', 'inline; filename="state.json"', 'attachment']) {
+      for (const body of bodies) {
+        const text = JSON.stringify(body);
+        reply = (req, res) => {
+          res.writeHead(200, { 'Content-Type': 'application/json;charset=UTF-8', 'Content-Disposition': disposition });
+          res.end(text);
+        };
+        (await api.downloadToBuffer({ fuid: 1 })).data.toString().should.equal(text, `${disposition}: ${text}`);
+        const target = path.join(dir, 'as-file', 'state.json');
+        await api.downloadToFile({ fuid: 1, path: target });
+        (await fsp.readFile(target, 'utf8')).should.equal(text);
+      }
+    }
+  });
+
+  it('the error shape without Content-Disposition is an error: success false or "false", error, errorInfo, errorCode', async () => {
+    for (const body of [{ error: 'no such asset' }, { errorInfo: 'no such asset' }, { success: 'FALSE', errorCode: 'no such asset' }]) {
+      reply = (req, res) => {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify(body));
+      };
+      (await expectError(api.downloadToBuffer({ fuid: 1 }), 'rejected')).serverMessage.should.match(/no such asset/);
+    }
+  });
+
+  it('Buffer mode: a Content-Length above maxBytes fails as too-large before the body is read, naming file mode', async () => {
+    let served = 0;
+    const closed = [];
+    reply = (req, res) => {
+      open.push(res);
+      served++;
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': String(300 * 1000 * 1000) });
+      res.flushHeaders();
+      // The body would follow only once the client asks for it (it never does).
+      req.socket.once('close', () => closed.push(Date.now()));
+    };
+    const small = new AssetClient({ baseUrl: server.url, cookie: COOKIES.editor, maxBufferBytes: 100 * 1000 * 1000 });
+    try {
+      const started = Date.now();
+      const error = await expectError(small.downloadToBuffer({ fuid: 1 }), 'too-large');
+      (Date.now() - started).should.be.below(2000);
+      error.operation.should.equal('download');
+      error.message.should.match(/300\.0 MB \(Content-Length\), above the limit of 100\.0 MB .*file mode/);
+      // The per-call limit wins over the client's.
+      (await expectError(api.downloadToBuffer({ fuid: 1, maxBytes: 1000 }), 'too-large')).message.should.match(/limit of 1000 bytes/);
+      await expectError(api.downloadToBuffer({ fuid: 1, maxBytes: 0 }), 'invalid-input');
+      served.should.equal(2);
+      // The client hung up: the connection of each refused download is closed.
+      for (let i = 0; i < 100 && closed.length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      closed.should.have.length(2);
+    } finally {
+      small.close();
+    }
+  });
+
+  it('Buffer mode, chunked: fails as too-large as soon as the body passes maxBytes, and stops reading', async () => {
+    let sent = 0;
+    let stopped = false;
+    reply = (req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream' });
+      const chunk = Buffer.alloc(256 * 1024, 7);
+      const pump = () => {
+        while (!stopped && sent < 64 * MiB) {
+          sent += chunk.length;
+          if (!res.write(chunk)) return res.once('drain', pump);
+        }
+        res.end();
+      };
+      res.on('close', () => { stopped = true; });
+      pump();
+    };
+    const error = await expectError(api.downloadToBuffer({ fuid: 1, maxBytes: 2 * MiB }), 'too-large');
+    error.message.should.match(/the file \(sent without Content-Length\) passed the limit of 2\.1 MB .*file mode/);
+    for (let i = 0; i < 100 && !stopped; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    stopped.should.be.true();
+    sent.should.be.below(32 * MiB);
+    // Under the limit, a chunked body arrives whole.
+    reply = (req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream' });
+      res.write(Buffer.alloc(MiB, 1));
+      res.end(Buffer.alloc(MiB, 2));
+    };
+    const got = await api.downloadToBuffer({ fuid: 1, maxBytes: 2 * MiB });
+    got.data.length.should.equal(2 * MiB);
+    got.data[0].should.equal(1);
+    got.data[2 * MiB - 1].should.equal(2);
+  });
+
+  it('a body shorter than its Content-Length in Buffer mode is kind network, never a part-filled Buffer', async () => {
+    reply = (req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': String(4 * MiB) });
+      res.write(Buffer.alloc(MiB, 9), () => res.socket.destroy());
+    };
+    await expectError(api.downloadToBuffer({ fuid: 1 }), 'network');
+  });
+
+  it('JSON answers of the other calls are bounded (maxAnswerBytes): too-large, not read whole', async () => {
+    const big = JSON.stringify({ success: true, id: 'abcdefgh', pad: 'x'.repeat(2 * MiB) });
+    reply = (req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(big);
+    };
+    const bounded = new AssetClient({ baseUrl: server.url, cookie: COOKIES.editor, maxAnswerBytes: MiB });
+    try {
+      const error = await expectError(bounded.getSubscription('abcdefgh'), 'too-large');
+      error.message.should.match(/getSubscription: the server's answer is larger than 1\.0 MB \(maxAnswerBytes\)/);
+      await expectError(bounded.registerSubscription('abcdefgh', { callback: 'http://127.0.0.1:1/cb' }), 'too-large');
+      await expectError(bounded.exportMetadata({ fuid: 1 }), 'too-large');
+      await expectError(bounded.upload({ file: { buffer: Buffer.from('x') }, name: 'x.txt', destination: '/x' }), 'too-large');
+      // The default (8 MiB) takes it.
+      (await api.getSubscription('abcdefgh')).pad.length.should.equal(2 * MiB);
+    } finally {
+      bounded.close();
+    }
+    (() => new AssetClient({ baseUrl: server.url, cookie: 'x', maxAnswerBytes: -1 })).should.throw(/maxAnswerBytes: must be a number of bytes greater than 0/);
+    (() => new AssetClient({ baseUrl: server.url, cookie: 'x', maxBufferBytes: 'big' })).should.throw(/maxBufferBytes/);
+  });
+
+  it('a JSON success:false body (boolean or string) without Content-Disposition is an error, not file content', async () => {
     for (const body of [{ success: false, error: 'no such revision' }, { success: 'false', errorInfo: 'no such revision' }]) {
       reply = (req, res) => {
         res.writeHead(200, { 'Content-Type': 'application/json;charset=UTF-8' });

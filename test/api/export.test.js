@@ -27,13 +27,13 @@ describe('api client: export metadata against the emulator', () => {
     await emu.close();
   });
 
-  it('returns parsed JSON by default (type json, rrn -1 sent as query parameters)', async () => {
+  it('returns parsed JSON by default (rrn -1 sent as a query parameter; no type unless given: the server\'s default)', async () => {
     proxy.seen.length = 0;
     const out = await api.exportMetadata({ fuid: asset.fuid });
     out.contentType.should.match(/^application\/json/);
     out.data.path.should.equal('/exp/meta.txt');
     out.data.metadata.should.eql({ City: 'SFO' });
-    proxy.seen.should.eql([`GET /review/api/asset/export/metadata?fuid=${asset.fuid}&rrn=-1&type=json`]);
+    proxy.seen.should.eql([`GET /review/api/asset/export/metadata?fuid=${asset.fuid}&rrn=-1`]);
   });
 
   it('exports an older revision by rrn', async () => {

@@ -201,7 +201,7 @@ describe('api client: answers the emulator does not give (small real servers)', 
     seen.method.should.equal('POST');
     seen.url.should.equal('/review/api/events/assets/subscribe/form-test');
     seen.cookie.should.equal(`JSESSIONID=${COOKIES.editor}`);
-    seen.type.should.match(/^application\/x-www-form-urlencoded/);
+    seen.type.should.equal('application/x-www-form-urlencoded; charset=UTF-8');
     seen.accept.should.match(/application\/json/);
     seen.body.should.equal('callback=http%3A%2F%2Fh%2Fx%3Fy%3D1&header=A%3A+1&header=A%3A+2' +
       '&watchPath=%2Fp+q&watchPath=*+%2Fr%26s&watchMetadata=K%3D%3Dv%3Dw');

@@ -321,7 +321,8 @@ describe('api client: upload faults (small real servers)', () => {
       wait: false, waitInMinutes: 5, expandZip: false, contentType: 'text/x-test'
     });
     seen.headers.cookie.should.equal(`JSESSIONID=${COOKIES.editor}`);
-    seen.headers['content-type'].should.match(/^multipart\/form-data; boundary=/);
+    // UTF-8 declared: a servlet container reads an undeclared body as ISO-8859-1
+    seen.headers['content-type'].should.match(/^multipart\/form-data; charset=UTF-8; boundary=/);
     Number(seen.headers['content-length']).should.equal(Buffer.byteLength(seen.body, 'latin1'));
     const order = [...seen.body.matchAll(/; name="([^"]+)"/g)].map((m) => m[1]);
     order.should.eql(['name', 'destination', 'destinationFuid', 'collectionId', 'wait', 'waitInMinutes', 'expandZip', 'file']);

@@ -3,7 +3,7 @@
 // proof that an invalid call never reaches the server.
 require('should');
 const {
-  validateSubscriptionId, validateSubscriptionFields, validateUploadFields, validateFuid, validateRrn, MAX_RETRY_COUNT
+  validateSubscriptionId, validateSubscriptionFields, validateUploadFields, validateFuid, validateRrn
 } = require('../../dist/api/validate');
 const { AssetClient } = require('../../dist/api/client');
 const {
@@ -63,10 +63,11 @@ describe('api validation: subscription fields (spec 2.1, 4.1)', () => {
     validateSubscriptionFields({ callback, successCode: '202' }).should.containEql(['successCode', '202']);
     for (const c of [99, 600, 200.5, '2e2', 'abc', -200, true]) invalid(() => validateSubscriptionFields({ callback, successCode: c }), 'successCode');
   });
-  it(`retryCount: integer 0..${MAX_RETRY_COUNT}`, () => {
+  it('retryCount: any integer from 0 (the spec sets no maximum)', () => {
     validateSubscriptionFields({ callback, retryCount: 0 }).should.containEql(['retryCount', '0']);
-    validateSubscriptionFields({ callback, retryCount: String(MAX_RETRY_COUNT) }).should.containEql(['retryCount', String(MAX_RETRY_COUNT)]);
-    for (const c of [-1, MAX_RETRY_COUNT + 1, 1.5, 'three']) invalid(() => validateSubscriptionFields({ callback, retryCount: c }), 'retryCount');
+    validateSubscriptionFields({ callback, retryCount: '101' }).should.containEql(['retryCount', '101']);
+    validateSubscriptionFields({ callback, retryCount: 100000 }).should.containEql(['retryCount', '100000']);
+    for (const c of [-1, 1.5, 'three']) invalid(() => validateSubscriptionFields({ callback, retryCount: c }), 'retryCount');
   });
   it('logicalOperand: AND or OR, case-insensitive; requestType: non-empty', () => {
     validateSubscriptionFields({ callback, logicalOperand: 'and' }).should.containEql(['logicalOperand', 'AND']);
@@ -129,9 +130,15 @@ describe('api validation: upload, download and export fields', () => {
       .should.eql([['name', 'a.jpg'], ['destination', '/inbox'], ['collectionId', '3'], ['wait', 'true'], ['waitInMinutes', '5'], ['expandZip', 'false']]);
     validateUploadFields({ destinationFuid: '12' }).should.eql([['destinationFuid', '12']]);
     invalid(() => validateUploadFields({ destination: '/x', name: '../a' }), 'name');
-    invalid(() => validateUploadFields({ destinationFuid: 0 }), 'destinationFuid');
+    // 0 is the spec's default of destinationFuid; the number is sent as given
+    validateUploadFields({ destinationFuid: 0 }).should.eql([['destinationFuid', '0']]);
+    invalid(() => validateUploadFields({ destinationFuid: -1 }), 'destinationFuid');
     invalid(() => validateUploadFields({ destination: '/x', wait: 'yes' }), 'wait');
-    invalid(() => validateUploadFields({ destination: '/x', waitInMinutes: 0 }), 'waitInMinutes');
+    // waitInMinutes is a number in the spec: fractions and 0 are sent as given
+    validateUploadFields({ destination: '/x', waitInMinutes: 1.5 }).should.containEql(['waitInMinutes', '1.5']);
+    validateUploadFields({ destination: '/x', waitInMinutes: '0.25' }).should.containEql(['waitInMinutes', '0.25']);
+    validateUploadFields({ destination: '/x', waitInMinutes: 0 }).should.containEql(['waitInMinutes', '0']);
+    for (const m of [-1, 'soon', NaN, Infinity]) invalid(() => validateUploadFields({ destination: '/x', waitInMinutes: m }), 'waitInMinutes');
     invalid(() => validateUploadFields({ destination: '/x', collectionId: -1 }), 'collectionId');
   });
   it('fuid and rrn: integers, rrn default -1 and exact beyond 2^53', () => {

@@ -18,7 +18,8 @@ const pkg = require('../../package.json');
 const MODULE = pkg.name;
 const NODE_TYPES = Object.keys(pkg['node-red'].nodes);
 const CONFIG_TYPE = 'asset-server';
-const FLOW_TYPES = NODE_TYPES.filter(t => t !== CONFIG_TYPE);
+// Config nodes: no palette entry, no flow dialog.
+const FLOW_TYPES = NODE_TYPES.filter(t => t !== CONFIG_TYPE && t !== 'asset-redis');
 const CATEGORY = 'DAM';
 const SHOTS = path.join(__dirname, 'screenshots');
 // Where the subscription id is asked for in asset-subscribe, most likely first.
@@ -142,6 +143,19 @@ describe('editor in a real browser (Chromium)', function () {
     const button = page.locator(`#${buttonId}`);
     await button.click();
     await button.waitFor({ state: 'detached' });
+  }
+
+  /**
+   * Open Node-RED's export dialog and wait until it is ready: each library browser in it selects
+   * its first folder 100 ms after opening (RED.library createBrowser). Closing and reopening the
+   * dialog before then empties it, and that pending select throws "cannot call methods on
+   * treeList prior to initialization" in the page.
+   */
+  async function showExportDialog() {
+    await page.evaluate(() => RED.actions.invoke('core:show-export-dialog'));
+    await page.waitForFunction(() => $('#red-ui-clipboard-dialog').is(':visible') &&
+      $('#red-ui-clipboard-dialog .red-ui-clipboard-dialog-tab-library').toArray()
+        .every(browser => $(browser).find('.red-ui-treeList-label.selected').length > 0));
   }
 
   async function shoot(name, locator) {
@@ -299,6 +313,23 @@ describe('editor in a real browser (Chromium)', function () {
       const input = page.locator(`#node-config-input-${cookieProp}`);
       (await input.getAttribute('type')).should.equal('password');
       await input.fill(cookie);
+      // Automatic login: hidden until ticked; a preset fills the login request, the password is a password field.
+      (await page.locator('#node-config-input-loginUrl').isVisible()).should.be.false();
+      await page.locator('#node-config-input-loginEnabled').check();
+      await page.locator('#node-config-input-loginUrl').waitFor({ state: 'visible' });
+      (await page.locator('#node-config-input-loginUrl').inputValue()).should.equal('/command');
+      await page.locator('#node-config-input-loginPreset').selectOption('form');
+      (await page.locator('#node-config-input-loginUrl').inputValue()).should.equal('/review/j_security_check');
+      (await page.locator('#node-config-input-sessionFrom').inputValue()).should.equal('set-cookie');
+      (await page.locator('#node-config-input-loginSessionUrl').inputValue()).should.equal('/review/');
+      (await page.locator('#node-config-input-loginFields').inputValue()).should.containEql('j_password={{password}}');
+      (await page.locator('#node-config-input-password').getAttribute('type')).should.equal('password');
+      await page.locator('#node-config-input-username').fill('editor-robot');
+      const loginPassword = `lpw${unique()}`;
+      await page.locator('#node-config-input-password').fill(loginPassword);
+      await shoot(`dialog-${CONFIG_TYPE}-login`);
+      (await untranslatedKeys(page, '.red-ui-tray', NODE_TYPES)).should.eql([], `untranslated keys in the ${CONFIG_TYPE} login fields`);
+      (await overflowingControls(page, '.red-ui-tray')).should.eql([], `controls wider than the ${CONFIG_TYPE} dialog with login fields`);
       await closeTopTray('node-config-dialog-ok');
       await closeTopTray('node-dialog-ok');
       configId = await page.evaluate(t => {
@@ -308,6 +339,7 @@ describe('editor in a real browser (Chromium)', function () {
       }, CONFIG_TYPE);
       should.exist(configId, `no ${CONFIG_TYPE} node after the dialog closed with Done`);
       typed.push({ type: CONFIG_TYPE, id: configId, prop: cookieProp, value: secretValue });
+      typed.push({ type: CONFIG_TYPE, id: configId, prop: 'password', value: loginPassword });
       noProblemsSince(mark, `while the ${CONFIG_TYPE} dialog was used`);
     });
 
@@ -330,6 +362,30 @@ describe('editor in a real browser (Chromium)', function () {
       noProblemsSince(mark, 'while the secrets were typed');
     });
 
+    it('asks for the Redis password in a password field of the asset-redis dialog', async function () {
+      const redis = requireDef('asset-redis');
+      redis.category.should.equal('config');
+      redis.credentials.password.type.should.equal('password');
+      const mark = problems.mark();
+      await openEditDialog('asset-event-in');
+      await page.locator('#node-input-btn-redis-add').click();
+      await page.locator('#node-config-dialog-edit-form').waitFor({ state: 'visible' });
+      await waitForTrayToSettle();
+      await shoot('dialog-asset-redis');
+      (await untranslatedKeys(page, '.red-ui-tray', NODE_TYPES)).should.eql([], 'untranslated keys in the asset-redis dialog');
+      (await overflowingControls(page, '.red-ui-tray')).should.eql([], 'controls wider than the asset-redis dialog');
+      const input = page.locator('#node-config-input-password');
+      (await input.getAttribute('type')).should.equal('password');
+      const value = `rds${unique()}`;
+      await input.fill(value);
+      await closeTopTray('node-config-dialog-ok');
+      await closeTopTray('node-dialog-ok');
+      const id = await page.evaluate(() => { let found = null; RED.nodes.eachConfig(n => { if (n.type === 'asset-redis') found = n.id; }); return found; });
+      should.exist(id, 'no asset-redis node after the dialog closed with Done');
+      typed.push({ type: 'asset-redis', id, prop: 'password', value });
+      noProblemsSince(mark, 'while the asset-redis dialog was used');
+    });
+
     it('are not in an exported flow (current flow and all flows)', async function () {
       should.exist(configId, 'needs the previous test');
       // The editor does hold the secrets (deploy sends them to the runtime), so
@@ -338,7 +394,7 @@ describe('editor in a real browser (Chromium)', function () {
       for (const t of typed) withCredentials.should.containEql(t.value, `the editor lost ${t.type} ${t.prop}`);
       const mark = problems.mark();
       for (const range of ['flow', 'full']) {
-        await page.evaluate(() => RED.actions.invoke('core:show-export-dialog'));
+        await showExportDialog();
         await page.locator(`#red-ui-clipboard-dialog-export-rng-${range}`).click();
         await page.waitForFunction(t => ($('#red-ui-clipboard-dialog-export-text').val() || '').includes(`"${t}"`), CONFIG_TYPE);
         const exported = await page.locator('#red-ui-clipboard-dialog-export-text').inputValue();

@@ -1,7 +1,9 @@
 'use strict';
 // Every example flow, end to end, installed the way a user installs the package:
-// `npm pack` -> `npm install <tarball>` into a fresh Node-RED user dir -> a real Node-RED
-// process (node-red/red.js) -> the emulator. Each example is read back through Node-RED's
+// a fresh copy of the sources (as a clone has them: no dist/) -> `npm pack` (its prepack
+// script builds) -> `npm install <tarball>` into a fresh Node-RED user dir, as the palette
+// manager does -> a real Node-RED process (node-red/red.js) -> the emulator, started from the
+// installed package with `npx dam-emulator` as the examples' comments say. Each example is read back through Node-RED's
 // own Import > Examples API, deployed through the admin API and checked against what its
 // comment node promises.
 //
@@ -10,20 +12,66 @@
 // free ports and temp folder) the addresses 127.0.0.1:8873 / 127.0.0.1:1880 and the folder
 // /tmp/dam-examples. Debug nodes are swapped for reporters that POST the msg to this test.
 require('should');
-const { execFile } = require('child_process');
+const { execFile, spawn } = require('child_process');
 const crypto = require('crypto');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { promisify } = require('util');
-const { startEmulator } = require('../../dist/emulator');
 const { startNodeRed } = require('../../dist/demo/node-red');
-const { freePort, waitFor, sleep, startCollector } = require('./support');
+const { freePort, waitFor, sleep, startCollector, lineCollector, exitOf } = require('./support');
 
 const PROJECT_DIR = path.resolve(__dirname, '..', '..');
 const MODULE = '@dam-assets/node-red';
 const COOKIE = 'local-dev';
 const EXAMPLE_DIR = '/tmp/dam-examples';
+const NODE_TYPES = Object.keys(require('../../package.json')['node-red'].nodes);
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+const run = promisify(execFile);
+
+/**
+ * Packs the package as from a fresh clone: the files git knows (tracked, or new and not ignored)
+ * copied with their current content, so no dist/; the installed node_modules are linked in
+ * instead of a second `npm ci`. `npm pack` then has to build (prepack). Returns the tarball's path.
+ */
+async function packFromFreshCopy(work) {
+  const source = path.join(work, 'source');
+  const { stdout } = await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: PROJECT_DIR, maxBuffer: 16 * 1024 * 1024 });
+  for (const file of stdout.split('\0').filter(Boolean)) {
+    if (!fs.existsSync(path.join(PROJECT_DIR, file))) continue; // deleted, not yet committed
+    fs.mkdirSync(path.dirname(path.join(source, file)), { recursive: true });
+    fs.copyFileSync(path.join(PROJECT_DIR, file), path.join(source, file));
+  }
+  fs.existsSync(path.join(source, 'dist')).should.be.false();
+  fs.symlinkSync(path.join(PROJECT_DIR, 'node_modules'), path.join(source, 'node_modules'));
+  const packed = await run(npm, ['pack', '--pack-destination', work, '--json'], { cwd: source, maxBuffer: 16 * 1024 * 1024 });
+  // (the prepack script's output comes first on stdout)
+  const [{ filename, files }] = JSON.parse(packed.stdout.slice(packed.stdout.search(/^\[/m)));
+  const shipped = files.map((f) => f.path);
+  shipped.should.containEql('dist/index.js');
+  shipped.filter((f) => f.endsWith('.map')).should.eql([], 'no source maps: they would point at src/, which is not shipped');
+  shipped.filter((f) => /^(src|test)\/|^dist\/demo\//.test(f)).should.eql([]);
+  return path.join(work, filename);
+}
+
+/** `npx dam-emulator` in the user dir, as the examples' comments tell; resolves once it listens. */
+async function startInstalledEmulator(userDir, dataDir) {
+  const child = spawn('npx', ['--no', '--', 'dam-emulator', '--port', '0', '--data', dataDir, '--retry-delay', '1s', '--quiet'],
+    { cwd: userDir, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const output = lineCollector(child);
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    process.kill(-child.pid, 'SIGTERM'); // npx and the emulator it started
+    await exitOf(child, 20000).catch(() => { process.kill(-child.pid, 'SIGKILL'); });
+  };
+  try {
+    const [, url] = await output.waitForLine(/^dam-emulator listening on (http:\/\/\S+)$/, 60000);
+    return { url, close: stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
 
 
 describe('example flows, packed and installed into a real Node-RED', function () {
@@ -44,13 +92,13 @@ describe('example flows, packed and installed into a real Node-RED', function ()
     fs.mkdirSync(userDir, { recursive: true });
 
     // Pack and install as a user would (offline-safe: the dependencies are in npm's cache).
-    const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-    const packed = await promisify(execFile)(npm, ['pack', '--pack-destination', work, '--json'], { cwd: PROJECT_DIR });
-    const tarball = path.join(work, JSON.parse(packed.stdout)[0].filename);
-    await promisify(execFile)(npm, ['install', '--prefix', userDir, tarball, '--prefer-offline', '--no-audit', '--no-fund'], { cwd: work });
+    const tarball = await packFromFreshCopy(work);
+    // The palette manager's command (@node-red/registry installer), run in the user dir.
+    await run(npm, ['install', '--prefix', userDir, '--no-audit', '--no-update-notifier', '--no-fund', '--save', '--save-prefix=~',
+      '--omit=dev', '--engine-strict', '--prefer-offline', tarball], { cwd: userDir });
     fs.lstatSync(path.join(userDir, 'node_modules', MODULE)).isSymbolicLink().should.be.false();
 
-    emulator = await startEmulator({ host: '127.0.0.1', port: 0, dataDir: path.join(work, 'emulator'), retryDelayMs: 1000 });
+    emulator = await startInstalledEmulator(userDir, path.join(work, 'emulator'));
     collector = await startCollector({ key: 'debug' });
     nodeRed = await startNodeRed({
       userDir, port: await freePort(), credentialSecret: 'examples-e2e', logLevel: 'info',
@@ -152,6 +200,19 @@ describe('example flows, packed and installed into a real Node-RED', function ()
   }
 
   // ------------------------------------------------------------------ tests
+
+  it('the package installed from its tarball loads every node type of package.json', async () => {
+    const res = await fetch(`${nodeRed.url}/nodes`, { headers: { Accept: 'application/json' } });
+    res.status.should.equal(200);
+    const sets = (await res.json()).filter((set) => set.module === MODULE);
+    sets.map((set) => set.err).filter(Boolean).should.eql([]);
+    // enabled, and installed in the user dir (local), not taken from this source tree
+    sets.every((set) => set.enabled && set.local).should.be.true(JSON.stringify(sets));
+    sets.flatMap((set) => set.types).sort().should.eql([...NODE_TYPES].sort());
+    // each type's editor is served too
+    const editor = await (await fetch(`${nodeRed.url}/nodes`, { headers: { Accept: 'text/html' } })).text();
+    for (const type of NODE_TYPES) editor.should.containEql(`RED.nodes.registerType('${type}'`);
+  });
 
   it('Import > Examples lists every file of examples/ under the package', async () => {
     const listed = (await adminGet(`/library/examples/flows/${MODULE}`)).map((e) => e.fn).sort();
@@ -307,6 +368,18 @@ describe('example flows, packed and installed into a real Node-RED', function ()
     invalid.error.message.should.match(/fuid/);
 
     collector.reports.slice(ex.since).filter((r) => r.debug === 'downloaded').should.be.empty();
+    JSON.stringify(collector.reports.slice(ex.since)).should.not.containEql(COOKIE);
+    ex.noErrorsLogged();
+  });
+
+  it('08 renew the session: the cookie from $DAM_COOKIE, set at start, replaces an expired configured one without a redeploy', async () => {
+    // The cookie typed into the server configuration is one the emulator does not know (expired).
+    const ex = await deployExample('08-renew-the-session', { cookie: 'expired-session-0000' });
+    const set = await ex.next('session set');
+    set.should.not.have.property('payload');
+    await ex.inject('export the root folder');
+    (await ex.next('metadata')).payload.path.should.equal('/');
+    collector.reports.slice(ex.since).filter((r) => r.debug === 'failed').should.be.empty();
     JSON.stringify(collector.reports.slice(ex.since)).should.not.containEql(COOKIE);
     ex.noErrorsLogged();
   });

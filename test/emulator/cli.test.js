@@ -39,6 +39,9 @@ describe('dam-emulator CLI', function () {
       (() => parseCli(['--port', '70000'])).should.throw(/--port/);
       (() => parseCli(['--port', 'abc'])).should.throw(/--port/);
       (() => parseCli(['--bogus'])).should.throw();
+      o.ingestDelayMs.should.equal(0);
+      parseCli(['--ingest-delay', '2s']).ingestDelayMs.should.equal(2000);
+      (() => parseCli(['--ingest-delay', '2'])).should.throw(/--ingest-delay must be a number followed by ms, s or m/);
     });
 
     it('a bad option exits with code 2 and a usage message', async () => {

@@ -208,13 +208,44 @@ describe('emulator upload (spec 4.2, 2.4)', function () {
       sync.json.error.should.match(/big\.txt/);
     });
 
-    it('wait=true past waitInMinutes answers success false; the ingest still completes', async () => {
-      const entries = {};
-      for (let i = 0; i < 150; i++) entries[`e${i}.txt`] = String(i);
-      const r = await uploadFile(emu.url, '/slow', 'many.zip', await makeZip(entries), { waitInMinutes: '0.00001' });
-      r.json.success.should.equal(false);
-      r.json.error.should.match(/waitInMinutes/);
-      await waitFor(async () => (await assetAt(emu, '/slow/e149.txt')).success);
+    it('wait=true past waitInMinutes cancels the job: success false, nothing stored; a retry makes one revision', async () => {
+      const slow = await startTestEmulator({ ingestDelayMs: 1500 });
+      try {
+        const started = Date.now();
+        // 0.002 minutes = 120 ms, well before the 1.5 s ingest commits.
+        const r = await uploadFile(slow.url, '/slow', 'doc.txt', 'first try', { waitInMinutes: '0.002' });
+        r.json.success.should.equal(false);
+        r.json.error.should.match(/waitInMinutes \(0\.002\).*cancelled, nothing stored/);
+        (Date.now() - started).should.be.below(1500);
+        // Had the ingest gone on, it would have committed by now.
+        await new Promise((resolve) => setTimeout(resolve, 1800));
+        (await assetAt(slow, '/slow/doc.txt')).success.should.equal(false);
+        fs.readdirSync(path.join(slow.dataDir, 'blobs')).should.eql([]);
+        // The client retries with more time: exactly one asset with one revision.
+        const retry = await uploadFile(slow.url, '/slow', 'doc.txt', 'second try', { waitInMinutes: '1' });
+        retry.json.success.should.equal(true);
+        const asset = (await get(slow, `/emulator/assets/${retry.json.data.fuids[0]}`)).json.asset;
+        asset.revisions.map(rev => rev.action).should.eql(['added']);
+        (await download(slow, retry.json.data.fuids[0])).text.should.equal('second try');
+      } finally {
+        await slow.stop();
+      }
+    });
+
+    it('a zip ingest past waitInMinutes is cancelled too: none of its entries is stored', async () => {
+      const slow = await startTestEmulator({ ingestDelayMs: 600 });
+      try {
+        const entries = {};
+        for (let i = 0; i < 20; i++) entries[`e${i}.txt`] = String(i);
+        const r = await uploadFile(slow.url, '/slowzip', 'many.zip', await makeZip(entries), { waitInMinutes: '0.001' });
+        r.json.success.should.equal(false);
+        await new Promise((resolve) => setTimeout(resolve, 900));
+        (await assetAt(slow, '/slowzip/e0.txt')).success.should.equal(false);
+        (await assetAt(slow, '/slowzip/e19.txt')).success.should.equal(false);
+        fs.readdirSync(path.join(slow.dataDir, 'blobs')).should.eql([]);
+      } finally {
+        await slow.stop();
+      }
     });
 
     it('unknown job -> success false', async () => {

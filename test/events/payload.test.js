@@ -1,5 +1,5 @@
 'use strict';
-require('should');
+const should = require('should');
 const { parseCallbackPayload, isEmptyEntry, entryKey, readBooleanFlag } = require('../../dist/events');
 const { parseJsonKeepingBigInts: parseJsonKeepingBigIntegers, quoteUnsafeIntegers } = require('../../dist/api/json');
 
@@ -85,13 +85,26 @@ describe('events: callback payload (spec 2.3)', function () {
     isEmptyEntry(entry).should.be.false();
   });
 
-  it('builds duplicate keys from subscription id, assetId, rrn and action', function () {
-    entryKey('s1', entry).should.equal(entryKey('s1', { ...entry, path: '/elsewhere', owner: 'bob' }));
-    entryKey('s1', entry).should.not.equal(entryKey('s2', entry));
-    entryKey('s1', entry).should.not.equal(entryKey('s1', { ...entry, rrn: 43 }));
-    entryKey('s1', entry).should.not.equal(entryKey('s1', { ...entry, action: 'modified' }));
+  it('builds duplicate keys from the subscription id and every field of the entry', function () {
+    const key = entryKey('s1', entry);
+    key.should.equal(entryKey('s1', { ...entry }));
+    for (const other of [{ path: '/elsewhere' }, { owner: 'bob' }, { rrn: 43 }, { action: 'modified' }, { assetId: 8 }, { extra: 'x' }, { path: undefined }]) {
+      key.should.not.equal(entryKey('s1', { ...entry, ...other }), JSON.stringify(other));
+    }
+    key.should.not.equal(entryKey('s2', entry));
+    entryKey(undefined, { rrn: 5, path: '/inbox/a.txt', action: 'added' }).should.not.equal(entryKey(undefined, { rrn: 5, path: '/inbox/b.txt', action: 'added' }));
     entryKey(undefined, { assetId: 1, rrn: '18446744073709551615' }).should.not.equal(entryKey(undefined, { assetId: 1, rrn: '18446744073709551616' }));
+    // Values cannot run into each other: every value is self-delimiting.
+    entryKey('s1', { rrn: 1, path: 'a', owner: 'bc' }).should.not.equal(entryKey('s1', { rrn: 1, path: 'ab', owner: 'c' }));
+    entryKey('s1', { rrn: 1, path: '1' }).should.not.equal(entryKey('s1', { rrn: '1', path: 1 }));
+    entryKey('s1', { rrn: 1, x: 'y' }).should.not.equal(entryKey('s1', { rrn: 1, xy: undefined }));
     // Objects from hostile JSON may have no usable toString: keyed by their JSON, never a throw.
-    entryKey('s1', { assetId: { toString: null }, action: 'added' }).should.not.equal(entryKey('s1', { assetId: { valueOf: null }, action: 'added' }));
+    entryKey('s1', { rrn: 1, assetId: { toString: null }, action: 'added' }).should.not.equal(entryKey('s1', { rrn: 1, assetId: { valueOf: null }, action: 'added' }));
+  });
+
+  it('gives no key to an entry without rrn (never treated as a duplicate)', function () {
+    should(entryKey('s1', { path: '/inbox/a.txt', action: 'added' })).be.undefined();
+    should(entryKey('s1', { assetId: 1, rrn: null })).be.undefined();
+    should(entryKey('s1', {})).be.undefined();
   });
 });

@@ -133,12 +133,25 @@ describe('asset-download node (against the emulator)', function () {
     fs.existsSync(target).should.be.false();
   });
 
+  it('Buffer mode: a file above Max size is a too-large error naming file mode; file mode has no limit', async function () {
+    await s.load(s.flow('asset-download', { maxSizeMB: '0.00001' }, { baseUrl: emulator.url })); // 10 bytes
+    const caught = await s.runFailing({ fuid: first.fuid });
+    caught.assetError.kind.should.equal('too-large');
+    caught.error.message.should.match(/above the limit of 10 bytes .*file mode/);
+    await helper.unload();
+    const target = path.join(tmp.dir, 'unlimited', 'doc.txt');
+    await s.load(s.flow('asset-download', { maxSizeMB: '0.00001', output: 'file', filename: target }, { baseUrl: emulator.url }));
+    await s.run({ fuid: first.fuid });
+    fs.readFileSync(target, 'utf8').should.equal('revision two, longer');
+  });
+
   describe('invalid input is refused with an error naming the field', function () {
     const cases = [
       ['no fuid anywhere', {}, {}, /fuid/],
       ['a msg.fuid that is not an integer', {}, { fuid: 'abc' }, /msg\.fuid/],
       ['a msg.rrn that is not an integer', {}, { fuid: 1, rrn: '1.5' }, /msg\.rrn/],
-      ['file mode without a file name', { output: 'file' }, { fuid: 1 }, /filename/]
+      ['file mode without a file name', { output: 'file' }, { fuid: 1 }, /filename/],
+      ['a Max size that is not a number above 0', { maxSizeMB: '-5' }, { fuid: 1 }, /^maxSizeMB$/]
     ];
     for (const [title, props, msg, field] of cases) {
       it(title, async function () {

@@ -1,6 +1,9 @@
 'use strict';
 // asset-event-in owning its subscription, in the test helper, against the emulator (real HTTP).
 require('should');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
 const http = require('http');
 const express = require('express');
 const request = require('supertest');
@@ -37,10 +40,12 @@ describe('asset-event-in owning its subscription (test helper + emulator)', func
     hookServer.closeAllConnections();
     await new Promise((r) => hookServer.close(r));
   });
+  beforeEach(() => { userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-event-in-')); });
   afterEach(async () => {
     await helper.unload(); // a stop, not a removal: the subscription stays, as on a Node-RED restart
     helper.settings({});
-    for (const id of [DERIVED_ID, 'fixed-sub-0001']) {
+    fs.rmSync(userDir, { recursive: true, force: true });
+    for (const id of [DERIVED_ID, 'fixed-sub-0001', 'fixed-sub-0002']) {
       await fetch(`${emulator.url}/review/api/events/assets/subscribe/${id}`, { method: 'DELETE', headers: { cookie: `JSESSIONID=${COOKIE}` } });
     }
   });
@@ -57,8 +62,9 @@ describe('asset-event-in owning its subscription (test helper + emulator)', func
   }
   const credentials = (cookie = COOKIE) => ({ [NODE_ID]: { secret: SECRET }, srv: { cookie } });
 
+  let userDir; // Node-RED's user directory, where the node remembers what it registered
   async function load(nodes, creds = credentials()) {
-    helper.settings({ httpNodeRoot: '/hooks' });
+    helper.settings({ httpNodeRoot: '/hooks', userDir });
     await helper.load([assetServer, (RED) => { app = RED.httpNode; return eventIn(RED); }], nodes, creds);
     return helper.getNode(NODE_ID);
   }
@@ -132,6 +138,72 @@ describe('asset-event-in owning its subscription (test helper + emulator)', func
     // Removed: deleted on the server.
     await helper.setFlows(flow().filter((n) => n.id !== NODE_ID), 'full', credentials());
     await until(async () => (await getSubscription(DERIVED_ID)).success === false);
+  });
+
+  describe('never leaves a subscription it stopped owning', function () {
+    const registered = async (id) => (await getSubscription(id)).success;
+    const recorded = () => JSON.parse(fs.readFileSync(path.join(userDir, 'dam-assets-subscriptions.json'), 'utf8'));
+
+    it('a redeploy with a new subscription id deletes the old one', async function () {
+      await load(flow());
+      await until(() => registered(DERIVED_ID));
+      await helper.setFlows(flow({ subscriptionId: 'fixed-sub-0001' }), 'full', credentials());
+      await until(() => registered('fixed-sub-0001'));
+      await until(async () => !(await registered(DERIVED_ID)));
+      recorded().nodes.should.eql({ [NODE_ID]: { server: 'srv', baseUrl: emulator.url, id: 'fixed-sub-0001' } });
+    });
+
+    it('a redeploy with "manage" unchecked deletes the one it registered', async function () {
+      await load(flow({ subscriptionId: 'fixed-sub-0001' }));
+      await until(() => registered('fixed-sub-0001'));
+      await helper.setFlows(flow({ subscriptionId: 'fixed-sub-0001', manage: false }), 'full', credentials());
+      await until(async () => !(await registered('fixed-sub-0001')));
+      recorded().nodes.should.eql({});
+    });
+
+    it('across a restart: id changed, "manage" unchecked, or the node removed while Node-RED was stopped', async function () {
+      await load(flow());
+      await until(() => registered(DERIVED_ID));
+      await helper.unload(); // Node-RED stops: the subscription stays
+      (await registered(DERIVED_ID)).should.be.true();
+      // Started again with another id: the old one goes, the new one comes.
+      await load(flow({ subscriptionId: 'fixed-sub-0001' }));
+      await until(() => registered('fixed-sub-0001'));
+      await until(async () => !(await registered(DERIVED_ID)));
+      await helper.unload();
+      // Started again with "manage" unchecked.
+      await load(flow({ subscriptionId: 'fixed-sub-0001', manage: false }));
+      await until(async () => !(await registered('fixed-sub-0001')));
+      await helper.unload();
+      // Registered again, then started without the node at all.
+      await load(flow({ subscriptionId: 'fixed-sub-0002' }));
+      await until(() => registered('fixed-sub-0002'));
+      await helper.unload();
+      await load(flow().filter((n) => n.id !== NODE_ID));
+      await until(async () => !(await registered('fixed-sub-0002')));
+      recorded().should.eql({ nodes: {}, orphans: [] });
+    });
+
+    it('a deletion the server refuses now (expired cookie) is tried again on the next start', async function () {
+      await load(flow({ subscriptionId: 'fixed-sub-0001' }));
+      await until(() => registered('fixed-sub-0001'));
+      emulator.revokeSession(COOKIE);
+      try {
+        await helper.setFlows(flow().filter((n) => n.id !== NODE_ID), 'full', credentials());
+        // Failed twice: on removal, and in the retry as the flows start again.
+        const failures = () => helper.log().args.filter((a) => /deleting subscription fixed-sub-0001 failed.*tried again on the next start/.test(String(a[0] && a[0].msg))).length;
+        await until(() => failures() >= 2);
+        recorded().orphans.should.eql([{ server: 'srv', baseUrl: emulator.url, id: 'fixed-sub-0001' }]);
+        recorded().nodes.should.eql({});
+      } finally {
+        emulator.addSession({ value: COOKIE, permissions: ['events', 'add'] });
+      }
+      (await registered('fixed-sub-0001')).should.be.true();
+      await helper.unload();
+      await load(flow().filter((n) => n.id !== NODE_ID));
+      await until(async () => !(await registered('fixed-sub-0001')));
+      await until(() => recorded().orphans.length === 0);
+    });
   });
 
   it('deletes the subscription also when its server config node is removed in the same deploy', async function () {

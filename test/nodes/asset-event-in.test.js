@@ -327,6 +327,29 @@ describe('asset-event-in (test helper)', function () {
       (await messages(4)).should.have.length(4);
     });
 
+    it('treats entries that differ in any reported field as different changes', async function () {
+      const node = await load();
+      // One write transaction (one rrn) that added two files, without assetIds.
+      const a = { rrn: 5, path: '/inbox/a.txt', action: 'added' };
+      const b = { rrn: 5, path: '/inbox/b.txt', action: 'added' };
+      const res = await request(app).post('/dam/events').send(payload([a, b, { ...a, owner: 'bob' }, { ...a, extra: 1 }]));
+      res.body.should.eql({ success: true, received: 4, emitted: 4 });
+      (await messages(4)).map((m) => m.payload).should.eql([a, b, { ...a, owner: 'bob' }, { ...a, extra: 1 }]);
+      // The same batch resent is dropped whole.
+      (await request(app).post('/dam/events').send(payload([a, b]))).body.should.eql({ success: true, received: 2, emitted: 0 });
+      (await settledStatus(node)).text.should.match(/2 dup dropped/);
+    });
+
+    it('never drops an entry without rrn: nothing tells a resent one from a new change', async function () {
+      await load();
+      const a = { path: '/inbox/a.txt', action: 'added' };
+      const b = { path: '/inbox/b.txt', action: 'added' };
+      (await request(app).post('/dam/events').send(payload([a, b]))).body.should.eql({ success: true, received: 2, emitted: 2 });
+      (await request(app).post('/dam/events').send(payload([{ ...a, action: 'modified' }]))).body.emitted.should.equal(1);
+      (await request(app).post('/dam/events').send(payload([{ ...a, action: 'modified' }]))).body.emitted.should.equal(1);
+      (await messages(4)).map((m) => m.payload.path).should.eql(['/inbox/a.txt', '/inbox/b.txt', '/inbox/a.txt', '/inbox/a.txt']);
+    });
+
     it('lets an entry through again after the window', async function () {
       await load({ dedupWindow: 0.2 });
       await request(app).post('/dam/events').send(payload([entry(1, 10)])).expect(200);

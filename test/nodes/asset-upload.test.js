@@ -111,6 +111,8 @@ describe('asset-upload node (against the emulator)', function () {
     const waited = await s.run({ payload: 'now', name: 'waited.txt', wait: 'true', waitInMinutes: 2 });
     waited.fuids.should.have.length(1);
     waited.should.not.have.property('jobId');
+    // a number, as in the spec: a fraction of a minute is sent as given
+    (await s.run({ payload: 'soon', name: 'half.txt', wait: 'true', waitInMinutes: '1.5' })).fuids.should.have.length(1);
   });
 
   it('msg.expandZip chooses between expanding a zip and storing it whole', async function () {
@@ -159,7 +161,7 @@ describe('asset-upload node (against the emulator)', function () {
       ['a destinationFuid that is not a number', {}, { payload: 'x', destinationFuid: 'abc' }, /msg\.destinationFuid/],
       ['a wait that is not a boolean', { wait: '' }, { payload: 'x', wait: 'maybe' }, /msg\.wait/],
       ['an expandZip that is not a boolean', {}, { payload: 'x', expandZip: 3 }, /msg\.expandZip/],
-      ['a waitInMinutes that is not an integer', {}, { payload: 'x', waitInMinutes: '1.5' }, /msg\.waitInMinutes/],
+      ['a waitInMinutes that is not a number', {}, { payload: 'x', waitInMinutes: 'soon' }, /msg\.waitInMinutes/],
       ['a msg.filename that does not exist', {}, { filename: '/nonexistent/dir/file.bin' }, /file|ENOENT/i]
     ];
     for (const [title, props, msg, field] of cases) {

@@ -220,6 +220,7 @@ describe('the package in a real Node-RED runtime', function () {
     const exported = (await get('/flows')).text;
     exported.should.not.containEql('local-dev');
     const creds = (await get('/credentials/asset-server/srv')).json();
-    creds.should.eql({ has_cookie: true });
+    // The login user name is a plain-text credential (shown in the editor); cookie and password are not.
+    creds.should.eql({ has_cookie: true, username: '', has_password: false });
   });
 });

@@ -5,8 +5,8 @@
 // Measured inside Node-RED: event loop delay (perf_hooks.monitorEventLoopDelay in a function node)
 // and message counts; from outside: Node-RED's RSS from /proc.
 // Pass: every upload succeeds and is stored byte-identical (sha256 of the download); every callback
-// is answered 200 and every entry reaches the counter once; event loop delay p99 < 100 ms; RSS at
-// the end within MEMORY_BOUND of RSS after the warm-up.
+// is answered 200 and every entry reaches the counter once; heap and RSS at the end within bounds
+// of the warm-up. Long mode also holds the callback rate and event loop delay p99 < 100 ms to limits.
 require('should');
 const crypto = require('crypto');
 const fs = require('fs');
@@ -25,6 +25,8 @@ const DURATION_MS = pick(10000, 60000);
 /** Rounds of UPLOADS parallel uploads during the callbacks (after one more round in the warm-up). */
 const ROUNDS = pick(2, 4);
 const LAG_P99_LIMIT_MS = 100;
+/** A callback not answered within this is a failure (a hang); generous in short mode, which shares its machine. */
+const ANSWER_LIMIT_MS = pick(30000, 10000);
 /**
  * Memory is compared after the warm-up and at the end, each time after a full garbage collection
  * (run inside Node-RED). The flow keeps no per-upload or per-callback state except the duplicate
@@ -139,7 +141,7 @@ describe(`reliability 6: load (${LONG ? 'long' : 'short'} mode: ${UPLOADS} x 50 
           return { assetId: 1000000 + k, rrn: 5000000 + k, path: `/load/cb-${k}.txt`, owner: 'load', action: 'added' };
         });
         state.entries += n;
-        pending.push(post('/load/events', { success: true, id: 'load-subscription', data: { entry } }, 10000).then((r) => {
+        pending.push(post('/load/events', { success: true, id: 'load-subscription', data: { entry } }, ANSWER_LIMIT_MS).then((r) => {
           if (r.status !== 200 || !r.json || r.json.emitted !== n) state.bad.push(`${r.status} ${JSON.stringify(r.json || r.text)}`);
           else state.ok++;
         }, (err) => state.bad.push(err.message)));
@@ -226,8 +228,13 @@ describe(`reliability 6: load (${LONG ? 'long' : 'short'} mode: ${UPLOADS} x 50 
       `RSS after warm-up ${mib(baseline)}, peak ${mib(peak)}, end ${mib(end)} (${signed(end - baseline)}); ` +
       `heap in use after a full GC ${mib(before.heapUsed)} -> ${mib(after.heapUsed)} (${signed(after.heapUsed - before.heapUsed)})`);
 
-    rate.should.be.above(CALLBACKS_PER_S * 0.9, 'the callback rate was held');
-    stats.lag.p99.should.be.below(LAG_P99_LIMIT_MS);
+    // Rates and delays are timings: on a shared machine (CI, several engineers) they measure the
+    // neighbours as much as Node-RED, so the short mode reports them and only the long mode, run
+    // by hand on a quiet machine, holds them to limits.
+    if (LONG) {
+      rate.should.be.above(CALLBACKS_PER_S * 0.9, 'the callback rate was held');
+      stats.lag.p99.should.be.below(LAG_P99_LIMIT_MS);
+    }
     (after.heapUsed - before.heapUsed).should.be.below(HEAP_BOUND);
     (end - baseline).should.be.below(MEMORY_BOUND);
     rig.crashLines().should.eql([]);

@@ -12,6 +12,10 @@
 //   - the emulator's log (the dam-emulator CLI's stdout/stderr). The CLI prints each session
 //     cookie once in its start-up banner, on purpose, so a user knows what to paste: exactly those
 //     banner lines (`cookie: JSESSIONID=...`) are set aside, and checked to be banner lines.
+// Sessions (README "Sessions"): an asset-server with automatic login (its password, a wrong
+// password on another server), cookies set at run time by an asset-session node (old and new), and
+// the session cookies the emulator's login hands out (shape `ses1-<32 hex>`): none of them either;
+// the run-time cookie is in memory only, so not even in the encrypted credentials file.
 require('should');
 const crypto = require('crypto');
 const fs = require('fs');
@@ -26,7 +30,13 @@ const WRONG = 'Sx7-wrongcookie-T9bW22cLr5';
 const VIEWER = 'Sx7-viewercookie-H3nD47eJx8';
 const WEBHOOK_SECRET = 'Wh5-webhooksecret-Z2kP93fGq1';
 const CREDENTIAL_SECRET = 'reliability-secrets-credential-key';
-const SECRETS = { GOOD, WRONG, VIEWER, WEBHOOK_SECRET };
+const LOGIN_PASSWORD = 'Lp8-loginpassword-R6tY55uIo3';
+const WRONG_PASSWORD = 'Lp8-wrongpassword-E1wQ66aSd4';
+const RUNTIME_OLD = 'Rt3-runtimeold-N8mB77vCx6';
+const RUNTIME_NEW = 'Rt3-runtimenew-K5jH88gFd7';
+const SECRETS = { GOOD, WRONG, VIEWER, WEBHOOK_SECRET, LOGIN_PASSWORD, WRONG_PASSWORD, RUNTIME_OLD, RUNTIME_NEW };
+/** Session cookies handed out by the emulator's login endpoints. */
+const LOGIN_COOKIE = /ses1-[0-9a-f]{32}/;
 
 const Z = 'sec-tab';
 const EVENT_IN = 'sec-event-in-01';
@@ -54,9 +64,10 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
     this.timeout(90000);
     work = r.tempDir('dam-secrets-');
     emulator = await spawnCli(['--port', '0', '--data', path.join(work, 'emulator'), '--retry-delay', '300ms',
-      '--session', `${GOOD}:events,add`, '--session', `${VIEWER}:`, '--session', 'Sx7-unused-session:events']);
+      '--session', `${GOOD}:events,add`, '--session', `${VIEWER}:`, '--session', 'Sx7-unused-session:events',
+      '--user', `robot:${LOGIN_PASSWORD}:events,add`]);
     downPort = await freePort();
-    nodeRed = await startRealNodeRed({ credentialSecret: CREDENTIAL_SECRET, logLevel: 'debug' });
+    nodeRed = await startRealNodeRed({ credentialSecret: CREDENTIAL_SECRET, logLevel: 'debug', env: { DAM_RUNTIME_COOKIE: `JSESSIONID=${RUNTIME_NEW}` } });
     statusTexts = [];
     ws = new WebSocket(`${nodeRed.url.replace('http', 'ws')}/comms`);
     await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
@@ -89,6 +100,11 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
       server('sec-srv-wrong', WRONG), // a bare value: sent as JSESSIONID=<value>
       server('sec-srv-viewer', `JSESSIONID=${VIEWER}`),
       server('sec-srv-down', `JSESSIONID=${GOOD}`, `http://127.0.0.1:${downPort}`),
+      // Automatic login: the configured cookie is not valid, so the first request logs in.
+      { ...server('sec-srv-login', `JSESSIONID=${RUNTIME_OLD}`), loginEnabled: true, loginPreset: 'utility',
+        credentials: { cookie: `JSESSIONID=${RUNTIME_OLD}`, username: 'robot', password: LOGIN_PASSWORD } },
+      { ...server('sec-srv-badlogin', ''), loginEnabled: true, loginPreset: 'form',
+        credentials: { username: 'robot', password: WRONG_PASSWORD } },
 
       // Receives the emulator's callbacks (it owns its subscription, with the shared secret as header).
       node(EVENT_IN, 'asset-event-in', { method: 'post', path: '/secrets-hook', manage: true, server: 'sec-srv-good',
@@ -137,6 +153,17 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
       node('sec-download-down', 'asset-download', { server: 'sec-srv-down', fuid: '2', fuidType: 'num', output: 'buffer' }, 'sec-dbg-never'),
       debugNode('sec-dbg-never'),
 
+      // Sessions: a login (the configured cookie is refused), a cookie set at run time (unknown to
+      // the emulator: the next request logs in again), and a login with a wrong password.
+      inject('sec-inj-login-export', 'sec-login-export'),
+      node('sec-login-export', 'asset-subscribe', { server: 'sec-srv-login', action: 'get', subscriptionId: OWNED_SUB, subscriptionIdType: 'str' }, 'sec-dbg-session'),
+      // The new cookie comes from Node-RED's environment, so that the flow itself does not hold it.
+      inject('sec-inj-set-cookie', 'sec-set-cookie'),
+      node('sec-set-cookie', 'asset-session', { server: 'sec-srv-login', cookie: 'DAM_RUNTIME_COOKIE', cookieType: 'env' }, 'sec-dbg-session'),
+      inject('sec-inj-bad-login', 'sec-bad-login'),
+      node('sec-bad-login', 'asset-subscribe', { server: 'sec-srv-badlogin', action: 'get', subscriptionId: OWNED_SUB, subscriptionIdType: 'str' }, 'sec-dbg-never'),
+      debugNode('sec-dbg-session'),
+
       { id: 'sec-catch', type: 'catch', z: Z, name: 'catch all', scope: null, uncaught: false, x: 0, y: 0, wires: [['sec-dbg-catch']] },
       debugNode('sec-dbg-catch')
     ];
@@ -152,7 +179,8 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
   }
 
   function leaks(text) {
-    return Object.entries(SECRETS).filter(([, value]) => text.includes(value)).map(([name]) => name);
+    const found = Object.entries(SECRETS).filter(([, value]) => text.includes(value)).map(([name]) => name);
+    return LOGIN_COOKIE.test(text) ? [...found, 'LOGIN_COOKIE'] : found;
   }
 
   it('run: successes and failures of every node, callbacks with the right and a wrong secret', async function () {
@@ -170,7 +198,10 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
     await clickAndWait('sec-inj-get-own', 'sec-dbg-subscribe');
     await clickAndWait('sec-inj-delete', 'sec-dbg-subscribe');
 
-    for (const id of ['sec-inj-401', 'sec-inj-401-export', 'sec-inj-permission', 'sec-inj-permission-subscribe', 'sec-inj-network', 'sec-inj-network-download']) {
+    await clickAndWait('sec-inj-login-export', 'sec-dbg-session');
+    await clickAndWait('sec-inj-set-cookie', 'sec-dbg-session');
+    await clickAndWait('sec-inj-login-export', 'sec-dbg-session');
+    for (const id of ['sec-inj-401', 'sec-inj-401-export', 'sec-inj-permission', 'sec-inj-permission-subscribe', 'sec-inj-network', 'sec-inj-network-download', 'sec-inj-bad-login']) {
       await clickAndWait(id, 'sec-dbg-catch');
     }
     printed('sec-dbg-never').should.equal(0);
@@ -180,6 +211,7 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
       nodeRed.lines.some((l) => /\[asset-event-in:sec-event-in-down\]/.test(l) && /refused|network/i.test(l)), 15000, 100);
     const log = nodeRed.lines.join('\n');
     for (const kind of ['auth', 'permission', 'network']) log.should.match(new RegExp(`kind: '${kind}'`), `a caught ${kind} error was printed`);
+    log.should.match(/login failed, next try in \d+ s: login request/, 'the failed login reached the Catch node');
 
     // Callers of the webhook with a wrong or no secret are refused (401), and say nothing of the secret.
     for (const headers of [{ 'X-DAM-Secret': `${WEBHOOK_SECRET.slice(0, -1)}X` }, {}, { 'X-DAM-Secret': '' }]) {
@@ -214,10 +246,11 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
       text.should.containEql('sec-srv-good');
       leaks(text).should.eql([], `GET /flows ${version}`);
     }
-    for (const [type, id] of [['asset-server', 'sec-srv-good'], ['asset-server', 'sec-srv-wrong'], ['asset-event-in', EVENT_IN], ['asset-event-in', 'sec-event-in-401']]) {
+    for (const [type, id] of [['asset-server', 'sec-srv-good'], ['asset-server', 'sec-srv-wrong'], ['asset-event-in', EVENT_IN], ['asset-event-in', 'sec-event-in-401'],
+      ['asset-server', 'sec-srv-login'], ['asset-server', 'sec-srv-badlogin']]) {
       const res = await fetch(`${nodeRed.url}/credentials/${type}/${id}`);
       const text = await res.text();
-      text.should.match(/"has_(cookie|secret)":true/);
+      text.should.match(/"has_(cookie|secret|password)":true/);
       leaks(text).should.eql([], `GET /credentials/${type}/${id}`);
     }
   });
@@ -234,7 +267,8 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
     const key = crypto.createHash('sha256').update(CREDENTIAL_SECRET).digest();
     const decipher = crypto.createDecipheriv('aes-256-ctr', key, Buffer.from(sealed.$.slice(0, 32), 'hex'));
     const plain = decipher.update(sealed.$.slice(32), 'base64', 'utf8') + decipher.final('utf8');
-    leaks(plain).sort().should.eql(Object.keys(SECRETS).sort(), 'every secret is stored, encrypted, in flows_cred.json');
+    const configured = Object.keys(SECRETS).filter((name) => name !== 'RUNTIME_NEW');
+    leaks(plain).sort().should.eql(configured.sort(), 'every configured secret is stored, encrypted, in flows_cred.json; the run-time cookie is not');
   });
 
   it('the emulator log holds no secret apart from its start-up banner', function () {
@@ -247,6 +281,9 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
     const rest = lines.slice(5).concat(emulator.stderr().split('\n'));
     rest.filter((l) => / (GET|POST|DELETE) /.test(l)).length.should.be.above(10, 'request lines were logged');
     rest.some((l) => /delivery \d+ of subscription/.test(l)).should.be.true('delivery lines were logged');
+    // The configured cookie and then the run-time one were refused: two logins; the wrong password: one refusal.
+    rest.filter((l) => /login \(utility call\): user "robot" signed in/.test(l)).length.should.equal(2);
+    rest.filter((l) => /login \(form login\) refused for user "robot"/.test(l)).length.should.equal(1);
     const leaking = rest.filter((line) => leaks(line).length > 0);
     leaking.should.eql([], `secret(s) in the emulator log:\n${leaking.join('\n')}`);
   });

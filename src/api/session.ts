@@ -1,0 +1,402 @@
+/**
+ * The session of an {@link AssetClient}: the Cookie header it sends, a cookie set at run time,
+ * and the optional automatic login. On a 401, one login serves every request that met it
+ * (single flight); a failed login waits out a growing delay before the next attempt.
+ *
+ * No Node-RED dependency. The login request is described by data ({@link LoginOptions}), never code.
+ */
+import type { AxiosInstance, AxiosResponse } from 'axios';
+import { AssetApiError, invalidInput, type AssetOperation } from './errors';
+import { isPlainObject, serverMessageOf, tryParseJson } from './answers';
+
+/** Ready-made login descriptions (see {@link LOGIN_PRESETS}). */
+export type LoginPreset = 'utility' | 'form';
+
+/** Automatic login: how to get a new session cookie when the server answers 401. */
+export interface LoginOptions {
+  /** User name; replaces `{{username}}` in the fields. */
+  username: string;
+  /** Password; replaces `{{password}}` in the fields. A secret: never in an error or log. */
+  password: string;
+  /** Defaults for every field below; a field given here wins over the preset's. */
+  preset?: LoginPreset;
+  /** Login URL: absolute, or relative to the base URL (`/command` -> `<baseUrl>/command`). */
+  url?: string;
+  /**
+   * Optional page fetched (GET) just before the login; the cookies it sets go with the login
+   * request. A servlet container's form login needs this: it only accepts a login for a session
+   * that already exists. Absolute, or relative to the base URL; any answer will do.
+   */
+  sessionUrl?: string;
+  /** GET or POST. */
+  method?: 'GET' | 'POST';
+  /** Fields, one `name=value` per line (or an object); `{{username}}` and `{{password}}` are replaced. */
+  fields?: string | Record<string, string>;
+  /** Where the fields go: the query string, or a URL-encoded form body (POST only). */
+  fieldsIn?: 'query' | 'form';
+  /** Where the session comes from: a Set-Cookie header of the answer, or a property of its JSON body. */
+  sessionFrom?: 'set-cookie' | 'json';
+  /** The Set-Cookie name, or the JSON property (a dotted path such as `data.cookie`). */
+  sessionName?: string;
+  /** Name of the cookie the session is then sent as. Default: the Set-Cookie name, or JSESSIONID. */
+  cookieName?: string;
+  /** Wait after a failed login before the next attempt (ms); doubles up to maxRetryDelayMs. Default 5000. */
+  retryDelayMs?: number;
+  /** Longest wait between failed logins (ms). Default 300000 (5 minutes). */
+  maxRetryDelayMs?: number;
+}
+
+type LoginShape = Required<Pick<LoginOptions, 'url' | 'method' | 'fields' | 'fieldsIn' | 'sessionFrom' | 'sessionName' | 'cookieName'>>
+  & Pick<LoginOptions, 'sessionUrl'>;
+
+/**
+ * The two documented cases. `utility`: the vendor's management-server call
+ * (`GET /command?zm_username=U&zm_password=P&data={...cmd:getcredentials}`, JSON answer with
+ * `zm_cookie`), whose value is sent as JSESSIONID; on a real installation the URL is usually
+ * absolute (the management server, port 8443). `form`: a servlet form login: `GET /review/` for
+ * a session, then `POST /review/j_security_check` answering `Set-Cookie: JSESSIONID=...`.
+ */
+export const LOGIN_PRESETS: Record<LoginPreset, LoginShape> = {
+  utility: {
+    url: '/command', method: 'GET', fieldsIn: 'query',
+    fields: 'zm_username={{username}}\nzm_password={{password}}\ndata={clientVersion:"dam-assets-node-red",cmd:getcredentials}',
+    sessionFrom: 'json', sessionName: 'zm_cookie', cookieName: 'JSESSIONID'
+  },
+  form: {
+    sessionUrl: '/review/', url: '/review/j_security_check', method: 'POST', fieldsIn: 'form',
+    fields: 'j_username={{username}}\nj_password={{password}}',
+    sessionFrom: 'set-cookie', sessionName: 'JSESSIONID', cookieName: 'JSESSIONID'
+  }
+};
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const DEFAULT_RETRY_MS = 5000;
+const DEFAULT_MAX_RETRY_MS = 300000;
+/** How many past cookies are still redacted from text (a cookie may come back in a late error). */
+const REMEMBERED_SECRETS = 64;
+
+interface ResolvedLogin extends LoginShape {
+  username: string;
+  password: string;
+  fieldList: Array<[string, string]>;
+  retryDelayMs: number;
+  maxRetryDelayMs: number;
+}
+
+/** Checks and completes login options; throws invalid-input naming the field (`login.<name>`). */
+export function resolveLogin(options: LoginOptions): ResolvedLogin {
+  if (!isPlainObject(options)) throw invalidInput('login', 'must be an object with username, password and a preset or url');
+  const o = options as LoginOptions;
+  if (o.preset !== undefined && !(o.preset in LOGIN_PRESETS)) throw invalidInput('login.preset', 'must be utility or form');
+  const preset: Partial<LoginShape> = o.preset ? LOGIN_PRESETS[o.preset] : {};
+  const pick = <K extends keyof LoginShape>(key: K): LoginShape[K] | undefined => {
+    const given = o[key];
+    return given === undefined || given === null || given === '' ? preset[key] : given as LoginShape[K];
+  };
+  const text = (field: string, value: unknown, rule: string): string => {
+    if (typeof value !== 'string' || value.trim() === '') throw invalidInput(`login.${field}`, rule);
+    return value.trim();
+  };
+  const username = text('username', o.username, 'is required for automatic login');
+  const sessionUrl = typeof pick('sessionUrl') === 'string' && String(pick('sessionUrl')).trim() !== '' ? String(pick('sessionUrl')).trim() : undefined;
+  if (typeof o.password !== 'string' || o.password === '') throw invalidInput('login.password', 'is required for automatic login');
+  const url = text('url', pick('url'), 'is required: an absolute URL, or a path relative to the base URL (or choose a preset)');
+  const method = String(pick('method') ?? 'GET').toUpperCase();
+  if (method !== 'GET' && method !== 'POST') throw invalidInput('login.method', 'must be GET or POST');
+  const fieldsIn = pick('fieldsIn') ?? (method === 'GET' ? 'query' : 'form');
+  if (fieldsIn !== 'query' && fieldsIn !== 'form') throw invalidInput('login.fieldsIn', 'must be query or form');
+  if (fieldsIn === 'form' && method === 'GET') throw invalidInput('login.fieldsIn', 'form fields need method POST');
+  const sessionFrom = pick('sessionFrom');
+  if (sessionFrom !== 'set-cookie' && sessionFrom !== 'json') throw invalidInput('login.sessionFrom', 'must be set-cookie or json');
+  const sessionName = text('sessionName', pick('sessionName'), sessionFrom === 'json'
+    ? 'is required: the JSON property holding the session (e.g. zm_cookie)' : 'is required: the name of the Set-Cookie (e.g. JSESSIONID)');
+  const cookieName = o.cookieName ? text('cookieName', o.cookieName, 'must be a cookie name')
+    : sessionFrom === 'set-cookie' ? sessionName : (preset.cookieName ?? 'JSESSIONID');
+  if (!TOKEN.test(cookieName)) throw invalidInput('login.cookieName', 'must be a cookie name (letters, digits and !#$%&\'*+.^_`|~-)');
+  const delay = (field: 'retryDelayMs' | 'maxRetryDelayMs', fallback: number): number => {
+    const value = o[field];
+    if (value === undefined || value === null) return fallback;
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 100) throw invalidInput(`login.${field}`, 'must be a number of milliseconds, 100 or more');
+    return value;
+  };
+  const retryDelayMs = delay('retryDelayMs', DEFAULT_RETRY_MS);
+  return {
+    username, password: o.password, url, sessionUrl, method, fieldsIn, sessionFrom, sessionName, cookieName,
+    fields: pick('fields') ?? '', fieldList: fieldListOf(pick('fields') ?? ''),
+    retryDelayMs, maxRetryDelayMs: Math.max(retryDelayMs, delay('maxRetryDelayMs', DEFAULT_MAX_RETRY_MS))
+  };
+}
+
+function fieldListOf(fields: string | Record<string, string>): Array<[string, string]> {
+  if (typeof fields === 'string') {
+    const list: Array<[string, string]> = [];
+    for (const line of fields.split(/\r?\n/)) {
+      if (line.trim() === '') continue;
+      const equals = line.indexOf('=');
+      if (equals <= 0) throw invalidInput('login.fields', `each line must be name=value, got a line without a name or "=" (line ${list.length + 1})`);
+      list.push([line.slice(0, equals).trim(), line.slice(equals + 1)]);
+    }
+    return list;
+  }
+  if (!isPlainObject(fields)) throw invalidInput('login.fields', 'must be name=value lines or an object');
+  return Object.entries(fields).map(([name, value]) => [name, String(value)]);
+}
+
+/** Why a login failed: the step, and what happened, free of secrets. */
+class LoginFailure {
+  constructor(readonly step: string, readonly reason: string) {}
+}
+
+/** What the client lends the session for its login request. */
+export interface SessionDeps {
+  http: AxiosInstance;
+  /** Base URL without trailing slash. */
+  base: string;
+  timeoutMs: number;
+  /** The client's rule for a configured cookie (Name=value, or bare value sent as JSESSIONID). */
+  cookieHeaderOf: (cookie: unknown) => string | undefined;
+}
+
+/**
+ * Holds the Cookie header and renews it. Emits `renewed` after a successful automatic login and
+ * `cookie-set` when a cookie is set at run time; neither event carries the cookie.
+ */
+export class SessionHolder {
+  private header: string | undefined;
+  private readonly secretList: string[] = [];
+  private readonly login: ResolvedLogin | undefined;
+  private inFlight: Promise<void> | undefined;
+  private failure: { error: LoginFailure; until: number } | undefined;
+  private delayMs: number;
+  private readonly listeners: Array<(event: 'renewed' | 'cookie-set') => void> = [];
+
+  constructor(private readonly deps: SessionDeps, cookie: unknown, login?: LoginOptions) {
+    this.login = login === undefined || login === null ? undefined : resolveLogin(login);
+    this.header = deps.cookieHeaderOf(cookie);
+    this.remember(cookie, this.header);
+    this.delayMs = this.login?.retryDelayMs ?? DEFAULT_RETRY_MS;
+  }
+
+  /** The Cookie header to send now (undefined: none). */
+  get cookieHeader(): string | undefined { return this.header; }
+
+  /** True when automatic login is configured. */
+  get canLogin(): boolean { return this.login !== undefined; }
+
+  /** Every secret known (cookies old and new, the password), longest first, for redaction. */
+  secrets(): string[] {
+    const all = this.login ? [this.login.password, ...this.secretList] : this.secretList;
+    return all.filter((secret) => secret.length >= 4).sort((a, b) => b.length - a.length);
+  }
+
+  /** Called with the event name on `renewed` and `cookie-set`. */
+  onChange(listener: (event: 'renewed' | 'cookie-set') => void): void { this.listeners.push(listener); }
+
+  /** Sets the cookie from now on (same rules as the configured cookie); a waiting login backoff ends. */
+  set(cookie: unknown): void {
+    const header = this.deps.cookieHeaderOf(cookie);
+    if (header === undefined) throw invalidInput('cookie', 'must not be empty: Name=value or a bare session id');
+    this.header = header;
+    this.remember(cookie, header);
+    this.failure = undefined;
+    this.delayMs = this.login?.retryDelayMs ?? DEFAULT_RETRY_MS;
+    this.emit('cookie-set');
+  }
+
+  /**
+   * A request sent with `usedHeader` met a 401: makes sure a newer session exists. Resolves at
+   * once when the cookie changed meanwhile; else joins the login in flight or starts one (unless
+   * a failed login's delay is still running). Rejects with an `auth` error naming the failed step.
+   */
+  async renew(usedHeader: string | undefined, operation: AssetOperation): Promise<void> {
+    if (this.header !== usedHeader) return;
+    if (!this.login) throw new AssetApiError('auth', `${operation}: automatic login is not set up`, { operation, status: 401 });
+    if (!this.inFlight) {
+      const waiting = this.failure ? this.failure.until - Date.now() : 0;
+      if (this.failure && waiting > 0) throw this.loginError(operation, this.failure.error, waiting);
+      this.inFlight = this.runLogin(this.login).finally(() => { this.inFlight = undefined; });
+    }
+    try {
+      await this.inFlight;
+    } catch (err) {
+      if (err instanceof LoginFailure) throw this.loginError(operation, err, this.failure ? this.failure.until - Date.now() : 0);
+      throw err;
+    }
+  }
+
+  /** Logs in now (e.g. at start), whatever the state; rejects with an `auth` error naming the failed step. */
+  async loginNow(operation: AssetOperation): Promise<void> {
+    return this.renew(this.header, operation);
+  }
+
+  /**
+   * The request repeated after a login met a 401 again: the server does not take the session the
+   * login gave. Counts as a failed login, so the next one waits.
+   */
+  refused(operation: AssetOperation): AssetApiError {
+    const failure = new LoginFailure('repeated request', 'the server answered HTTP 401 to the session the login gave');
+    this.fail(failure);
+    return new AssetApiError('auth',
+      `${operation}: authentication failed (HTTP 401) again right after an automatic login: the server does not accept the ` +
+      'session the login gave. Check the login\'s session source and cookie name (asset-server: Automatic login).',
+      { operation, status: 401 });
+  }
+
+  // ---- internals
+
+  private emit(event: 'renewed' | 'cookie-set'): void {
+    for (const listener of this.listeners) {
+      try { listener(event); } catch { /* a listener's failure is its own */ }
+    }
+  }
+
+  private addSecret(secret: string): void {
+    if (secret.length < 4 || this.secretList.includes(secret)) return;
+    this.secretList.push(secret);
+    if (this.secretList.length > REMEMBERED_SECRETS) this.secretList.shift();
+  }
+
+  private remember(cookie: unknown, header: string | undefined): void {
+    if (typeof cookie === 'string' && cookie.trim() !== '') this.addSecret(cookie.trim());
+    if (!header) return;
+    this.addSecret(header);
+    for (const pair of header.split(';')) {
+      const equals = pair.indexOf('=');
+      this.addSecret((equals < 0 ? pair : pair.slice(equals + 1)).trim());
+    }
+  }
+
+  private fail(failure: LoginFailure): void {
+    this.failure = { error: failure, until: Date.now() + this.delayMs };
+    this.delayMs = Math.min(this.delayMs * 2, this.login?.maxRetryDelayMs ?? DEFAULT_MAX_RETRY_MS);
+  }
+
+  private loginError(operation: AssetOperation, failure: LoginFailure, waitMs: number): AssetApiError {
+    const next = waitMs > 0 ? `next try in ${Math.ceil(waitMs / 1000)} s` : 'next try on the next request';
+    return new AssetApiError('auth',
+      `${operation}: login failed, ${next}: ${failure.step}: ${this.redact(failure.reason)}. ` +
+      'Automatic login: check the user name, password and login settings of the asset-server node, or set a new cookie.',
+      { operation, status: 401, code: 'LOGIN_FAILED' });
+  }
+
+  private redact(text: string): string {
+    let clean = text;
+    for (const secret of this.secrets()) clean = clean.split(secret).join('***');
+    return clean;
+  }
+
+  private async runLogin(login: ResolvedLogin): Promise<void> {
+    let value: string;
+    try {
+      value = this.sessionOf(login, await this.sendLogin(login));
+    } catch (err) {
+      const failure = err instanceof LoginFailure ? err : new LoginFailure('login request', String(err));
+      this.fail(failure);
+      throw failure;
+    }
+    this.header = `${login.cookieName}=${value}`;
+    this.remember(value, this.header);
+    this.failure = undefined;
+    this.delayMs = login.retryDelayMs;
+    this.emit('renewed');
+  }
+
+  private async sendLogin(login: ResolvedLogin): Promise<AxiosResponse> {
+    const fill = (text: string) => text.split('{{username}}').join(login.username).split('{{password}}').join(login.password);
+    const fields = new URLSearchParams();
+    for (const [name, value] of login.fieldList) fields.append(fill(name), fill(value));
+    const url = this.resolve(login.url, 'login URL');
+    const sessionCookies = login.sessionUrl ? await this.firstSession(this.resolve(login.sessionUrl, 'session page URL')) : undefined;
+    const form = login.fieldsIn === 'form';
+    if (!form) for (const [name, value] of fields) url.searchParams.append(name, value);
+    const where = `${url.origin}${url.pathname}`;
+    let response: AxiosResponse;
+    try {
+      response = await this.deps.http.request({
+        method: login.method,
+        url: url.toString(),
+        data: form ? fields.toString() : undefined,
+        headers: {
+          Accept: 'application/json, */*',
+          ...(form ? { 'Content-Type': 'application/x-www-form-urlencoded; charset=UTF-8' } : {}),
+          ...(sessionCookies ? { Cookie: sessionCookies } : {})
+        },
+        responseType: 'text',
+        timeout: this.deps.timeoutMs,
+        maxRedirects: 0
+      });
+    } catch (err) {
+      const code = (err as { code?: unknown })?.code;
+      throw new LoginFailure('login request', `${where} could not be reached${typeof code === 'string' ? ` (${code})` : ''}`);
+    }
+    const okStatus = response.status >= 200 && response.status < (login.sessionFrom === 'set-cookie' ? 400 : 300);
+    if (!okStatus) {
+      const said = serverMessageOf(tryParseJson(String(response.data ?? ''))?.value);
+      const hint = response.status === 401 || response.status === 403 ? ' (user name or password refused)' : '';
+      throw new LoginFailure('login request', `${where} answered HTTP ${response.status}${hint}${said ? `: ${said.slice(0, 200)}` : ''}`);
+    }
+    return response;
+  }
+
+  private resolve(text: string, what: string): URL {
+    try {
+      return /^https?:\/\//i.test(text) ? new URL(text) : new URL(this.deps.base + (text.startsWith('/') ? '' : '/') + text);
+    } catch {
+      throw new LoginFailure('login settings', `the ${what} is not a valid URL (${text.slice(0, 100)})`);
+    }
+  }
+
+  /** GETs the session page; the `name=value` pairs of its Set-Cookie headers, for the login request. */
+  private async firstSession(url: URL): Promise<string | undefined> {
+    let response: AxiosResponse;
+    try {
+      response = await this.deps.http.request({ method: 'GET', url: url.toString(), responseType: 'text', timeout: this.deps.timeoutMs, maxRedirects: 0 });
+    } catch (err) {
+      const code = (err as { code?: unknown })?.code;
+      throw new LoginFailure('session page', `${url.origin}${url.pathname} could not be reached${typeof code === 'string' ? ` (${code})` : ''}`);
+    }
+    const pairs = setCookieLines(response).map((line) => line.split(';')[0].trim()).filter((pair) => pair.indexOf('=') > 0);
+    for (const pair of pairs) this.addSecret(pair.slice(pair.indexOf('=') + 1));
+    return pairs.length ? pairs.join('; ') : undefined;
+  }
+
+  private sessionOf(login: ResolvedLogin, response: AxiosResponse): string {
+    if (login.sessionFrom === 'set-cookie') {
+      const lines = setCookieLines(response);
+      // The last one wins, as in a browser: a servlet container may set a first session, then
+      // change its id on authentication (session fixation protection) in the same answer.
+      let found: string | undefined;
+      for (const line of lines) {
+        const pair = line.split(';')[0];
+        const equals = pair.indexOf('=');
+        if (equals > 0 && pair.slice(0, equals).trim() === login.sessionName) {
+          const value = pair.slice(equals + 1).trim().replace(/^"(.*)"$/, '$1');
+          if (value !== '') found = value;
+        }
+      }
+      if (found !== undefined) return checkedValue(found);
+      throw new LoginFailure('login answer', `HTTP ${response.status} without a Set-Cookie named ${login.sessionName}`);
+    }
+    const parsed = tryParseJson(String(response.data ?? ''));
+    if (!parsed) throw new LoginFailure('login answer', `HTTP ${response.status} is not JSON, so it has no property ${login.sessionName}`);
+    let value: unknown = parsed.value;
+    for (const key of login.sessionName.split('.')) value = isPlainObject(value) ? value[key] : undefined;
+    if (typeof value !== 'string' && typeof value !== 'number') {
+      const said = serverMessageOf(parsed.value);
+      throw new LoginFailure('login answer', `the JSON answer has no property ${login.sessionName}${said ? ` (server says: ${said.slice(0, 200)})` : ''}`);
+    }
+    return checkedValue(String(value));
+  }
+}
+
+function setCookieLines(response: AxiosResponse): string[] {
+  const raw = (response.headers as Record<string, unknown>)['set-cookie'];
+  return Array.isArray(raw) ? raw.map(String) : raw === undefined ? [] : [String(raw)];
+}
+
+function checkedValue(value: string): string {
+  if (!/^[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]+$/.test(value)) {
+    throw new LoginFailure('login answer', 'the session value is not a valid cookie value');
+  }
+  return value;
+}

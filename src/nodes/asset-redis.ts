@@ -1,0 +1,119 @@
+/**
+ * asset-redis: configuration node for the Redis that several Node-RED copies share (the
+ * duplicate filter of asset-event-in). Holds the URL (redis:// or rediss:// for TLS), the
+ * password (a credential), a key prefix, a timeout and the claim lease, and ONE connection shared
+ * by the nodes that use it, opened on first use and closed with the node. The Redis client
+ * (ioredis) is loaded only when such a node exists.
+ */
+import { RedisDuplicateFilter, type RedisLike } from '../events';
+import type { Node, NodeAPI } from './node-red';
+
+export interface AssetRedisConfig {
+  id: string;
+  name?: string;
+  /** redis://host:port/db or rediss://host:port/db (TLS); a user name may be in it, never a password. */
+  url?: string;
+  /** With rediss://: refuse a server whose certificate does not verify. Default true. */
+  rejectUnauthorized?: boolean;
+  /** Prepended to every key. Default `dam:dedup:`. */
+  prefix?: string;
+  /** Most time a Redis round trip may take, in ms. Default 1000. */
+  timeout?: string | number;
+  /** How long a claimed entry stays claimed if the copy that claimed it dies before emitting it, in s. Default 10. */
+  lease?: string | number;
+}
+
+export const REDIS_DEFAULTS = { prefix: 'dam:dedup:', timeoutMs: 1000, leaseS: 10 } as const;
+
+export interface AssetRedisConfigNode extends Node {
+  /** Why this configuration cannot be used (names the field); undefined when it can. */
+  configError?: string;
+  /** A duplicate filter for one asset-event-in node (keys under prefix + node id). Throws configError. */
+  filterFor(nodeId: string, windowMs: number): RedisDuplicateFilter;
+}
+
+interface Settings { url: string; rejectUnauthorized: boolean; prefix: string; timeoutMs: number; leaseMs: number }
+
+function readSettings(config: AssetRedisConfig): Settings {
+  const url = (config.url || '').trim();
+  if (!url) throw new Error('url: is required (redis://host:6379 or rediss://host:6380)');
+  let parsed: URL;
+  try { parsed = new URL(url); } catch { throw new Error('url: must be a redis:// or rediss:// URL'); }
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') throw new Error('url: must be a redis:// or rediss:// URL');
+  if (parsed.password) throw new Error('url: must not hold a password; put it in the Password field (kept as a credential)');
+  const number = (value: unknown, field: string, fallback: number, rule: string, ok: (n: number) => boolean) => {
+    if (value === undefined || value === null || value === '') return fallback;
+    const n = Number(value);
+    if (!Number.isFinite(n) || !ok(n)) throw new Error(`${field}: ${rule}`);
+    return n;
+  };
+  return {
+    url,
+    rejectUnauthorized: config.rejectUnauthorized !== false,
+    prefix: config.prefix === undefined || config.prefix === '' ? REDIS_DEFAULTS.prefix : String(config.prefix),
+    timeoutMs: number(config.timeout, 'timeout', REDIS_DEFAULTS.timeoutMs, 'must be a number of ms from 10 to 60000', (n) => n >= 10 && n <= 60000),
+    leaseMs: 1000 * number(config.lease, 'lease', REDIS_DEFAULTS.leaseS, 'must be a number of seconds from 0.1 to 3600', (n) => n >= 0.1 && n <= 3600)
+  };
+}
+
+/** Reconnect after 100 ms, 200 ms, ... at most 2 s apart, for ever (a callback meanwhile is answered 503). */
+const reconnectDelay = (times: number) => Math.min(times * 100, 2000);
+
+export default function register(RED: NodeAPI): void {
+  function AssetRedisNode(this: AssetRedisConfigNode, config: AssetRedisConfig) {
+    RED.nodes.createNode(this, config);
+    const node = this;
+    node.name = config.name;
+    let settings: Settings | undefined;
+    try {
+      settings = readSettings(config);
+    } catch (err) {
+      node.configError = (err as Error).message;
+      node.error(`asset-redis: ${node.configError}`);
+    }
+    let client: (RedisLike & { disconnect(): void; on(event: string, f: (...a: any[]) => void): unknown }) | undefined;
+    let lastErrorLog = 0;
+
+    function connection(s: Settings) {
+      if (client) return client;
+      // Loaded here, not at the top: a flow without Redis never loads the client.
+      // eslint-disable-next-line @typescript-eslint/no-var-requires
+      const Redis = require('ioredis');
+      const created = new Redis(s.url, {
+        password: node.credentials?.password || undefined,
+        tls: s.url.startsWith('rediss:') ? { rejectUnauthorized: s.rejectUnauthorized } : undefined,
+        // Fail fast instead of queueing: a callback gets 503 and the server retries it later.
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 0,
+        // Scripts of callbacks handled in the same turn of the event loop go out in one write.
+        enableAutoPipelining: true,
+        connectTimeout: Math.max(s.timeoutMs, 1000),
+        retryStrategy: reconnectDelay
+      });
+      created.on('error', (err: Error) => {
+        // ioredis reports every failed reconnect: log at most one line per 30 s.
+        const now = Date.now();
+        if (now - lastErrorLog < 30000) return;
+        lastErrorLog = now;
+        node.warn(`asset-redis: ${err.message}`);
+      });
+      client = created;
+      return created;
+    }
+
+    node.filterFor = (nodeId: string, windowMs: number) => {
+      if (!settings) throw new Error(node.configError);
+      return new RedisDuplicateFilter(connection(settings), {
+        prefix: `${settings.prefix}{${nodeId}}:`, windowMs, leaseMs: settings.leaseMs, timeoutMs: settings.timeoutMs
+      });
+    };
+
+    node.on('close', (_removed: boolean, done: () => void) => {
+      try { client?.disconnect(); } finally { client = undefined; done(); }
+    });
+  }
+
+  RED.nodes.registerType('asset-redis', AssetRedisNode, {
+    credentials: { password: { type: 'password' } }
+  });
+}

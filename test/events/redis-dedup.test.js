@@ -1,0 +1,152 @@
+'use strict';
+// The Redis duplicate filter against a real redis-server (Debian's, started on a free port).
+require('should');
+const path = require('path');
+const { execFileSync } = require('child_process');
+const Redis = require('ioredis');
+const { RedisDuplicateFilter, FilterUnavailableError, DuplicateFilter, memoryEntryFilter } = require('../../dist/events');
+const { tempDir, rmDir } = require('../reliability/lib/support');
+const { installed, startRedis } = require('../reliability/lib/servers');
+
+describe('RedisDuplicateFilter (real redis-server)', function () {
+  this.timeout(20000);
+  let work, server, redis;
+  const opened = [];
+
+  function connect(url = server.url) {
+    const client = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: (n) => Math.min(n * 50, 500) });
+    client.on('error', () => undefined);
+    opened.push(client);
+    return client;
+  }
+  const ready = (client) => new Promise((resolve) => (client.status === 'ready' ? resolve() : client.once('ready', resolve)));
+
+  before(async function () {
+    if (!installed('redis-server')) { if (process.env.CI) throw new Error('redis-server is not installed'); this.skip(); }
+    work = tempDir('dam-redis-dedup-');
+    server = await startRedis(path.join(work, 'redis'));
+    redis = connect();
+    await ready(redis);
+  });
+  after(async function () {
+    for (const c of opened) c.disconnect();
+    if (server) await server.stop();
+    rmDir(work);
+  });
+  beforeEach(() => redis.flushall());
+
+  const filter = (extra = {}) => new RedisDuplicateFilter(redis, { prefix: 'test:n1:', windowMs: 60000, leaseMs: 5000, timeoutMs: 1000, ...extra });
+
+  it('new, then duplicate once confirmed; the key expires after the window (SET NX PX)', async function () {
+    const f = filter({ windowMs: 300 });
+    const first = await f.claim(['a', 'b']);
+    first.verdicts.should.eql(['new', 'new']);
+    await first.confirm();
+    (await f.claim(['a', 'b', 'c'])).verdicts.should.eql(['duplicate', 'duplicate', 'new']);
+    const ttl = await redis.pttl(f.redisKey('a'));
+    ttl.should.be.within(1, 300);
+    (await redis.get(f.redisKey('a'))).should.equal('d');
+    // After the window the key is gone: accepted again.
+    await new Promise((resolve) => setTimeout(resolve, ttl + 50));
+    (await f.claim(['a'])).verdicts.should.eql(['new']);
+  });
+
+  it('a claim not yet confirmed is busy for another copy, and free again after the lease', async function () {
+    const copyA = filter({ leaseMs: 300 });
+    const copyB = new RedisDuplicateFilter(connect(), { prefix: 'test:n1:', windowMs: 60000, leaseMs: 300, timeoutMs: 1000 });
+    (await copyA.claim(['x'])).verdicts.should.eql(['new']);
+    (await copyB.claim(['x'])).verdicts.should.eql(['busy']);
+    const ttl = await redis.pttl(copyA.redisKey('x'));
+    ttl.should.be.within(1, 300);
+    await new Promise((resolve) => setTimeout(resolve, ttl + 50));
+    const byB = await copyB.claim(['x']);
+    byB.verdicts.should.eql(['new'], 'copy A died without confirming: after the lease, B emits it');
+    await byB.confirm();
+    (await copyA.claim(['x'])).verdicts.should.eql(['duplicate']);
+  });
+
+  it('the same entry twice in one callback: the second is a duplicate, as in memory', async function () {
+    (await filter().claim(['k', 'k', 'j'])).verdicts.should.eql(['new', 'duplicate', 'new']);
+    (await memoryEntryFilter(new DuplicateFilter({ windowMs: 60000, maxKeys: 10 })).claim(['k', 'k', 'j'])).verdicts.should.eql(['new', 'duplicate', 'new']);
+  });
+
+  it('keys of different nodes (prefixes) do not collide; keys are prefix + a fixed-size hash', async function () {
+    const one = filter();
+    const two = filter({ prefix: 'test:n2:' });
+    (await one.claim(['same'])).verdicts.should.eql(['new']);
+    (await two.claim(['same'])).verdicts.should.eql(['new']);
+    const long = one.redisKey('a'.repeat(5000));
+    long.length.should.equal('test:n1:'.length + 20);
+    long.subarray(0, 8).toString().should.equal('test:n1:');
+    (await redis.keys('*')).length.should.equal(2);
+  });
+
+  it('1000 entries: one command and one write per step (a script over all the keys)', async function () {
+    const f = filter();
+    const keys = Array.from({ length: 1000 }, (_, i) => `entry-${i}`);
+    // Scripts sent (the GETs and SETs inside a script count as commands too, so those are not counted).
+    const stats = async () => {
+      const text = await redis.info('commandstats');
+      return ['evalsha', 'eval'].reduce((n, c) => n + Number((new RegExp(`cmdstat_${c}:calls=(\\d+)`).exec(text) || [0, 0])[1]), 0);
+    };
+        const before = await stats();
+    const writes = [];
+    const stream = redis.stream;
+    const write = stream.write;
+    stream.write = function (...args) { writes.push(args[0]); return write.apply(this, args); };
+    try {
+      const claim = await f.claim(keys);
+      claim.verdicts.every((v) => v === 'new').should.be.true();
+      writes.length.should.equal(1, 'the claim of 1000 entries goes out in one write');
+      await claim.confirm();
+      writes.length.should.equal(2, 'and so does their confirmation');
+    } finally {
+      stream.write = write;
+    }
+    const after = await stats();
+    (after - before).should.equal(2, 'two scripts: claim and confirm');
+    (await f.claim(keys)).verdicts.every((v) => v === 'duplicate').should.be.true();
+  });
+
+  it('the claim script without SET NX GET (Redis before 7.0): the same answers', async function () {
+    const { SCRIPTS } = require('../../dist/events/redis-dedup');
+    const old = SCRIPTS.claim.replace('(redis.REDIS_VERSION_NUM or 0)', '0');
+    old.should.not.equal(SCRIPTS.claim);
+    const crypto = require('crypto');
+    const d = (k) => crypto.createHash('sha1').update(k).digest();
+    await redis.set(Buffer.concat([Buffer.from('old:'), d('done')]), 'd');
+    await redis.set(Buffer.concat([Buffer.from('old:'), d('other')]), 'pother');
+    const codes = await redis.eval(old, 1, 'old:', Buffer.concat([d('new'), d('done'), d('other')]), 'pmine', '5000');
+    codes.should.equal('012');
+    (await redis.get(Buffer.concat([Buffer.from('old:'), d('new')]))).should.equal('pmine');
+    (await redis.pttl(Buffer.concat([Buffer.from('old:'), d('new')]))).should.be.within(1, 5000);
+    (await redis.eval(old, 1, 'old:', d('new'), 'pmine', '5000')).should.equal('2');
+  });
+
+  it('window 0: every entry is new, Redis is not asked', async function () {
+    const asked = () => { throw new Error('asked'); };
+    const dead = new RedisDuplicateFilter({ eval: asked }, { prefix: 'p:', windowMs: 0, leaseMs: 1000, timeoutMs: 100 });
+    (await dead.claim(['a', 'a'])).verdicts.should.eql(['new', 'new']);
+  });
+
+  it('Redis stopped (SIGSTOP, no answer) or down: rejects within the timeout; a claim survives a restart (append-only file)', async function () {
+    const own = await startRedis(path.join(work, 'own'));
+    const client = connect(own.url);
+    await ready(client);
+    const f = new RedisDuplicateFilter(client, { prefix: 'p:', windowMs: 60000, leaseMs: 1000, timeoutMs: 300 });
+    (await f.claim(['a'])).verdicts.should.eql(['new']);
+    own.pause();
+    let started = Date.now();
+    await f.claim(['b']).should.be.rejectedWith(FilterUnavailableError, { message: /within 300 ms/ });
+    (Date.now() - started).should.be.below(1000);
+    own.resume();
+    await own.stop();
+    await new Promise((resolve) => (client.status === 'ready' ? client.once('close', resolve) : resolve()));
+    started = Date.now();
+    await f.claim(['c']).should.be.rejectedWith(FilterUnavailableError);
+    (Date.now() - started).should.be.below(400);
+    await own.start();
+    await ready(client);
+    (await f.claim(['a', 'c'])).verdicts.should.eql(['busy', 'new'], 'the append-only file kept the claim of a across the restart');
+  });
+});

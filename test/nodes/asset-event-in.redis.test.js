@@ -1,0 +1,130 @@
+'use strict';
+// asset-event-in with its duplicate filter in Redis (asset-redis config node), in the test helper,
+// against a real redis-server on a free port.
+require('should');
+const path = require('path');
+const { execFileSync } = require('child_process');
+const helper = require('node-red-node-test-helper');
+const request = require('supertest');
+const Redis = require('ioredis');
+const eventIn = require('../../nodes/asset-event-in.js');
+const redisNode = require('../../nodes/asset-redis.js');
+const { tempDir, rmDir } = require('../reliability/lib/support');
+const { installed, startRedis } = require('../reliability/lib/servers');
+
+helper.init(require.resolve('node-red'));
+
+const PASSWORD = 'redis-pass-4c1e9a77';
+
+function entry(assetId, rrn, action = 'added') {
+  return { assetId, rrn, path: `/inbox/file-${assetId}.txt`, owner: 'alice', action };
+}
+const payload = (entries) => ({ success: true, data: { entry: entries }, id: 'sub-redis-0001' });
+
+describe('asset-event-in with the duplicate filter in Redis (test helper, real redis-server)', function () {
+  this.timeout(20000);
+  let work, server, direct, app, received;
+
+  before(async function () {
+    if (!installed('redis-server')) { if (process.env.CI) throw new Error('redis-server is not installed'); this.skip(); }
+    work = tempDir('dam-event-in-redis-');
+    server = await startRedis(path.join(work, 'redis'), { password: PASSWORD });
+    direct = new Redis(server.url, { password: PASSWORD, maxRetriesPerRequest: 0 });
+    direct.on('error', () => undefined);
+    await helper.startServer();
+  });
+  after(async function () {
+    await helper.stopServer();
+    if (direct) direct.disconnect();
+    if (server) await server.stop();
+    rmDir(work);
+  });
+  afterEach(() => helper.unload());
+  beforeEach(async () => { if (server.running) await direct.flushall(); });
+
+  async function load(redisProps = {}, password = PASSWORD) {
+    const flow = [
+      { id: 'r1', type: 'asset-redis', name: 'shared', url: server.url, timeout: 300, lease: 5, ...redisProps },
+      { id: 'n1', type: 'asset-event-in', name: 'events', path: '/dam/redis', redis: 'r1', wires: [['h1']] },
+      { id: 'h1', type: 'helper' }
+    ];
+    await helper.load([redisNode, (RED) => { app = RED.httpNode; return eventIn(RED); }], flow, { r1: { password } });
+    received = [];
+    helper.getNode('h1').on('input', (msg) => received.push(msg));
+    return helper.getNode('n1');
+  }
+  const post = (body) => request(app).post('/dam/redis').set('Content-Type', 'application/json').send(body);
+  const lastStatus = (node) => (node.status.lastCall ? node.status.lastCall.args[0] : {});
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
+
+  it('drops an entry already emitted, with the key under prefix + {node id} (a cluster hash tag) in Redis', async function () {
+    await load();
+    (await post(payload([entry(1, 10), entry(2, 20)]))).body.should.eql({ success: true, received: 2, emitted: 2 });
+    (await post(payload([entry(1, 10), entry(3, 30)]))).body.should.eql({ success: true, received: 2, emitted: 1 });
+    received.map((m) => m.payload.assetId).should.eql([1, 2, 3]);
+    const keys = await direct.keysBuffer('*');
+    keys.length.should.equal(3);
+    const prefix = 'dam:dedup:{n1}:';
+    keys.every((k) => k.length === prefix.length + 20 && k.subarray(0, prefix.length).toString() === prefix).should.be.true();
+    (await direct.pttl(keys[0])).should.be.within(590000, 600000, 'expires after the 600 s window');
+  });
+
+  it('an entry another copy claimed and has not emitted yet: the rest is emitted, the answer is 503', async function () {
+    const node = await load();
+    const f = new (require('../../dist/events').RedisDuplicateFilter)(direct, { prefix: 'dam:dedup:{n1}:', windowMs: 60000, leaseMs: 5000, timeoutMs: 500 });
+    const { entryKey } = require('../../dist/events');
+    await direct.set(f.redisKey(entryKey('sub-redis-0001', entry(7, 70))), 'p', 'PX', 5000);
+    const res = await post(payload([entry(7, 70), entry(8, 80)]));
+    res.status.should.equal(503);
+    res.body.emitted.should.equal(1);
+    received.map((m) => m.payload.assetId).should.eql([8]);
+    // The other copy confirms: the server's retry is answered with success, nothing twice.
+    await direct.set(f.redisKey(entryKey('sub-redis-0001', entry(7, 70))), 'd', 'PX', 60000);
+    (await post(payload([entry(7, 70), entry(8, 80)]))).body.should.eql({ success: true, received: 2, emitted: 0 });
+    node.should.be.ok();
+  });
+
+  it('Redis not answering: 503 within the timeout, nothing emitted, the status says so; then it recovers', async function () {
+    const node = await load();
+    (await post(payload([entry(1, 1)]))).status.should.equal(200);
+    server.pause();
+    try {
+      const started = Date.now();
+      const res = await post(payload([entry(2, 2)]));
+      res.status.should.equal(503);
+      res.body.should.eql({ success: false, error: 'duplicate filter unavailable; send again later' });
+      (Date.now() - started).should.be.below(2000);
+      lastStatus(node).should.match({ fill: 'red', shape: 'ring', text: /did not answer within 300 ms/ });
+    } finally {
+      server.resume();
+    }
+    await server.restart(); // and down for a moment: the client reconnects by itself
+    (await post(payload([entry(2, 2)]))).body.should.eql({ success: true, received: 1, emitted: 1 });
+    await settle();
+    lastStatus(node).fill.should.equal('green');
+    received.map((m) => m.payload.assetId).should.eql([1, 2]);
+  });
+
+  it('a wrong password: 503 and a red status naming the problem, never the password', async function () {
+    const node = await load({}, 'not-the-password-39f');
+    (await post(payload([entry(1, 1)]))).status.should.equal(503);
+    lastStatus(node).fill.should.equal('red');
+    JSON.stringify(node.status.args).should.not.containEql('not-the-password-39f');
+    received.should.eql([]);
+  });
+
+  it('a password in the URL is refused with the field named, and not shown', async function () {
+    const node = await load({ url: `redis://:${PASSWORD}@127.0.0.1:${server.port}` });
+    lastStatus(node).should.match({ fill: 'red', text: /^redis: url: must not hold a password/ });
+    JSON.stringify(node.status.args).should.not.containEql(PASSWORD);
+    const errors = helper.log().args.map((a) => JSON.stringify(a)).join('\n');
+    errors.should.not.containEql(PASSWORD);
+  });
+
+  it('the Redis client is loaded only when an asset-redis node is used', function () {
+    const root = path.join(__dirname, '..', '..');
+    const script = "require('./nodes/asset-event-in.js'); require('./nodes/asset-redis.js');" +
+      "console.log(Object.keys(require.cache).filter((k) => k.includes('/node_modules/ioredis/')).length)";
+    execFileSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' }).trim().should.equal('0');
+  });
+});
