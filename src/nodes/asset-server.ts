@@ -87,7 +87,8 @@ export function clientOptions(RED: NodeAPI, config: AssetServerConfig, credentia
   const timeoutS = Number(timeoutText);
   if (!Number.isFinite(timeoutS) || timeoutS < 0) throw invalidInput('timeout', 'must be a number of seconds, 0 or more');
 
-  const options: AssetClientOptions = { baseUrl, cookie: cookie.trim(), timeout: Math.round(timeoutS * 1000) };
+  // Big transfers on a worker thread: Node-RED's heap then does not pay for their buffers' garbage collection.
+  const options: AssetClientOptions = { baseUrl, cookie: cookie.trim(), timeout: Math.round(timeoutS * 1000), transferThread: 'worker' };
   if (login) options.login = login;
   if (config.tls) {
     const tlsNode = RED.nodes.getNode(config.tls) as TlsConfigNode | null;
