@@ -83,6 +83,38 @@ describe('api client: transfers on a worker thread (transferThread: worker)', ()
     should.not.exist(client.thread.worker);
   });
 
+  it('automatic login: after an expired session, a download and a big path upload on the worker are repeated once with the new cookie', async () => {
+    const user = { name: 'thread-robot', password: 'Pass-Word-7h7e-ad01' };
+    const own = await startTestEmulator({ users: [{ ...user, permissions: ['events', 'add'] }] });
+    const client = new AssetClient({ baseUrl: own.url, cookie: '', transferThread: 'worker',
+      login: { preset: 'form', username: user.name, password: user.password } });
+    try {
+      const file = path.join(dir, 'login.bin');
+      await fsp.writeFile(file, big.bytes);
+      const up = await client.upload({ file: { path: file }, destination: '/thread-login', wait: true });
+      const logins = own.emulator.sessionStats().logins;
+      own.emulator.revokeSession(client.sessionCookie.slice('JSESSIONID='.length));
+      const out = await client.downloadToFile({ fuid: up.fuids[0], path: path.join(dir, 'login-out.bin') });
+      out.bytes.should.equal(big.bytes.length);
+      own.emulator.revokeSession(client.sessionCookie.slice('JSESSIONID='.length));
+      (await client.upload({ file: { path: file }, name: 'again.bin', destination: '/thread-login', wait: true })).fuids.should.have.length(1);
+      own.emulator.sessionStats().logins.should.equal(logins + 2, 'one login per expiry, done by the caller, not the worker');
+      const errors = [];
+      const wrong = new AssetClient({ baseUrl: own.url, cookie: COOKIES.wrong, transferThread: 'worker',
+        login: { preset: 'form', username: user.name, password: 'Wrong-Pass-0000' } });
+      try {
+        errors.push(await expectError(wrong.downloadToFile({ fuid: up.fuids[0], path: path.join(dir, 'never.bin') }), 'auth'));
+      } finally {
+        wrong.close();
+      }
+      for (const err of errors) `${err.message} ${JSON.stringify(err)}`.should.not.containEql(user.password).and.not.containEql('Wrong-Pass-0000');
+      assertNoCookieIn(errors);
+    } finally {
+      client.close();
+      await own.close();
+    }
+  });
+
   it("refuses a transferThread other than 'main' or 'worker'", () => {
     (() => new AssetClient({ baseUrl: emu.url, cookie: COOKIES.editor, transferThread: 'thread' }))
       .should.throw(/transferThread: must be 'main' or 'worker'/);
