@@ -625,6 +625,8 @@ export default function register(RED: NodeAPI): void {
     private abort: AbortController | undefined;
     private delayMs = RETRY_FIRST_MS;
     private closed = false;
+    /** True while a registration request is in flight. */
+    private registering = false;
 
     constructor(
       readonly setup: OwnedSetup,
@@ -640,7 +642,9 @@ export default function register(RED: NodeAPI): void {
      * server tied to it, so the subscription is registered again (same id: it replaces itself).
      */
     private readonly registerAgain = (): void => {
-      if (this.closed) return;
+      // A registration in flight goes through the same client, which repeats it with the new
+      // session itself; aborting it here would hide a refused session and log in again at once.
+      if (this.closed || this.registering) return;
       this.delayMs = RETRY_FIRST_MS;
       void this.start();
     };
@@ -659,7 +663,9 @@ export default function register(RED: NodeAPI): void {
       this.onState('registering');
       const abort = this.abort = new AbortController();
       const { client, id, fields } = this.setup;
-      return client.registerSubscription(id, fields, { signal: abort.signal }).then(() => {
+      this.registering = true;
+      const settled = (): void => { if (abort === this.abort) this.registering = false; };
+      return client.registerSubscription(id, fields, { signal: abort.signal }).finally(settled).then(() => {
         if (this.closed || abort.signal.aborted) return undefined;
         this.delayMs = RETRY_FIRST_MS;
         this.onState('registered');
