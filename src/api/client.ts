@@ -387,7 +387,7 @@ export class AssetClient extends EventEmitter {
     const file = opts?.file as { path?: unknown } | undefined;
     if (job && typeof file?.path === 'string') {
       const size = await fsp.stat(file.path).then((st) => (st.isFile() ? st.size : -1), () => -1);
-      if (size >= THREAD_MIN_UPLOAD_BYTES) return this.thread!.run<UploadOutcome>('upload', job, opts.signal ?? undefined, opts.onProgress);
+      if (size >= THREAD_MIN_UPLOAD_BYTES) return this.runInThread<UploadOutcome>('upload', job, opts);
     }
     return this.uploadOnce(opts);
   }
@@ -554,7 +554,7 @@ export class AssetClient extends EventEmitter {
     type Result = DownloadInfo & { path: string; bytes: number };
     const usedHeader = this.session.cookieHeader;
     try {
-      return await this.thread!.run<Result>('download', job, opts.signal ?? undefined, opts.onProgress);
+      return await this.runInThread<Result>('download', job, opts);
     } catch (err) {
       // As send() does on this thread: one login for a 401, then once more.
       if (!(err instanceof AssetApiError) || err.kind !== 'auth' || err.status !== 401 || !this.session.canLogin) throw err;
@@ -562,7 +562,7 @@ export class AssetClient extends EventEmitter {
       const again = this.threadJob('downloadToFile', opts);
       if (!again) return this.downloadToFileHere(opts);
       try {
-        return await this.thread!.run<Result>('download', again, opts.signal ?? undefined, opts.onProgress);
+        return await this.runInThread<Result>('download', again, opts);
       } catch (failed) {
         if (failed instanceof AssetApiError && failed.kind === 'auth' && failed.status === 401) throw this.session.refused('download');
         throw failed;
@@ -655,6 +655,22 @@ export class AssetClient extends EventEmitter {
   }
 
   // ---- internals ----
+
+  /**
+   * Runs a job on the transfer thread. An answer of the server other than 401 tells the session
+   * that the cookie the job carried works (as sendOnce does for requests on this thread).
+   */
+  private async runInThread<T>(operation: AssetOperation, job: ThreadJob, opts: CallOptions & { onProgress?: (p: TransferProgress) => void }): Promise<T> {
+    const usedHeader = job.client.cookie as string | undefined;
+    try {
+      const result = await this.thread!.run<T>(operation, job, opts.signal ?? undefined, opts.onProgress);
+      this.session.accepted(usedHeader);
+      return result;
+    } catch (err) {
+      if (err instanceof AssetApiError && err.status !== undefined && err.status !== 401) this.session.accepted(usedHeader);
+      throw err;
+    }
+  }
 
   /**
    * The job for the transfer thread, or undefined when the call stays on this thread: no thread
