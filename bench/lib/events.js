@@ -97,7 +97,8 @@ async function calibrate(nr, variant, n, seconds) {
     requests: [{ setupRequest: (req) => { req.body = callbackBody(n); return req; } }]
   });
   await settledCount(nr, variant, Infinity); // the warm-up's messages must be done before the next reset
-  return r['2xx'] / r.seconds;
+  // No answer within a short (--quick) warm-up on a loaded machine: 0, so the bursts use their minimum size.
+  return r.seconds > 0 ? r['2xx'] / r.seconds : 0;
 }
 
 /**
