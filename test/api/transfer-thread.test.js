@@ -72,6 +72,22 @@ describe('api client: transfers on a worker thread (transferThread: worker)', ()
     }
   });
 
+  it('a worker that dies mid-transfer fails its calls as kind network; the next call starts a new one', async () => {
+    const client = new AssetClient({ baseUrl: emu.url, cookie: COOKIES.editor, transferThread: 'worker' });
+    try {
+      let killed = false;
+      const error = await expectError(client.downloadToFile({
+        fuid: big.fuid, path: path.join(dir, 'killed', 'x.bin'),
+        onProgress: () => { if (!killed) { killed = true; client.thread.worker.terminate(); } }
+      }), 'network');
+      error.message.should.match(/^download: the transfer thread stopped/);
+      const out = await client.downloadToFile({ fuid: big.fuid, path: path.join(dir, 'after-kill.bin') });
+      out.bytes.should.equal(big.bytes.length);
+    } finally {
+      client.close();
+    }
+  });
+
   it('close() stops the worker once its calls have ended', async () => {
     const client = new AssetClient({ baseUrl: emu.url, cookie: COOKIES.editor, transferThread: 'worker' });
     await client.downloadToFile({ fuid: big.fuid, path: path.join(dir, 'closed.bin') });
