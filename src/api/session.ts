@@ -254,7 +254,10 @@ export class SessionHolder {
     }
   }
 
-  /** Logs in now (e.g. at start), whatever the state; rejects with an `auth` error naming the failed step. */
+  /**
+   * Logs in now (e.g. at start); during the wait after a failed login it rejects at once saying
+   * when the next try is. Rejects with an `auth` error naming the failed step.
+   */
   async loginNow(operation: AssetOperation): Promise<void> {
     return this.renew(this.header, operation);
   }
