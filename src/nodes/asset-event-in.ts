@@ -360,7 +360,7 @@ export default function register(RED: NodeAPI): void {
      * that went out; `busy`: entries another copy is emitting right now (answer 503, the retry
      * finds them emitted); `confirm`: to call once the messages were handed on.
      */
-    async function emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<{ sent: number; entries: number; busy: number; confirm?: () => Promise<void> }> {
+    async function emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<{ sent: number; entries: number; busy: number; closing?: boolean; confirm?: () => Promise<void> }> {
       const candidates: CallbackEntry[] = [];
       for (const entry of entries) {
         if (isEmptyEntry(entry) && !settings.emitEmpty) { state.empties++; stats.empty(); continue; }
@@ -386,6 +386,9 @@ export default function register(RED: NodeAPI): void {
       } else {
         kept.push(...candidates);
       }
+      // Closed while the filter answered: send nothing and leave the claims unconfirmed. They
+      // expire after the lease and the server's retry is emitted once, by the new node.
+      if (state.closed) return { sent: 0, entries: 0, busy, closing: true };
       const sent = sendEntries(kept, subscriptionId, receivedAt);
       return { sent, entries: kept.length, busy, confirm };
     }
@@ -465,11 +468,15 @@ export default function register(RED: NodeAPI): void {
         reply(res, 503, { success: false, error: 'endpoint is closing' });
         return;
       }
-      let outcome: { sent: number; entries: number; busy: number; confirm?: () => Promise<void> };
+      let outcome: { sent: number; entries: number; busy: number; closing?: boolean; confirm?: () => Promise<void> };
       try {
         outcome = await emitEntries(parsed.entries, parsed.id ?? settings.subscriptionId, receivedAt.toISOString());
       } catch (err) {
         return filterUnavailable(res, err);
+      }
+      if (outcome.closing) {
+        reply(res, 503, { success: false, error: 'endpoint is closing' });
+        return;
       }
       const { sent, entries, busy, confirm } = outcome;
       state.lastEventAt = receivedAt;
@@ -545,8 +552,8 @@ export default function register(RED: NodeAPI): void {
         const setup = ownedSubscriptionSetup();
         // What this node registered before (id or server changed, also across a restart) goes.
         const before = registry.get(node.id);
-        if (before && !sameSubscription(before, setup.recorded)) releaseRecorded(before);
         registry.set(node.id, setup.recorded);
+        if (before && !sameSubscription(before, setup.recorded)) releaseSubscription(before, (message) => node.warn(redact(message, secret)), node.id);
         owner = new OwnedSubscription(setup, (s, error) => {
           state.subscription = s;
           state.subscriptionError = error ? redact(error, secret) : '';
@@ -571,7 +578,7 @@ export default function register(RED: NodeAPI): void {
     function releaseRecorded(recorded: RegisteredSubscription | undefined): void {
       if (!recorded) return;
       registry.forget(node.id);
-      releaseSubscription(recorded, (message) => node.warn(redact(message, secret)));
+      releaseSubscription(recorded, (message) => node.warn(redact(message, secret)), node.id);
     }
 
     function ownedSubscriptionSetup(): OwnedSetup {
@@ -708,9 +715,27 @@ export default function register(RED: NodeAPI): void {
     }
   }
 
-  /** Deletes a subscription recorded in the registry; one the server cannot be reached for now is kept for the next start. */
-  function releaseSubscription(recorded: RegisteredSubscription, warn: (message: string) => void): void {
+  /**
+   * True when a running asset-event-in (or `self`, being set up now) records the same base URL and
+   * subscription id: deleting it would take that node's subscription away (an undone removal, a
+   * pasted copy with the same fixed id, a node moved to another config node for the same server).
+   */
+  function ownedByLiveNode(subscription: RegisteredSubscription, self?: string): boolean {
     const registry = registryFor(RED);
+    return registry.nodeIds().some((nodeId) => {
+      const other = registry.get(nodeId);
+      return other !== undefined && other.baseUrl === subscription.baseUrl && other.id === subscription.id &&
+        (nodeId === self || RED.nodes.getNode(nodeId)?.type === 'asset-event-in');
+    });
+  }
+
+  /**
+   * Deletes a subscription recorded in the registry, unless a running node owns it now; one the
+   * server cannot be reached for now is kept for the next start.
+   */
+  function releaseSubscription(recorded: RegisteredSubscription, warn: (message: string) => void, self?: string): void {
+    const registry = registryFor(RED);
+    if (ownedByLiveNode(recorded, self)) return;
     deleteRecorded(RED, recorded).then((outcome) => {
       if (outcome === undefined) return;
       if (outcome === 'no-server') {

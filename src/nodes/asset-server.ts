@@ -6,6 +6,7 @@
  */
 import { AssetClient, type AssetClientOptions } from '../api/client';
 import { AssetApiError, invalidInput } from '../api/errors';
+import { plainLoginWarning } from '../api/session';
 import type { Node, NodeAPI, TlsConfigNode } from './node-red';
 import { keptSessions, loginOptions, type LoginConfig } from './server-session';
 
@@ -114,8 +115,11 @@ export default function register(RED: NodeAPI): void {
     node.baseUrl = (config.baseUrl || '').trim();
     node.publicBaseUrl = (config.publicBaseUrl || '').trim();
     try {
-      node.client = new AssetClient(clientOptions(RED, config, node.credentials ?? {}));
+      const options = clientOptions(RED, config, node.credentials ?? {});
+      node.client = new AssetClient(options);
       keptSessions.adopt(node.id, config, node.credentials ?? {}, node.client);
+      const exposed = plainLoginWarning(options.login, options.baseUrl);
+      if (exposed) node.warn(exposed);
     } catch (err) {
       node.configError = err instanceof AssetApiError
         ? err
