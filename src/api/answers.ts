@@ -7,6 +7,7 @@
  */
 import { AssetApiError, type AssetOperation } from './errors';
 import { parseJsonKeepingBigInts } from './json';
+import { isPlainObject, readFlag } from './values';
 
 /** What the client knows when it builds an error. */
 export interface ErrorContext {
@@ -42,21 +43,6 @@ export function tryParseJson(text: string): { value: unknown } | undefined {
   }
 }
 
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
-/** Reads a success flag sent as a boolean or as "true"/"false"; undefined when absent or odd. */
-export function successFlag(value: unknown): boolean | undefined {
-  if (value === true || value === false) return value;
-  if (typeof value === 'string') {
-    const text = value.trim().toLowerCase();
-    if (text === 'true') return true;
-    if (text === 'false') return false;
-  }
-  return undefined;
-}
-
 function asText(value: unknown): string | undefined {
   if (value === undefined || value === null || value === '') return undefined;
   return typeof value === 'string' ? value : JSON.stringify(value);
@@ -78,7 +64,7 @@ export function serverMessageOf(body: unknown): string | undefined {
  */
 export function isFailedAnswer(body: unknown): boolean {
   if (!isPlainObject(body)) return false;
-  const flag = successFlag(body.success);
+  const flag = readFlag(body.success);
   if (flag !== undefined) return !flag;
   return serverMessageOf(body) !== undefined;
 }

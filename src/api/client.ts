@@ -26,11 +26,14 @@ import {
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import {
   type ErrorContext, errorForFailedAnswer, errorForFailure, errorForMalformedAnswer, errorForStatus,
-  isFailedAnswer, isPlainObject, tryParseJson
+  isFailedAnswer, tryParseJson
 } from './answers';
 import { filenameFromContentDisposition, sanitizeFilename } from './filename';
 import { SessionHolder, type LoginOptions } from './session';
-import { ByteCounter, CallControl, TRANSFER_HIGH_WATER_MARK, peek, slices } from './transfer';
+import { TOKEN_CHAR, isPlainObject } from './values';
+import { ByteCounter, CallControl, TRANSFER_HIGH_WATER_MARK, peek, slices, type TransferProgress } from './transfer';
+
+export type { TransferProgress };
 import {
   integerField, textField, validateFuid, validateRrn, validateSubscriptionFields, validateSubscriptionId,
   validateUploadFields
@@ -81,14 +84,6 @@ export interface AssetClientOptions {
   maxBufferBytes?: number;
   /** Largest JSON answer (subscribe, upload, export) read, in bytes. Default 8 MiB. */
   maxAnswerBytes?: number;
-}
-
-/** Progress of a transfer. `total` is undefined when the length is not known. */
-export interface TransferProgress {
-  /** Bytes of the file sent or received so far. */
-  bytes: number;
-  /** The file's length, when known. */
-  total?: number;
 }
 
 /** Options common to every call. */
@@ -203,7 +198,7 @@ const DEFAULT_MAX_SOCKETS = 32;
  * Content-Type names no charset as ISO-8859-1, so São Paulo would arrive as SÃ£o Paulo.
  */
 const FORM_CONTENT_TYPE = 'application/x-www-form-urlencoded; charset=UTF-8';
-const COOKIE_NAME_VALUE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+=(?!=*$)/;
+const COOKIE_NAME_VALUE = new RegExp(`^${TOKEN_CHAR}+=(?!=*$)`);
 
 interface OpenDownload {
   info: DownloadInfo;

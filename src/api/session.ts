@@ -7,7 +7,8 @@
  */
 import type { AxiosInstance, AxiosResponse } from 'axios';
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
-import { isPlainObject, serverMessageOf, tryParseJson } from './answers';
+import { serverMessageOf, tryParseJson } from './answers';
+import { isPlainObject, isToken } from './values';
 
 /** Ready-made login descriptions (see {@link LOGIN_PRESETS}). */
 export type LoginPreset = 'utility' | 'form';
@@ -69,7 +70,6 @@ export const LOGIN_PRESETS: Record<LoginPreset, LoginShape> = {
   }
 };
 
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const DEFAULT_RETRY_MS = 5000;
 const DEFAULT_MAX_RETRY_MS = 300000;
 /** How many past cookies are still redacted from text (a cookie may come back in a late error). */
@@ -112,7 +112,7 @@ export function resolveLogin(options: LoginOptions): ResolvedLogin {
     ? 'is required: the JSON property holding the session (e.g. zm_cookie)' : 'is required: the name of the Set-Cookie (e.g. JSESSIONID)');
   const cookieName = o.cookieName ? text('cookieName', o.cookieName, 'must be a cookie name')
     : sessionFrom === 'set-cookie' ? sessionName : (preset.cookieName ?? 'JSESSIONID');
-  if (!TOKEN.test(cookieName)) throw invalidInput('login.cookieName', 'must be a cookie name (letters, digits and !#$%&\'*+.^_`|~-)');
+  if (!isToken(cookieName)) throw invalidInput('login.cookieName', 'must be a cookie name (letters, digits and !#$%&\'*+.^_`|~-)');
   const delay = (field: 'retryDelayMs' | 'maxRetryDelayMs', fallback: number): number => {
     const value = o[field];
     if (value === undefined || value === null) return fallback;

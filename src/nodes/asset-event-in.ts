@@ -20,7 +20,8 @@ import {
 } from '../events';
 import type { AssetRedisConfigNode } from './asset-redis';
 import type { AssetServerConfigNode } from './asset-server';
-import { errorStatusText } from './common';
+import { errorStatusText, localText, numberSetting, STATUS_INTERVAL_MS, SettingError } from './common';
+import { SUBSCRIPTION_ID_RULE, isSubscriptionId, isToken } from '../api/values';
 import { eventInStats } from '../plugin/event-in-stats';
 import { deleteRecorded, deleteWith, registryFor, sameSubscription, type RegisteredSubscription } from './subscription-registry';
 import type { Node, NodeAPI, NodeMessage, NodeStatus } from './node-red';
@@ -95,10 +96,6 @@ export const RETRY_FIRST_MS = 5000;
 export const RETRY_MAX_MS = 300000;
 /** At most one warning per this interval for rejected callbacks (a hostile caller must not flood the log). */
 const WARN_INTERVAL_MS = 60000;
-/** Callback-driven status updates at most this often (a trailing update shows the final state). */
-const STATUS_INTERVAL_MS = 250;
-
-const SUBSCRIPTION_ID = /^[A-Za-z0-9-]{8,40}$/;
 
 /** What an owned subscription needs: the client, id and fields to register, and its registry record. */
 interface OwnedSetup {
@@ -112,32 +109,22 @@ interface OwnedSetup {
 /** The registry sweep listening on each runtime's events (replaced when the module registers again). */
 const sweepListeners = new WeakMap<EventEmitter, () => void>();
 
-/** Thrown for a bad editor property; the message names the property and the rule. */
-class ConfigError extends Error {}
-
-function numberSetting(value: unknown, field: string, fallback: number, check: (n: number) => boolean, rule: string): number {
-  if (value === undefined || value === null || value === '') return fallback;
-  const n = Number(value);
-  if (!Number.isFinite(n) || !check(n)) throw new ConfigError(`${field}: ${rule}`);
-  return n;
-}
-
 function readSettings(config: AssetEventInConfig, nodeId: string): Settings {
   let path = (config.path || '').trim();
-  if (!path) throw new ConfigError('path: is required');
+  if (!path) throw new SettingError('path: is required');
   if (!path.startsWith('/')) path = '/' + path;
   const method = (config.method || 'post').toLowerCase();
-  if (method !== 'post' && method !== 'get') throw new ConfigError('method: must be POST or GET');
+  if (method !== 'post' && method !== 'get') throw new SettingError('method: must be POST or GET');
   const successCode = numberSetting(config.successCode, 'successCode', DEFAULTS.successCode,
     (n) => Number.isInteger(n) && n >= 200 && n <= 299, 'must be an HTTP status from 200 to 299');
   const maxBodyMB = numberSetting(config.maxBodyMB, 'maxBodyMB', DEFAULTS.maxBodyMB, (n) => n > 0, 'must be a number of MB above 0');
   const secretHeader = (config.secretHeader || DEFAULTS.secretHeader).trim();
-  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(secretHeader)) throw new ConfigError('secretHeader: must be a valid HTTP header name');
+  if (!isToken(secretHeader)) throw new SettingError('secretHeader: must be a valid HTTP header name');
   const manage = config.manage === true;
   let subscriptionId = (config.subscriptionId || '').trim() || undefined;
   if (subscriptionId === undefined && manage) subscriptionId = derivedSubscriptionId(nodeId);
-  if (subscriptionId !== undefined && !SUBSCRIPTION_ID.test(subscriptionId)) {
-    throw new ConfigError('subscriptionId: must be 8 to 40 characters of a-z, A-Z, 0-9 and hyphen (spec 2.1)');
+  if (subscriptionId !== undefined && !isSubscriptionId(subscriptionId)) {
+    throw new SettingError(`subscriptionId: ${SUBSCRIPTION_ID_RULE} (spec 2.1)`);
   }
   const settings: Settings = {
     path, method, successCode, manage, secretHeader, subscriptionId,
@@ -157,7 +144,7 @@ function readSettings(config: AssetEventInConfig, nodeId: string): Settings {
 /** `nr-` + the node id, valid per spec 2.1 (8..40 of [A-Za-z0-9-]); hashed when the id does not fit. */
 export function derivedSubscriptionId(nodeId: string): string {
   const candidate = 'nr-' + nodeId.replace(/[^A-Za-z0-9-]/g, '-');
-  if (SUBSCRIPTION_ID.test(candidate)) return candidate;
+  if (isSubscriptionId(candidate)) return candidate;
   return 'nr-' + createHash('sha256').update(nodeId).digest('hex').slice(0, 16);
 }
 
@@ -253,11 +240,7 @@ function clockTime(date: Date): string {
 export default function register(RED: NodeAPI): void {
   /** Locale string with an English fallback (the test helper's RED._ returns the key). */
   function t(key: string, english: string, params: Record<string, unknown> = {}): string {
-    const full = `asset-event-in.${key}`;
-    let text: string | undefined;
-    try { text = RED._(full, params); } catch { text = undefined; }
-    if (!text || text.endsWith(full)) text = english.replace(/__(\w+)__/g, (_m, p: string) => String(params[p] ?? ''));
-    return text;
+    return localText(RED, `asset-event-in.${key}`, english, params);
   }
 
   function AssetEventInNode(this: Node, config: AssetEventInConfig) {
@@ -269,7 +252,7 @@ export default function register(RED: NodeAPI): void {
     try {
       settings = readSettings(config, node.id);
     } catch (err) {
-      const message = err instanceof ConfigError ? err.message : String(err);
+      const message = err instanceof SettingError ? err.message : String(err);
       node.error(t('errors.config', 'configuration: __message__', { message }));
       node.status({ fill: 'red', shape: 'ring', text: message.slice(0, 60) });
       return;
@@ -514,8 +497,8 @@ export default function register(RED: NodeAPI): void {
     function chooseFilter(cfg: AssetEventInConfig, dedup: { windowMs: number; maxKeys: number }): EntryFilter {
       if (!cfg.redis) return memoryEntryFilter(new DuplicateFilter(dedup));
       const redis = RED.nodes.getNode(cfg.redis) as AssetRedisConfigNode | null;
-      if (!redis || typeof redis.filterFor !== 'function') throw new ConfigError('redis: the selected asset-redis configuration node is missing');
-      if (redis.configError) throw new ConfigError(`redis: ${redis.configError}`);
+      if (!redis || typeof redis.filterFor !== 'function') throw new SettingError('redis: the selected asset-redis configuration node is missing');
+      if (redis.configError) throw new SettingError(`redis: ${redis.configError}`);
       return redis.filterFor(node.id, dedup.windowMs);
     }
 
@@ -554,7 +537,7 @@ export default function register(RED: NodeAPI): void {
           showStatus();
         }, (message) => node.error(redact(message, secret)));
       } catch (err) {
-        const message = err instanceof ConfigError || err instanceof AssetApiError ? err.message : String(err);
+        const message = err instanceof SettingError || err instanceof AssetApiError ? err.message : String(err);
         state.subscription = 'failed';
         state.subscriptionError = message.slice(0, 60);
         node.error(redact(t('errors.subscription-config', 'cannot manage the subscription: __message__', { message }), secret));
@@ -576,10 +559,10 @@ export default function register(RED: NodeAPI): void {
 
     function ownedSubscriptionSetup(): OwnedSetup {
       const server = config.server ? RED.nodes.getNode(config.server) as AssetServerConfigNode | null : null;
-      if (!server || typeof server.getClient !== 'function') throw new ConfigError('server: select an asset-server configuration node');
+      if (!server || typeof server.getClient !== 'function') throw new SettingError('server: select an asset-server configuration node');
       const client = server.getClient();
       if (!server.publicBaseUrl) {
-        throw new ConfigError('server: the asset-server node has no public base URL, so no callback URL can be built');
+        throw new SettingError('server: the asset-server node has no public base URL, so no callback URL can be built');
       }
       const fields: SubscriptionFields = {
         callback: callbackUrl(server.publicBaseUrl, RED.settings.httpNodeRoot, settings.path),

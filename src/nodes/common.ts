@@ -19,7 +19,8 @@
  */
 import * as path from 'path';
 import { AssetApiError, invalidInput } from '../api/errors';
-import type { TransferProgress } from '../api/client';
+import type { TransferProgress } from '../api/transfer';
+import { exactInteger, isIntegerText, readFlag } from '../api/values';
 import type { Node, NodeAPI, NodeMessage, NodeSend, NodeDone } from './node-red';
 
 // ---------------------------------------------------------------- messages
@@ -68,6 +69,9 @@ export function localText(RED: NodeAPI | undefined, key: string, english: string
 export function statusText(RED: NodeAPI | undefined, name: keyof typeof STATUS_KEYS, params: Record<string, unknown> = {}): string {
   return localText(RED, `dam.status.${name}`, STATUS_KEYS[name], params);
 }
+
+/** A node's status changes at most this often; a trailing update shows the final state. */
+export const STATUS_INTERVAL_MS = 250;
 
 /** 1536 -> "1.5 kB"; decimal units as the editor shows sizes. */
 export function formatBytes(bytes: number): string {
@@ -168,7 +172,10 @@ export function asInteger(field: ResolvedField): number | undefined {
   const v = field.value;
   if (v === undefined || v === '') return undefined;
   if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
-  if (typeof v === 'string' && /^\s*-?\d+\s*$/.test(v) && Number.isSafeInteger(Number(v))) return Number(v);
+  if (isIntegerText(v)) {
+    const n = exactInteger(v);
+    if (typeof n === 'number') return n;
+  }
   throw invalidInput(field.label, `must be an integer, got ${describe(v)}`);
 }
 
@@ -190,19 +197,31 @@ export function asIntegerId(field: ResolvedField): number | string | undefined {
   if (v === undefined || v === '') return undefined;
   if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
   if (typeof v === 'bigint') return v.toString();
-  if (typeof v === 'string' && /^\s*-?\d+\s*$/.test(v)) {
-    const text = v.trim();
-    return Number.isSafeInteger(Number(text)) ? Number(text) : text;
-  }
+  if (isIntegerText(v)) return exactInteger(v);
   throw invalidInput(field.label, `must be an integer, got ${describe(v)}`);
+}
+
+/** A bad editor setting; the message names the setting and the rule ("dedupMax: must be ..."). */
+export class SettingError extends Error {}
+
+/**
+ * A number setting from the editor: blank is `fallback`; anything else must be a finite
+ * number that passes `check`.
+ * @throws SettingError "field: rule"
+ */
+export function numberSetting(value: unknown, field: string, fallback: number, check: (n: number) => boolean, rule: string): number {
+  if (value === undefined || value === null || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || !check(n)) throw new SettingError(`${field}: ${rule}`);
+  return n;
 }
 
 /** A boolean (true/false or the text "true"/"false"), or undefined when unset or empty. */
 export function asBoolean(field: ResolvedField): boolean | undefined {
   const v = field.value;
   if (v === undefined || v === '') return undefined;
-  if (typeof v === 'boolean') return v;
-  if (typeof v === 'string' && /^(true|false)$/i.test(v.trim())) return v.trim().toLowerCase() === 'true';
+  const flag = readFlag(v);
+  if (flag !== undefined) return flag;
   throw invalidInput(field.label, `must be true or false, got ${describe(v)}`);
 }
 
@@ -247,8 +266,6 @@ export interface Waiting {
   drop(err: AssetApiError): void;
 }
 
-/** Milliseconds between two progress status updates of one request. */
-const PROGRESS_INTERVAL_MS = 250;
 
 /** Requests a node runs at once unless its editor says otherwise. */
 export const DEFAULT_IN_FLIGHT_LIMIT = 2;
@@ -366,7 +383,7 @@ export class RequestTracker {
       ? statusText(this.RED, 'progress', { percent: Math.min(100, Math.floor((p.bytes / p.total) * 100)) })
       : statusText(this.RED, 'bytes', { size: formatBytes(p.bytes) });
     const now = Date.now();
-    if (text === entry.lastText || now - entry.lastUpdate < PROGRESS_INTERVAL_MS) return;
+    if (text === entry.lastText || now - entry.lastUpdate < STATUS_INTERVAL_MS) return;
     entry.lastText = text;
     entry.lastUpdate = now;
     this.node.status({ fill: 'blue', shape: 'dot', text });
@@ -380,7 +397,7 @@ export class RequestTracker {
  */
 export function inFlightLimit(RED: NodeAPI, node: Node, value: unknown): number {
   if (value === undefined || value === null || value === '') return DEFAULT_IN_FLIGHT_LIMIT;
-  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
+  const n = typeof value === 'number' ? value : isIntegerText(value) ? Number(value) : NaN;
   if (Number.isInteger(n) && n >= 1 && n <= MAX_IN_FLIGHT_LIMIT) return n;
   node.warn(statusText(RED, 'badLimit', { max: MAX_IN_FLIGHT_LIMIT, default: DEFAULT_IN_FLIGHT_LIMIT }));
   return DEFAULT_IN_FLIGHT_LIMIT;
