@@ -27,7 +27,7 @@ import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import {
   type ErrorContext, errorForFailedAnswer, errorForFailure, errorForMalformedAnswer, errorForStatus,
   isFailedAnswer, tryParseJson
-} from './answers';
+} from './error-mapping';
 import { filenameFromContentDisposition, sanitizeFilename } from './filename';
 import { SessionHolder, type LoginOptions } from './session';
 import { TOKEN_CHAR, isPlainObject } from './values';

@@ -7,7 +7,7 @@
  */
 import type { AxiosInstance, AxiosResponse } from 'axios';
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
-import { serverMessageOf, tryParseJson } from './answers';
+import { serverMessageOf, tryParseJson } from './error-mapping';
 import { isPlainObject, isToken } from './values';
 
 /** Ready-made login descriptions (see {@link LOGIN_PRESETS}). */

@@ -7,7 +7,7 @@
  */
 import { invalidInput } from '../api/errors';
 import type { AssetServerConfigNode } from './asset-server';
-import { evaluateProperty, handleInput } from './common';
+import { evaluateProperty, handleInputAndClose } from './common';
 import type { Node, NodeAPI, NodeMessage } from './node-red';
 
 /** Editor properties. */
@@ -48,7 +48,7 @@ export default function register(RED: NodeAPI): void {
       return !text || text.endsWith(key) ? english.replace('__time__', time) : text;
     };
 
-    handleInput(RED, node, async (msg) => {
+    handleInputAndClose(RED, node, async (msg) => {
       const server = config.server ? RED.nodes.getNode(config.server) as AssetServerConfigNode | null : null;
       if (!server || typeof server.getClient !== 'function') throw invalidInput('server', 'select an asset-server configuration node');
       const client = server.getClient();

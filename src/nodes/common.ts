@@ -10,7 +10,7 @@
  * - {@link RequestTracker}: runs at most `limit` requests at once and queues the rest in
  *   arrival order (status "2 running, 15 queued"), shows percent progress, gives each request
  *   an AbortSignal, aborts the running ones and drops the queue on close.
- * - {@link handleInput}: the input-handler skeleton: run the work, then `send` + `done()`,
+ * - {@link handleInputAndClose}: wires a node's input and close: run the work, then `send` + `done()`,
  *   or red status + `done(err)` so Catch nodes receive the original msg.
  * - {@link resolvePath}, {@link formatBytes}, {@link statusText}, {@link errorStatusText}.
  *
@@ -470,7 +470,7 @@ function withoutOperation(err: AssetApiError): string {
  */
 export type InputWork = (msg: NodeMessage, request: ActiveRequest) => Promise<string | undefined>;
 
-/** Options of {@link handleInput}. */
+/** Options of {@link handleInputAndClose}. */
 export interface InputOptions {
   /** The editor's "Parallel requests" (`config.maxInFlight`); see {@link inFlightLimit}. */
   maxInFlight?: unknown;
@@ -490,7 +490,7 @@ export interface InputOptions {
  *   error (a redeploy is not a failure of the message; one warning counts them); close
  *   callback within 4 s.
  */
-export function handleInput(RED: NodeAPI, node: Node, work: InputWork, options: InputOptions = {}): RequestTracker {
+export function handleInputAndClose(RED: NodeAPI, node: Node, work: InputWork, options: InputOptions = {}): RequestTracker {
   const tracker = new RequestTracker(RED, node, inFlightLimit(RED, node, options.maxInFlight));
 
   function fail(msg: NodeMessage, done: NodeDone, err: unknown): void {
