@@ -100,4 +100,17 @@ describe('editor: field sources and marks (Chromium)', function () {
     await page.locator('#node-dialog-cancel').waitFor({ state: 'detached' });
     should(problems.since(mark)).eql([]);
   });
+
+  it('asset-event-in: Secret header and Subscription id are checked with the shared editor rules', async function () {
+    const checks = await page.evaluate(() => {
+      const defaults = RED.nodes.getType('asset-event-in').defaults;
+      const header = v => defaults.secretHeader.validate.call({}, v) === true;
+      const id = v => defaults.subscriptionId.validate.call({}, v) === true;
+      return {
+        header: ['X-DAM-Secret', '', 'X Secret', 'X:Secret', 'X-Sécret'].map(header),
+        id: ['nr-12345', '', 'short', 'nr_12345', 'a'.repeat(41)].map(id)
+      };
+    });
+    checks.should.eql({ header: [true, true, false, false, false], id: [true, true, false, false, false] });
+  });
 });
