@@ -603,7 +603,7 @@ export class AssetClient extends EventEmitter {
   }
 
   private context(operation: AssetOperation): ErrorContext {
-    return { operation, origin: this.origin, redact: (text) => redact(text, this.session.secrets()) };
+    return { operation, origin: this.origin, redact: (text) => this.session.redact(text) };
   }
 
   /** A new call: refuses an already aborted signal before anything is sent. */
@@ -799,12 +799,6 @@ function cookieHeaderOf(cookie: unknown): string | undefined {
   if (text === '') return undefined;
   if (!/^[\x20-\x7e]+$/.test(text)) throw invalidInput('cookie', 'must be printable ASCII, without CR, LF or other control characters');
   return COOKIE_NAME_VALUE.test(text) ? text : `JSESSIONID=${text}`;
-}
-
-function redact(text: string, secrets: string[]): string {
-  let clean = text;
-  for (const secret of secrets) clean = clean.split(secret).join('***');
-  return clean;
 }
 
 function timeoutOf(field: string, value: unknown, fallback: number, operation?: AssetOperation): number {

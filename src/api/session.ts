@@ -6,7 +6,7 @@
  * No Node-RED dependency. The login request is described by data ({@link LoginOptions}), never code.
  */
 import type { AxiosInstance, AxiosResponse } from 'axios';
-import { AssetApiError, invalidInput, type AssetOperation } from './errors';
+import { AssetApiError, invalidInput, redactSecrets, type AssetOperation } from './errors';
 import { serverMessageOf, tryParseJson } from './error-mapping';
 import { isPlainObject, isToken } from './values';
 
@@ -279,10 +279,9 @@ export class SessionHolder {
       { operation, status: 401, code: 'LOGIN_FAILED' });
   }
 
-  private redact(text: string): string {
-    let clean = text;
-    for (const secret of this.secrets()) clean = clean.split(secret).join('***');
-    return clean;
+  /** `text` without the password and any cookie this session sent (each becomes ***). */
+  redact(text: string): string {
+    return redactSecrets(text, this.secrets());
   }
 
   private async runLogin(login: ResolvedLogin): Promise<void> {

@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'crypto';
 import type { IncomingMessage, ServerResponse } from 'http';
-import { AssetApiError } from '../api/errors';
+import { AssetApiError, redactSecrets } from '../api/errors';
 import type { CallbackEntry } from '../api/types';
 import {
   DuplicateFilter, contentTypeProblem, entryKey, isEmptyEntry, memoryEntryFilter, parseCallbackPayload, readJsonBody, secretMatches,
@@ -34,7 +34,7 @@ const WARN_INTERVAL_MS = 60000;
 
 /** Replaces every occurrence of the secret (should a message ever echo it) with ***. */
 function redact(text: string, secret: string | undefined): string {
-  return secret ? text.split(secret).join('***') : text;
+  return redactSecrets(text, [secret]);
 }
 
 function clockTime(date: Date): string {
