@@ -52,13 +52,18 @@ export default function register(RED: NodeAPI): void {
     const node = this;
     const secret = node.credentials?.secret || undefined;
 
+    /** A setting that cannot work: said in the log and the status; the node then does nothing. */
+    function refuse(err: unknown): void {
+      const message = err instanceof Error ? err.message : String(err);
+      node.error(t('errors.config', 'configuration: __message__', { message }));
+      node.status({ fill: 'red', shape: 'ring', text: message.slice(0, 60) });
+    }
+
     let settings: Settings;
     try {
       settings = readSettings(config, node.id);
     } catch (err) {
-      const message = err instanceof SettingError ? err.message : String(err);
-      node.error(t('errors.config', 'configuration: __message__', { message }));
-      node.status({ fill: 'red', shape: 'ring', text: message.slice(0, 60) });
+      refuse(err);
       return;
     }
     if (RED.settings.httpNodeRoot === false) {
@@ -71,9 +76,7 @@ export default function register(RED: NodeAPI): void {
     try {
       filter = settings.dedup ? chooseFilter(config, settings.dedup) : undefined;
     } catch (err) {
-      const message = (err as Error).message;
-      node.error(t('errors.config', 'configuration: __message__', { message }));
-      node.status({ fill: 'red', shape: 'ring', text: message.slice(0, 60) });
+      refuse(err);
       return;
     }
     const stats = eventInStats.open(node.id); // live counters for the editor's DAM sidebar
