@@ -1,8 +1,9 @@
 'use strict';
 /**
- * The editor keeps browser copies of two rules of src/api/values.ts (resources/dam-editor.js:
- * DamEditor.SUBSCRIPTION_ID and DamEditor.HEADER_NAME). This test runs the real editor file and
- * the compiled source on the same cases and fails when any answer differs.
+ * The editor keeps browser copies of runtime rules in resources/dam-editor.js: the subscription
+ * id and header name of src/api/values.ts (DamEditor.SUBSCRIPTION_ID, DamEditor.HEADER_NAME) and
+ * "Parallel requests" of src/nodes/common.ts (DamEditor.validateInFlight). This test runs the
+ * real editor file and the compiled source on the same cases and fails when any answer differs.
  */
 const fs = require('fs');
 const path = require('path');
@@ -10,6 +11,7 @@ const vm = require('vm');
 require('should');
 const values = require('../../dist/api/values');
 const { validateSubscriptionId } = require('../../dist/api/validate');
+const { inFlightLimit, MAX_IN_FLIGHT_LIMIT } = require('../../dist/nodes/common');
 
 function loadDamEditor() {
   const source = fs.readFileSync(path.join(__dirname, '../../resources/dam-editor.js'), 'utf8');
@@ -55,6 +57,16 @@ describe('editor rules: browser copies answer as the source does', function () {
       const c = String.fromCharCode(code);
       editor.HEADER_NAME.test(c).should.equal(values.isToken(c), `HEADER_NAME on char ${code}`);
       editor.SUBSCRIPTION_ID.test(c.repeat(8)).should.equal(values.isSubscriptionId(c.repeat(8)), `SUBSCRIPTION_ID on char ${code}`);
+    }
+  });
+
+  it('Parallel requests: DamEditor.validateInFlight accepts what inFlightLimit takes without a warning', function () {
+    const cases = ['', undefined, null, 1, 2, 32, 33, 0, -1, 1.5, '1', ' 2 ', '32', '33', '0', '-1', '+2', '1.5', '1e1', 'two', '０', String(MAX_IN_FLIGHT_LIMIT)];
+    for (const value of cases) {
+      let warned = false;
+      const limit = inFlightLimit(undefined, { warn: () => { warned = true; } }, value);
+      const runtimeTakes = !warned && (value === '' || value === undefined || value === null || limit === Number(value));
+      (editor.validateInFlight(value) === true).should.equal(runtimeTakes, `validateInFlight on ${JSON.stringify(value)}`);
     }
   });
 });
