@@ -416,6 +416,7 @@ export class AssetClient extends EventEmitter {
       form.pipe(body);
 
       let response: AxiosResponse;
+      const usedHeader = this.session.cookieHeader;
       try {
         response = await this.http.request({
           method: 'POST',
@@ -432,6 +433,7 @@ export class AssetClient extends EventEmitter {
         if (sourceError !== undefined && !control.timedOut && !control.userAborted) throw sourceFailure(sourceError, operation);
         throw this.failure(operation, err, control);
       }
+      if (response.status !== 401) this.session.accepted(usedHeader);
       const request = response.request as http.ClientRequest | undefined;
       if (request && !request.writableFinished) {
         // Answered before the whole file was sent (a redirect, 401, permission denied):
@@ -646,8 +648,10 @@ export class AssetClient extends EventEmitter {
   }
 
   private async sendOnce(operation: AssetOperation, control: CallControl, config: AxiosRequestConfig): Promise<AxiosResponse> {
+    const usedHeader = this.session.cookieHeader;
+    let response: AxiosResponse;
     try {
-      return await this.http.request({
+      response = await this.http.request({
         ...config,
         headers: this.headers({ Accept: 'application/json', ...(config.headers as Record<string, string> | undefined) }),
         signal: control.signal
@@ -655,6 +659,8 @@ export class AssetClient extends EventEmitter {
     } catch (err) {
       throw this.failure(operation, err, control);
     }
+    if (response.status !== 401) this.session.accepted(usedHeader);
+    return response;
   }
 
   private async jsonCall(operation: AssetOperation, opts: CallOptions | undefined, config: AxiosRequestConfig): Promise<Record<string, unknown>> {

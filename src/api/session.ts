@@ -168,6 +168,8 @@ export class SessionHolder {
   private inFlight: Promise<void> | undefined;
   private failure: { error: LoginFailure; until: number } | undefined;
   private delayMs: number;
+  /** The Cookie header the last login gave, until the server first answers it with anything but 401. */
+  private unproven: string | undefined;
   private readonly listeners: Array<(event: 'renewed' | 'cookie-set') => void> = [];
 
   constructor(private readonly deps: SessionDeps, cookie: unknown, login?: LoginOptions) {
@@ -212,6 +214,13 @@ export class SessionHolder {
     if (this.header !== usedHeader) return;
     if (!this.login) throw new AssetApiError('auth', `${operation}: automatic login is not set up`, { operation, status: 401 });
     if (!this.inFlight) {
+      // A 401 to the session the last login gave, before the server ever took it (e.g. the
+      // repeat of a request was aborted, or another request met it first): logging in again
+      // would only give another such session, in a tight loop. It counts as a failed login.
+      if (usedHeader !== undefined && usedHeader === this.unproven) {
+        this.unproven = undefined;
+        throw this.refused(operation);
+      }
       const waiting = this.failure ? this.failure.until - Date.now() : 0;
       if (this.failure && waiting > 0) throw this.loginError(operation, this.failure.error, waiting);
       this.inFlight = this.runLogin(this.login).finally(() => { this.inFlight = undefined; });
@@ -229,17 +238,23 @@ export class SessionHolder {
     return this.renew(this.header, operation);
   }
 
+  /** The server answered a request sent with `usedHeader` with anything but 401: that session works. */
+  accepted(usedHeader: string | undefined): void {
+    if (usedHeader !== undefined && usedHeader === this.unproven) this.unproven = undefined;
+  }
+
   /**
    * The request repeated after a login met a 401 again: the server does not take the session the
    * login gave. Counts as a failed login, so the next one waits.
    */
   refused(operation: AssetOperation): AssetApiError {
     const failure = new LoginFailure('repeated request', 'the server answered HTTP 401 to the session the login gave');
+    this.unproven = undefined;
     this.fail(failure);
     return new AssetApiError('auth',
       `${operation}: authentication failed (HTTP 401) again right after an automatic login: the server does not accept the ` +
       'session the login gave. Check the login\'s session source and cookie name (asset-server: Automatic login).',
-      { operation, status: 401 });
+      { operation, status: 401, code: 'LOGIN_REFUSED' });
   }
 
   // ---- internals
@@ -294,6 +309,7 @@ export class SessionHolder {
       throw failure;
     }
     this.header = `${login.cookieName}=${value}`;
+    this.unproven = this.header;
     this.remember(value, this.header);
     this.failure = undefined;
     this.delayMs = login.retryDelayMs;

@@ -4,6 +4,9 @@
  */
 import { Transform, type Readable, type TransformCallback } from 'stream';
 
+/** The longest delay Node's setTimeout takes (about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /**
  * One call's abort signal: fires when the caller's signal aborts or when nothing
  * moved for `timeoutMs` (an inactivity timeout: each chunk sent or received
@@ -51,10 +54,11 @@ export class CallControl {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     if (this.finished || !(this.timeoutMs > 0)) return;
+    // Node fires a longer timer after 1 ms (with a warning): past its limit, wait as long as it can.
     this.timer = setTimeout(() => {
       this.timedOut = true;
       this.controller.abort();
-    }, this.timeoutMs);
+    }, Math.min(this.timeoutMs, MAX_TIMER_MS));
   }
 }
 

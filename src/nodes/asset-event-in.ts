@@ -150,7 +150,7 @@ export default function register(RED: NodeAPI): void {
      * that went out; `busy`: entries another copy is emitting right now (answer 503, the retry
      * finds them emitted); `confirm`: to call once the messages were handed on.
      */
-    async function emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<{ sent: number; entries: number; busy: number; confirm?: () => Promise<void> }> {
+    async function emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<{ sent: number; entries: number; busy: number; closing?: boolean; confirm?: () => Promise<void> }> {
       const candidates: CallbackEntry[] = [];
       for (const entry of entries) {
         if (isEmptyEntry(entry) && !settings.emitEmpty) { state.empties++; stats.empty(); continue; }
@@ -176,6 +176,9 @@ export default function register(RED: NodeAPI): void {
       } else {
         kept.push(...candidates);
       }
+      // Closed while the filter answered: send nothing and leave the claims unconfirmed. They
+      // expire after the lease and the server's retry is emitted once, by the new node.
+      if (state.closed) return { sent: 0, entries: 0, busy, closing: true };
       const sent = sendEntries(kept, subscriptionId, receivedAt);
       return { sent, entries: kept.length, busy, confirm };
     }
@@ -255,11 +258,15 @@ export default function register(RED: NodeAPI): void {
         reply(res, 503, { success: false, error: 'endpoint is closing' });
         return;
       }
-      let outcome: { sent: number; entries: number; busy: number; confirm?: () => Promise<void> };
+      let outcome: { sent: number; entries: number; busy: number; closing?: boolean; confirm?: () => Promise<void> };
       try {
         outcome = await emitEntries(parsed.entries, parsed.id ?? settings.subscriptionId, receivedAt.toISOString());
       } catch (err) {
         return filterUnavailable(res, err);
+      }
+      if (outcome.closing) {
+        reply(res, 503, { success: false, error: 'endpoint is closing' });
+        return;
       }
       const { sent, entries, busy, confirm } = outcome;
       state.lastEventAt = receivedAt;

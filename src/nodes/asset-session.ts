@@ -7,7 +7,7 @@
  */
 import { invalidInput } from '../api/errors';
 import type { AssetServerConfigNode } from './asset-server';
-import { evaluateProperty, handleInputAndClose } from './common';
+import { evaluateProperty, handleInputAndClose, localText } from './common';
 import type { Node, NodeAPI, NodeMessage } from './node-red';
 
 /** Editor properties. */
@@ -41,22 +41,8 @@ export default function register(RED: NodeAPI): void {
     const cookieType = config.cookieType || 'msg';
     const cookieProperty = config.cookie || (cookieType === 'msg' ? 'payload' : '');
 
-    /** A status text from the catalogue; English when the catalogue is not loaded (e.g. in tests). */
-    const status = (name: 'set' | 'loggedIn', english: string, time: string): string => {
-      const key = `asset-session.status.${name}`;
-      const text = RED._(key, { time });
-      return !text || text.endsWith(key) ? english.replace('__time__', time) : text;
-    };
-
-    handleInputAndClose(RED, node, async (msg) => {
-      const server = config.server ? RED.nodes.getNode(config.server) as AssetServerConfigNode | null : null;
-      if (!server || typeof server.getClient !== 'function') throw invalidInput('server', 'select an asset-server configuration node');
-      const client = server.getClient();
-      const time = new Date().toLocaleTimeString([], { hour12: false });
-      if (action === 'login') {
-        await client.login();
-        return status('loggedIn', 'logged in __time__', time);
-      }
+    /** The cookie from where the editor points; a msg property holding it is removed at once, whatever follows. */
+    async function takeCookie(msg: NodeMessage): Promise<string> {
       let cookie: unknown;
       try {
         cookie = await evaluateProperty(RED, node, msg, cookieProperty, cookieType);
@@ -68,8 +54,21 @@ export default function register(RED: NodeAPI): void {
       if (typeof cookie !== 'string' || cookie.trim() === '') {
         throw invalidInput('cookie', `${cookieType}.${cookieProperty} must be a non-empty string: Name=value or a bare session id`);
       }
+      return cookie;
+    }
+
+    handleInputAndClose(RED, node, async (msg) => {
+      const cookie = action === 'set' ? await takeCookie(msg) : undefined;
+      const server = config.server ? RED.nodes.getNode(config.server) as AssetServerConfigNode | null : null;
+      if (!server || typeof server.getClient !== 'function') throw invalidInput('server', 'select an asset-server configuration node');
+      const client = server.getClient();
+      const time = new Date().toLocaleTimeString([], { hour12: false });
+      if (cookie === undefined) {
+        await client.login();
+        return localText(RED, 'asset-session.status.loggedIn', 'logged in __time__', { time });
+      }
       server.setCookie(cookie);
-      return status('set', 'cookie set __time__', time);
+      return localText(RED, 'asset-session.status.set', 'cookie set __time__', { time });
     });
   }
 

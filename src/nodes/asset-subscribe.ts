@@ -36,12 +36,16 @@ export interface AssetSubscribeConfig {
 /** Repeated fields of spec 2.1, in the order the editor lists them. */
 const LIST_FIELDS = ['header', 'queryParam', 'watchPath', 'watchMetadata'] as const;
 
-/** Header names whose value can hold a secret: credentials, cookies, keys, tokens, signatures. */
-const SECRET_HEADER = /^(authorization|proxy-authorization|cookie|set-cookie)$|secret|token|api[-_]?key|(^|[-_])key$|passw|signature|session|auth|credential/i;
+/**
+ * Header names whose value is shown: standard headers that describe the content. Any other
+ * header can carry a secret under any name (asset-event-in's shared-secret header is named by
+ * the user), so its value is masked.
+ */
+const PUBLIC_HEADER = /^(content-type|content-language|content-encoding|accept|accept-language|accept-encoding|accept-charset|cache-control|user-agent)$/i;
 
 /**
- * Masks secrets in a `get` answer: the values of callback headers whose name can hold one
- * (`Authorization: x` -> `Authorization: ***`; `Content-Type` stays readable) and every query
+ * Masks secrets in a `get` answer: the values of callback headers other than the standard
+ * content headers (`X-Hook-Check: x` -> `X-Hook-Check: ***`; `Content-Type` stays readable) and every query
  * parameter value (`name=value` -> `name=***`: tokens travel under any name there).
  * asset-event-in sends its shared secret as a header, and secrets never go into a msg. Any
  * `header`/`headers`/`queryParam` property is masked, as a string, a list of strings or an
@@ -52,7 +56,7 @@ export function maskHeaderValues(value: unknown, depth = 0): unknown {
   if (Array.isArray(value)) return value.map(v => maskHeaderValues(v, depth + 1));
   const out: Record<string, unknown> = {};
   for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
-    out[key] = /^headers?$/i.test(key) ? maskValues(v, ':', false, name => SECRET_HEADER.test(name))
+    out[key] = /^headers?$/i.test(key) ? maskValues(v, ':', false, name => !PUBLIC_HEADER.test(name.trim()))
       : /^queryParams?$/i.test(key) ? maskValues(v, '=', true, () => true)
         : maskHeaderValues(v, depth + 1);
   }

@@ -37,6 +37,7 @@ export const STATUS_KEYS = {
   badLimit: 'Parallel requests must be a whole number from 1 to __max__; using __default__',
   // Short reasons for the status under a node (errorStatusText); the full text is in msg.error.
   reasonAuth: 'auth: cookie rejected',
+  reasonLoginRefused: 'auth: session from login refused',
   reasonPermission: 'permission: denied',
   reasonNotFound: '404: check base URL',
   reasonRedirect: '__status__: redirect, check base URL',
@@ -428,7 +429,8 @@ export function errorStatusText(RED: NodeAPI | undefined, err: unknown): string 
     switch (err.kind) {
       case 'auth':
         // A failed automatic login says so and when it tries again; a plain 401 is a rejected cookie.
-        text = err.code === 'LOGIN_FAILED' ? `auth: ${withoutOperation(err)}` : statusText(RED, 'reasonAuth');
+        text = err.code === 'LOGIN_FAILED' ? `auth: ${withoutOperation(err)}`
+          : err.code === 'LOGIN_REFUSED' ? statusText(RED, 'reasonLoginRefused') : statusText(RED, 'reasonAuth');
         break;
       case 'permission': text = statusText(RED, 'reasonPermission'); break;
       case 'timeout': text = statusText(RED, 'reasonTimeout'); break;

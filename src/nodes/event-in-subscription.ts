@@ -38,6 +38,8 @@ export class OwnedSubscription {
   private abort: AbortController | undefined;
   private delayMs = RETRY_FIRST_MS;
   private closed = false;
+  /** True while a registration request is in flight. */
+  private registering = false;
 
   constructor(
     readonly setup: OwnedSetup,
@@ -53,7 +55,9 @@ export class OwnedSubscription {
    * server tied to it, so the subscription is registered again (same id: it replaces itself).
    */
   private readonly registerAgain = (): void => {
-    if (this.closed) return;
+    // A registration in flight goes through the same client, which repeats it with the new
+    // session itself; aborting it here would hide a refused session and log in again at once.
+    if (this.closed || this.registering) return;
     this.delayMs = RETRY_FIRST_MS;
     void this.start();
   };
@@ -72,7 +76,9 @@ export class OwnedSubscription {
     this.onState('registering');
     const abort = this.abort = new AbortController();
     const { client, id, fields } = this.setup;
-    return client.registerSubscription(id, fields, { signal: abort.signal }).then(() => {
+    this.registering = true;
+    const settled = (): void => { if (abort === this.abort) this.registering = false; };
+    return client.registerSubscription(id, fields, { signal: abort.signal }).finally(settled).then(() => {
       if (this.closed || abort.signal.aborted) return undefined;
       this.delayMs = RETRY_FIRST_MS;
       this.onState('registered');

@@ -147,6 +147,15 @@ describe('asset-session and automatic login (test helper + emulator)', function 
     caught.assetError.field.should.equal('cookie');
   });
 
+  it('no server selected: invalid-input naming server, and the cookie is already gone from the msg the Catch node gets', async function () {
+    emulator.addSession({ value: OLD, permissions: ['events', 'add'] });
+    await load(flow().map((n) => (n.id === 'ss1' ? { ...n, server: '' } : n)), { server: { cookie: OLD } });
+    const caught = await sendFailing('ss1', { payload: 'JSESSIONID=never-on-a-catch-msg' });
+    caught.assetError.field.should.equal('server');
+    caught.should.not.have.property('payload');
+    s.serialise(caught).should.not.containEql('never-on-a-catch-msg');
+  });
+
   it('automatic login: no cookie configured, the nodes log in on the first 401; the login action logs in now', async function () {
     const logins = emulator.sessionStats().logins;
     await load(flow({ loginEnabled: true, loginPreset: 'form' }), { server: { username: USER.name, password: USER.password } });

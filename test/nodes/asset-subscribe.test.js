@@ -20,7 +20,7 @@ describe('asset-subscribe node (against the emulator)', function () {
     callback: 'http://127.0.0.1:9/callback', callbackType: 'str',
     method: 'POST', successCode: '202', successCodeType: 'num', retryCount: '5', retryCountType: 'num',
     requestType: '', requestTypeType: 'str', logicalOperand: 'AND',
-    header: ['Content-Type: application/json', 'X-Secret: abc'],
+    header: ['Content-Type: application/json', 'X-Secret: abc', 'X-Hook-Check: any-name-secret'],
     queryParam: ['source=dam', 'b=2'],
     watchPath: ['* /inbox', '+ /outbox', '/docs/readme.txt'],
     watchMetadata: ['City==SFO', 'Status=*']
@@ -48,8 +48,8 @@ describe('asset-subscribe node (against the emulator)', function () {
     stored.should.containDeep({
       callback: 'http://127.0.0.1:9/callback', method: 'POST', successCode: 202, retryCount: 5, logicalOperand: 'AND'
     });
-    // get masks the values of headers that can hold a secret; Content-Type stays readable; the server has them whole.
-    stored.header.should.eql(['Content-Type: application/json', 'X-Secret: ***']);
+    // get masks every header value but the standard content headers (a secret header may have any name); the server has them whole.
+    stored.header.should.eql(['Content-Type: application/json', 'X-Secret: ***', 'X-Hook-Check: ***']);
     (await s.emulatorGet(`${emulator.url}/review/api/events/assets/subscribe/node-test-sub-1`)).body.subscription.header.should.eql(registerProps.header);
     // ... and query parameter values (they may carry a token); names stay readable.
     stored.queryParam.should.eql(['source=***', 'b=***']);
@@ -110,7 +110,7 @@ describe('asset-subscribe node (against the emulator)', function () {
     const stored = await getStored('msg-chosen-id');
     stored.callback.should.equal('https://example.test/hook');
     stored.watchPath.should.eql(['* /override']);
-    stored.header.should.eql(['Authorization: ***', 'B: 2']);
+    stored.header.should.eql(['Authorization: ***', 'B: ***']);
     (await s.emulatorGet(`${emulator.url}/review/api/events/assets/subscribe/msg-chosen-id`)).body.subscription.header.should.eql(['Authorization: Bearer t0ken', 'B: 2']);
     stored.retryCount.should.equal(1);
     stored.method.should.equal('POST');

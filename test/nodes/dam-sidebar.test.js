@@ -135,3 +135,13 @@ describe('DAM sidebar: live counters of asset-event-in', function () {
     eventInStats.get('n1').counters.callbacks.should.equal(0);
   });
 });
+
+describe('DAM sidebar: editor half', function () {
+  it('never hands RED.notify a string (it renders strings as HTML, and messages come from the DAM server)', () => {
+    const html = require('fs').readFileSync(require('path').join(__dirname, '../../plugins/dam-sidebar.html'), 'utf8');
+    const calls = html.match(/RED\.notify\(([^,)]*)/g) || [];
+    calls.length.should.be.above(0);
+    // Allowed first arguments: a jQuery element built with .text() (the confirmation, notifyText's <p>).
+    calls.filter((call) => !/RED\.notify\((\$\(|question)/.test(call)).should.eql([]);
+  });
+});
