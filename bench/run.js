@@ -22,21 +22,22 @@ const REPO = path.resolve(__dirname, '..');
 const COOKIE_VALUE = 'bench-session';
 const COOKIE = `JSESSIONID=${COOKIE_VALUE}`;
 const CASES = ['transfer', 'events', 'fanout'];
+const VARIANTS = ['curl', 'bare', 'client', 'node', 'core', 'redis'];
 
 const USAGE = `Usage: npm run bench -- [options]
   --quick            small sizes (1M,4M) and short bursts, for CI (under a minute)
   --sizes LIST       file sizes, e.g. 16M,256M,1G (default 16M,256M,1G)
   --runs N           runs per case, median reported (default 3, at least 3 for a real report)
   --only LIST        some of: ${CASES.join(',')} (default all)
-  --variants LIST    variants, some of: curl,client,node,core (transfers), redis (events: asset-event-in with
-                     its filter in a redis-server started by the bench) (default all; for investigations)
+  --variants LIST    variants, some of: curl,bare,client,node,core (transfers), redis (events: asset-event-in
+                     with its filter in a redis-server started by the bench) (default all; for investigations)
   --strict           exit 1 when a target is missed (default: only when a case breaks)
   --verbose          show Node-RED and emulator output
   --report FILE      only re-render the Markdown and SVG of a saved results JSON (bench/results/*.json)
   --help`;
 
 function parseArgs(argv) {
-  const o = { quick: false, sizes: null, runs: 3, only: CASES, variants: ['curl', 'client', 'node', 'core', 'redis'], strict: false, verbose: false };
+  const o = { quick: false, sizes: null, runs: 3, only: CASES, variants: VARIANTS, strict: false, verbose: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = () => {
@@ -55,7 +56,7 @@ function parseArgs(argv) {
     else throw new Error(`unknown option ${a}\n${USAGE}`);
   }
   if (!Number.isInteger(o.runs) || o.runs < 1) throw new Error('--runs: must be a whole number, 1 or more');
-  for (const v of o.variants) if (!['curl', 'client', 'node', 'core', 'redis'].includes(v)) throw new Error(`--variants: "${v}" is not one of curl, client, node, core, redis`);
+  for (const v of o.variants) if (!VARIANTS.includes(v)) throw new Error(`--variants: "${v}" is not one of ${VARIANTS.join(', ')}`);
   for (const c of o.only) if (!CASES.includes(c)) throw new Error(`--only: "${c}" is not one of ${CASES.join(', ')}`);
   if (!o.sizes) o.sizes = o.quick ? [MiB, 4 * MiB] : [16 * MiB, 256 * MiB, 1024 * MiB];
   o.sizes.sort((a, b) => a - b);

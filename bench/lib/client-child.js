@@ -1,18 +1,17 @@
 'use strict';
 // One API-client transfer in a process of its own, so that its memory is measured alone.
-// Protocol (IPC): child -> {ready, rss}; parent -> {cmd:'go', op, ...}; child -> {ok, ms, selfPeakRss, ...};
-// parent reads /proc, then -> {cmd:'exit'}.
+// Protocol (IPC): child -> {ready, rss}; parent -> {cmd:'go', op, ...}; child -> {ok, ms, ...};
+// parent reads /proc, then -> {cmd:'exit'}. The parent samples memory from /proc: no sampler runs
+// in here, so the transfer's CPU is the client's alone (as in bare-child.js).
 const path = require('path');
 const { performance } = require('perf_hooks');
+const { profiled } = require('./profile-job');
 
 const REPO = path.resolve(__dirname, '..', '..');
 const { AssetClient } = require(path.join(REPO, 'dist', 'api', 'client'));
 
 const [baseUrl, cookie] = process.argv.slice(2);
 const client = new AssetClient({ baseUrl, cookie });
-
-let selfPeak = process.memoryUsage.rss();
-const sampler = setInterval(() => { selfPeak = Math.max(selfPeak, process.memoryUsage.rss()); }, 20);
 
 async function run(job) {
   const t0 = performance.now();
@@ -28,12 +27,10 @@ async function run(job) {
 }
 
 process.on('message', (m) => {
-  if (m.cmd === 'exit') { clearInterval(sampler); client.close(); process.exit(0); }
+  if (m.cmd === 'exit') { client.close(); process.exit(0); }
   if (m.cmd !== 'go') return;
-  selfPeak = process.memoryUsage.rss();
-  const idle = selfPeak;
-  run(m).then(
-    (r) => process.send({ ok: true, ...r, selfIdleRss: idle, selfPeakRss: Math.max(selfPeak, process.memoryUsage.rss()) }),
+  profiled(`client-${m.op}`, () => run(m)).then(
+    (r) => process.send({ ok: true, ...r }),
     (e) => process.send({ ok: false, error: `${e.kind ? e.kind + ': ' : ''}${e.message}` })
   );
 });

@@ -14,7 +14,7 @@ const ID = {
   downOurs: 'bench-down-ours-inject',
   downCore: 'bench-down-core-inject'
 };
-const EVENT_PATHS = { ours: '/bench/dam-events', core: '/bench/core-events', redis: '/bench/redis-events' };
+const EVENT_PATHS = { ours: '/bench/dam-events', batch: '/bench/dam-events-batch', core: '/bench/core-events', redis: '/bench/redis-events' };
 
 // Last node of every transfer flow: elapsed time and what the flow produced, then drop the payload.
 const DONE_FUNC = `
@@ -47,6 +47,11 @@ return msg;`;
 
 const COUNT_OURS = `
 flow.set('ours', (flow.get('ours') || 0) + 1);
+return null;`;
+
+// asset-event-in's per-callback output: msg.payload is the array of the callback's entries.
+const COUNT_BATCH = `
+flow.set('batch', (flow.get('batch') || 0) + msg.payload.length);
 return null;`;
 
 const COUNT_REDIS = `
@@ -95,10 +100,10 @@ function buildFlows({ emulatorUrl, cookie, types, parts, redisUrl }) {
   // --- helpers read by the harness
   nodes.push(
     httpIn('bench-counts-in', '/bench/counts', 'get', ['bench-counts-fn'], 600),
-    fn('bench-counts-fn', `msg.payload = { ours: flow.get('ours') || 0, core: flow.get('core') || 0, redis: flow.get('redis') || 0 }; return msg;`, ['bench-counts-out'], 450, 600),
+    fn('bench-counts-fn', `msg.payload = { ours: flow.get('ours') || 0, batch: flow.get('batch') || 0, core: flow.get('core') || 0, redis: flow.get('redis') || 0 }; return msg;`, ['bench-counts-out'], 450, 600),
     httpResponse('bench-counts-out', 600),
     httpIn('bench-reset-in', '/bench/reset', 'post', ['bench-reset-fn'], 640),
-    fn('bench-reset-fn', `flow.set('ours', 0); flow.set('core', 0); flow.set('redis', 0); msg.payload = { ok: true }; return msg;`, ['bench-reset-out'], 450, 640),
+    fn('bench-reset-fn', `flow.set('ours', 0); flow.set('batch', 0); flow.set('core', 0); flow.set('redis', 0); msg.payload = { ok: true }; return msg;`, ['bench-reset-out'], 450, 640),
     httpResponse('bench-reset-out', 640),
     { id: 'bench-catch', type: 'catch', z: TAB, name: '', scope: null, uncaught: false, x: 150, y: 720, wires: [['bench-catch-fn']] },
     fn('bench-catch-fn', CATCH_FUNC, [], 450, 720)
@@ -174,7 +179,13 @@ function buildFlows({ emulatorUrl, cookie, types, parts, redisUrl }) {
         successCode: '', output: 'entry', emitEmpty: false, maxBodyMB: '', secretHeader: '', subscriptionId: '',
         checkId: true, dedup: true, dedupWindow: '', dedupMax: '', server: '', manage: false,
         watchPath: [], watchMetadata: [], logicalOperand: '', retryCount: '', x: 150, y: 440, wires: [['bench-ev-ours-count']] },
-      fn('bench-ev-ours-count', COUNT_OURS, [], 450, 440)
+      fn('bench-ev-ours-count', COUNT_OURS, [], 450, 440),
+      // --- 3c: the same with one message per callback (output: callback)
+      { id: 'bench-ev-batch-in', type: 'asset-event-in', z: TAB, name: '', path: EVENT_PATHS.batch, method: 'post',
+        successCode: '', output: 'callback', emitEmpty: false, maxBodyMB: '', secretHeader: '', subscriptionId: '',
+        checkId: true, dedup: true, dedupWindow: '', dedupMax: '', server: '', manage: false,
+        watchPath: [], watchMetadata: [], logicalOperand: '', retryCount: '', x: 150, y: 470, wires: [['bench-ev-batch-count']] },
+      fn('bench-ev-batch-count', COUNT_BATCH, [], 450, 470)
     );
   }
   if (parts.has('events') && types.has('asset-event-in') && types.has('asset-redis') && redisUrl) {

@@ -1,6 +1,7 @@
 'use strict';
 // Cases 1 and 2: upload a file from disk to the emulator and download it back to disk, with
-// curl, the API client (child process), asset-upload/-download in Node-RED, and core nodes.
+// curl, bare Node (child process), the API client (child process), asset-upload/-download in
+// Node-RED, and core nodes.
 const fs = require('fs');
 const path = require('path');
 const { spawn, fork } = require('child_process');
@@ -9,6 +10,7 @@ const { measurePeak, readMemory, readCpu } = require('./rss');
 const { ID } = require('./flows');
 
 const CLIENT_CHILD = path.join(__dirname, 'client-child.js');
+const BARE_CHILD = path.join(__dirname, 'bare-child.js');
 
 /** Generous time limit for one transfer: 60 s plus 10 MB/s. */
 const timeLimitMs = (size) => 60000 + size / 10e3;
@@ -53,10 +55,13 @@ function runCurl(args, size) {
   });
 }
 
-/** Forks the client child, measures its RSS over one job, returns { ms, idle, peak, growth, ... }. */
-function runClientChild(ctx, job, size) {
+/**
+ * Forks the client child (or, with `script` BARE_CHILD, the bare-Node one), measures its RSS over
+ * one job, returns { ms, idle, peak, growth, ... }.
+ */
+function runClientChild(ctx, job, size, script = CLIENT_CHILD) {
   return new Promise((resolve, reject) => {
-    const child = fork(CLIENT_CHILD, [ctx.emulator.url, ctx.cookie], { stdio: ['ignore', 'inherit', 'pipe', 'ipc'] });
+    const child = fork(script, [ctx.emulator.url, ctx.cookie], { stdio: ['ignore', 'inherit', 'pipe', 'ipc'] });
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (t) => { stderr += t; });
     const killer = setTimeout(() => child.kill('SIGKILL'), timeLimitMs(size));
@@ -127,6 +132,11 @@ const UPLOADS = {
     const fuid = uploadChecked(JSON.parse(r.body), size, r.status);
     return { ms: r.ms, fuid, idle: NaN, peak: r.peak, growth: NaN, cpu: r.cpu };
   },
+  bare: async (ctx, { file, size, destination }) => {
+    const r = await runClientChild(ctx, { op: 'upload', file, destination }, size, BARE_CHILD);
+    const fuid = uploadChecked({ success: r.result.success, length: r.result.length, fuids: r.result.fuids }, size);
+    return { ...r, fuid };
+  },
   client: async (ctx, { file, size, destination }) => {
     const r = await runClientChild(ctx, { op: 'upload', file, destination }, size);
     const fuid = uploadChecked({ success: r.result.success, length: r.result.length, fuids: r.result.fuids }, size);
@@ -154,6 +164,7 @@ const DOWNLOADS = {
     if (r.status !== 200) throw new Error(`HTTP ${r.status}`);
     return { ms: r.ms, idle: NaN, peak: r.peak, growth: NaN, cpu: r.cpu };
   },
+  bare: (ctx, { fuid, out, size }) => runClientChild(ctx, { op: 'download', fuid, file: out }, size, BARE_CHILD),
   client: (ctx, { fuid, out, size }) => runClientChild(ctx, { op: 'download', fuid, file: out }, size),
   node: (ctx, { fuid, out, size, tag }) => runFlow(ctx, ID.downOurs, tag, [
     { p: 'fuid', v: String(fuid), vt: 'num' }, { p: 'filename', v: out, vt: 'str' }

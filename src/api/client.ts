@@ -32,6 +32,7 @@ import { filenameFromContentDisposition, sanitizeFilename } from './filename';
 import { SessionHolder, type LoginOptions } from './session';
 import { TOKEN_CHAR, isPlainObject } from './values';
 import { ByteCounter, CallControl, TRANSFER_HIGH_WATER_MARK, peek, slices, type TransferProgress } from './transfer';
+import { TransferThread, type ThreadJob } from './transfer-thread';
 
 export type { TransferProgress };
 import {
@@ -84,6 +85,14 @@ export interface AssetClientOptions {
   maxBufferBytes?: number;
   /** Largest JSON answer (subscribe, upload, export) read, in bytes. Default 8 MiB. */
   maxAnswerBytes?: number;
+  /**
+   * Where downloadToFile and uploads from a path of 4 MiB or more move their bytes: `main` (the
+   * caller's thread, default) or `worker` (one worker thread per client, started at the first such
+   * call). A worker keeps a process with a large heap, such as Node-RED, from paying for the
+   * garbage collection of the transfer's buffers (docs/performance.md). Progress, abort, timeouts,
+   * errors and automatic login behave the same. Not used with `agent`.
+   */
+  transferThread?: 'main' | 'worker';
 }
 
 /** Options common to every call. */
@@ -193,6 +202,8 @@ const PEEK_LIMIT = 64 * 1024;
  * so that a node never waits for a socket (a call waiting for one counts towards its timeout).
  */
 const DEFAULT_MAX_SOCKETS = 32;
+/** Smallest upload sent from the transfer thread: below it, the hand-over costs more than it saves. */
+const THREAD_MIN_UPLOAD_BYTES = 4 * 1024 * 1024;
 /**
  * Request bodies declare UTF-8: a servlet container (the real server is one) reads a body whose
  * Content-Type names no charset as ISO-8859-1, so São Paulo would arrive as SÃ£o Paulo.
@@ -229,6 +240,9 @@ export class AssetClient extends EventEmitter {
   private readonly maxBufferBytes: number;
   private readonly maxAnswerBytes: number;
   private readonly ownAgents: Array<http.Agent> = [];
+  /** The worker of `transferThread: 'worker'`, and the client options it is given (the cookie is added per call). */
+  private readonly thread: TransferThread | undefined;
+  private readonly threadOptions: Record<string, unknown> = {};
 
   constructor(options: AssetClientOptions) {
     super();
@@ -239,6 +253,14 @@ export class AssetClient extends EventEmitter {
     this.timeout = timeoutOf('timeout', options.timeout, DEFAULT_TIMEOUT_MS);
     this.maxBufferBytes = byteLimitOf('maxBufferBytes', options.maxBufferBytes, DEFAULT_MAX_BUFFER_BYTES);
     this.maxAnswerBytes = byteLimitOf('maxAnswerBytes', options.maxAnswerBytes, DEFAULT_MAX_ANSWER_BYTES);
+    const transferThread = options.transferThread ?? 'main';
+    if (transferThread !== 'main' && transferThread !== 'worker') throw invalidInput('transferThread', "must be 'main' or 'worker'");
+    if (transferThread === 'worker' && !options.agent) {
+      this.thread = new TransferThread();
+      for (const name of ['baseUrl', 'timeout', 'ca', 'cert', 'key', 'passphrase', 'rejectUnauthorized', 'maxSockets', 'maxBufferBytes', 'maxAnswerBytes'] as const) {
+        if (options[name] !== undefined) this.threadOptions[name] = options[name];
+      }
+    }
 
     let httpAgent = options.agent as http.Agent | undefined;
     let httpsAgent = options.agent as https.Agent | undefined;
@@ -335,7 +357,7 @@ export class AssetClient extends EventEmitter {
   async upload(opts: UploadOptions): Promise<UploadOutcome> {
     const usedHeader = this.session.cookieHeader;
     try {
-      return await this.uploadOnce(opts);
+      return await this.uploadOnceOnAThread(opts);
     } catch (err) {
       if (!(err instanceof AssetApiError) || err.kind !== 'auth' || err.status !== 401 || !this.session.canLogin) throw err;
       await this.session.renew(usedHeader, 'upload');
@@ -346,12 +368,23 @@ export class AssetClient extends EventEmitter {
           { operation: 'upload', status: 401 });
       }
       try {
-        return await this.uploadOnce(opts);
+        return await this.uploadOnceOnAThread(opts);
       } catch (again) {
         if (again instanceof AssetApiError && again.kind === 'auth' && again.status === 401) throw this.session.refused('upload');
         throw again;
       }
     }
+  }
+
+  /** One upload attempt, on the transfer thread when there is one and the file is a path big enough. */
+  private async uploadOnceOnAThread(opts: UploadOptions): Promise<UploadOutcome> {
+    const job = this.threadJob('upload', opts);
+    const file = opts?.file as { path?: unknown } | undefined;
+    if (job && typeof file?.path === 'string') {
+      const size = await fsp.stat(file.path).then((st) => (st.isFile() ? st.size : -1), () => -1);
+      if (size >= THREAD_MIN_UPLOAD_BYTES) return this.runInThread<UploadOutcome>('upload', job, opts);
+    }
+    return this.uploadOnce(opts);
   }
 
   private async uploadOnce(opts: UploadOptions): Promise<UploadOutcome> {
@@ -511,6 +544,28 @@ export class AssetClient extends EventEmitter {
    * server's (sanitized) file name, else `asset-<fuid>`. A failed download leaves no file behind.
    */
   async downloadToFile(opts: DownloadOptions & { path: string }): Promise<DownloadInfo & { path: string; bytes: number }> {
+    const job = this.threadJob('downloadToFile', opts);
+    if (!job) return this.downloadToFileHere(opts);
+    type Result = DownloadInfo & { path: string; bytes: number };
+    const usedHeader = this.session.cookieHeader;
+    try {
+      return await this.runInThread<Result>('download', job, opts);
+    } catch (err) {
+      // As send() does on this thread: one login for a 401, then once more.
+      if (!(err instanceof AssetApiError) || err.kind !== 'auth' || err.status !== 401 || !this.session.canLogin) throw err;
+      await this.session.renew(usedHeader, 'download');
+      const again = this.threadJob('downloadToFile', opts);
+      if (!again) return this.downloadToFileHere(opts);
+      try {
+        return await this.runInThread<Result>('download', again, opts);
+      } catch (failed) {
+        if (failed instanceof AssetApiError && failed.kind === 'auth' && failed.status === 401) throw this.session.refused('download');
+        throw failed;
+      }
+    }
+  }
+
+  private async downloadToFileHere(opts: DownloadOptions & { path: string }): Promise<DownloadInfo & { path: string; bytes: number }> {
     const operation: AssetOperation = 'download';
     if (opts === null || typeof opts !== 'object') throw invalidInput('options', 'must be an object with fuid and path', operation);
     const requested = textField('path', opts.path, operation);
@@ -587,6 +642,7 @@ export class AssetClient extends EventEmitter {
    * their AbortSignal to stop them.
    */
   close(): void {
+    this.thread?.close();
     for (const agent of this.ownAgents) {
       (agent as http.Agent & { keepAlive: boolean }).keepAlive = false;
       for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
@@ -594,6 +650,41 @@ export class AssetClient extends EventEmitter {
   }
 
   // ---- internals ----
+
+  /**
+   * Runs a job on the transfer thread. An answer of the server other than 401 tells the session
+   * that the cookie the job carried works (as sendOnce does for requests on this thread).
+   */
+  private async runInThread<T>(operation: AssetOperation, job: ThreadJob, opts: CallOptions & { onProgress?: (p: TransferProgress) => void }): Promise<T> {
+    const usedHeader = job.client.cookie as string | undefined;
+    try {
+      const result = await this.thread!.run<T>(operation, job, opts.signal ?? undefined, opts.onProgress);
+      this.session.accepted(usedHeader);
+      return result;
+    } catch (err) {
+      if (err instanceof AssetApiError && err.status !== undefined && err.status !== 401) this.session.accepted(usedHeader);
+      throw err;
+    }
+  }
+
+  /**
+   * The job for the transfer thread, or undefined when the call stays on this thread: no thread
+   * (or closed), or options this thread must judge (a bad signal or callback, an aborted signal)
+   * or that cannot be cloned to a worker. The cookie is the session's at this moment.
+   */
+  private threadJob(method: ThreadJob['method'], opts: unknown): ThreadJob | undefined {
+    if (!this.thread?.open || opts === null || typeof opts !== 'object') return undefined;
+    const { signal, onProgress, ...rest } = opts as CallOptions & { onProgress?: unknown };
+    if (signal !== undefined && signal !== null && (!(signal instanceof AbortSignal) || signal.aborted)) return undefined;
+    if (onProgress !== undefined && onProgress !== null && typeof onProgress !== 'function') return undefined;
+    const job: ThreadJob = { method, client: { ...this.threadOptions, cookie: this.session.cookieHeader }, opts: rest };
+    try {
+      structuredClone(job);
+    } catch {
+      return undefined;
+    }
+    return job;
+  }
 
   private url(apiPath: string): string {
     return this.base + apiPath;

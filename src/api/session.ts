@@ -127,6 +127,27 @@ export function resolveLogin(options: LoginOptions): ResolvedLogin {
   };
 }
 
+/**
+ * A warning when the login sends the password in the query string of a plain http:// URL, where
+ * access logs and proxies see it (the utility preset does, and its relative URL goes to the
+ * preview server's address); undefined otherwise or when the options are invalid.
+ */
+export function plainLoginWarning(login: LoginOptions | undefined, baseUrl: string): string | undefined {
+  if (!login) return undefined;
+  let resolved: ResolvedLogin;
+  let url: URL;
+  try {
+    resolved = resolveLogin(login);
+    url = new URL(resolved.url, baseUrl.replace(/\/*$/, '/'));
+  } catch {
+    return undefined;
+  }
+  if (resolved.fieldsIn !== 'query' || url.protocol !== 'http:') return undefined;
+  if (!resolved.fieldList.some(([, value]) => value.includes('{{password}}'))) return undefined;
+  return `automatic login sends the password in the query string of ${url.origin}${url.pathname} over plain http, ` +
+    'where access logs and proxies see it: give the login URL with https:// (the utility call is usually on the management server, https://host:8443/command)';
+}
+
 function fieldListOf(fields: string | Record<string, string>): Array<[string, string]> {
   if (typeof fields === 'string') {
     const list: Array<[string, string]> = [];
@@ -233,7 +254,10 @@ export class SessionHolder {
     }
   }
 
-  /** Logs in now (e.g. at start), whatever the state; rejects with an `auth` error naming the failed step. */
+  /**
+   * Logs in now (e.g. at start); during the wait after a failed login it rejects at once saying
+   * when the next try is. Rejects with an `auth` error naming the failed step.
+   */
   async loginNow(operation: AssetOperation): Promise<void> {
     return this.renew(this.header, operation);
   }

@@ -337,8 +337,8 @@ export default function register(RED: NodeAPI): void {
         const setup = ownedSubscriptionSetup();
         // What this node registered before (id or server changed, also across a restart) goes.
         const before = registry.get(node.id);
-        if (before && !sameSubscription(before, setup.recorded)) releaseRecorded(before);
         registry.set(node.id, setup.recorded);
+        if (before && !sameSubscription(before, setup.recorded)) releaseSubscription(RED, t, before, (message) => node.warn(redact(message, secret)), node.id);
         owner = new OwnedSubscription(setup, (s, error) => {
           state.subscription = s;
           state.subscriptionError = error ? redact(error, secret) : '';
@@ -363,7 +363,7 @@ export default function register(RED: NodeAPI): void {
     function releaseRecorded(recorded: RegisteredSubscription | undefined): void {
       if (!recorded) return;
       registry.forget(node.id);
-      releaseSubscription(RED, t, recorded, (message) => node.warn(redact(message, secret)));
+      releaseSubscription(RED, t, recorded, (message) => node.warn(redact(message, secret)), node.id);
     }
 
     function ownedSubscriptionSetup(): OwnedSetup {

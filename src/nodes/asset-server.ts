@@ -6,6 +6,7 @@
  */
 import { AssetClient, type AssetClientOptions } from '../api/client';
 import { AssetApiError, invalidInput } from '../api/errors';
+import { plainLoginWarning } from '../api/session';
 import type { Node, NodeAPI, TlsConfigNode } from './node-red';
 import { keptSessions, loginOptions, type LoginConfig } from './server-session';
 
@@ -87,7 +88,8 @@ export function clientOptions(RED: NodeAPI, config: AssetServerConfig, credentia
   const timeoutS = Number(timeoutText);
   if (!Number.isFinite(timeoutS) || timeoutS < 0) throw invalidInput('timeout', 'must be a number of seconds, 0 or more');
 
-  const options: AssetClientOptions = { baseUrl, cookie: cookie.trim(), timeout: Math.round(timeoutS * 1000) };
+  // Big transfers on a worker thread: Node-RED's heap then does not pay for their buffers' garbage collection.
+  const options: AssetClientOptions = { baseUrl, cookie: cookie.trim(), timeout: Math.round(timeoutS * 1000), transferThread: 'worker' };
   if (login) options.login = login;
   if (config.tls) {
     const tlsNode = RED.nodes.getNode(config.tls) as TlsConfigNode | null;
@@ -113,8 +115,11 @@ export default function register(RED: NodeAPI): void {
     node.baseUrl = (config.baseUrl || '').trim();
     node.publicBaseUrl = (config.publicBaseUrl || '').trim();
     try {
-      node.client = new AssetClient(clientOptions(RED, config, node.credentials ?? {}));
+      const options = clientOptions(RED, config, node.credentials ?? {});
+      node.client = new AssetClient(options);
       keptSessions.adopt(node.id, config, node.credentials ?? {}, node.client);
+      const exposed = plainLoginWarning(options.login, options.baseUrl);
+      if (exposed) node.warn(exposed);
     } catch (err) {
       node.configError = err instanceof AssetApiError
         ? err

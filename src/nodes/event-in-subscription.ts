@@ -121,9 +121,27 @@ export class OwnedSubscription {
   }
 }
 
-/** Deletes a subscription recorded in the registry; one the server cannot be reached for now is kept for the next start. */
-export function releaseSubscription(RED: NodeAPI, t: EventInText, recorded: RegisteredSubscription, warn: (message: string) => void): void {
+/**
+ * True when a running asset-event-in (or `self`, being set up now) records the same base URL and
+ * subscription id: deleting it would take that node's subscription away (an undone removal, a
+ * pasted copy with the same fixed id, a node moved to another config node for the same server).
+ */
+function ownedByLiveNode(RED: NodeAPI, subscription: RegisteredSubscription, self?: string): boolean {
   const registry = registryFor(RED);
+  return registry.nodeIds().some((nodeId) => {
+    const other = registry.get(nodeId);
+    return other !== undefined && other.baseUrl === subscription.baseUrl && other.id === subscription.id &&
+      (nodeId === self || RED.nodes.getNode(nodeId)?.type === 'asset-event-in');
+  });
+}
+
+/**
+ * Deletes a subscription recorded in the registry, unless a running node owns it now; one the
+ * server cannot be reached for now is kept for the next start.
+ */
+export function releaseSubscription(RED: NodeAPI, t: EventInText, recorded: RegisteredSubscription, warn: (message: string) => void, self?: string): void {
+  const registry = registryFor(RED);
+  if (ownedByLiveNode(RED, recorded, self)) return;
   deleteRecorded(RED, recorded).then((outcome) => {
     if (outcome === undefined) return;
     if (outcome === 'no-server') {

@@ -17,7 +17,7 @@
  * Comms topic `dam-assets/event-in/<node id>`: the node's counters, at most once a second per node.
  */
 import { AssetClient } from '../api/client';
-import { AssetApiError } from '../api/errors';
+import { AssetApiError, invalidInput } from '../api/errors';
 import { clientOptions, type AssetServerConfig, type AssetServerConfigNode } from '../nodes/asset-server';
 import { derivedSubscriptionId } from '../nodes/asset-event-in';
 import { maskHeaderValues } from '../nodes/asset-subscribe';
@@ -67,6 +67,11 @@ function subscribeFixedId(config: Record<string, any>): string | undefined {
 function errorView(err: unknown): { kind: string; message: string } {
   if (err instanceof AssetApiError) return { kind: err.kind, message: err.message };
   return { kind: 'error', message: err instanceof Error ? err.message : String(err) };
+}
+
+/** Scheme, host and port of a URL; undefined when it is not one. */
+function originOf(url: string | undefined): string | undefined {
+  try { return new URL((url || '').trim()).origin; } catch { return undefined; }
 }
 
 export default function register(RED: PluginAPI): void {
@@ -192,7 +197,19 @@ export default function register(RED: PluginAPI): void {
     // The dialog shows the saved placeholder when the cookie was not retyped: use the deployed one.
     // The running node's copy has ${ENV_VAR} already replaced; a stopped one has only the stored value.
     if (cookie === SAVED_PASSWORD) {
-      cookie = config.id ? RED.nodes.getNode(config.id)?.credentials?.cookie ?? RED.nodes.getCredentials(config.id)?.cookie : undefined;
+      // The saved cookie only goes where it was saved for: the deployed node's origin. Else a
+      // user allowed to test connections could send it to a host of their choosing.
+      const running = config.id ? RED.nodes.getNode(config.id) as AssetServerConfigNode | null : null;
+      if (!running || originOf(running.baseUrl) === undefined || originOf(running.baseUrl) !== originOf(config.baseUrl)) {
+        res.json(configReport(invalidInput('cookie', 'type the cookie again: the saved cookie is only sent to the deployed base URL\'s server')));
+        return;
+      }
+      // Same base URL: the deployed node's client, with its automatic login and any cookie set at run time.
+      if (running.client && running.baseUrl === (config.baseUrl || '').trim()) {
+        res.json(await checkConnection(running.client));
+        return;
+      }
+      cookie = running.credentials?.cookie;
     }
     let client: AssetClient | undefined;
     try {

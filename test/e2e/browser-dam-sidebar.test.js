@@ -1,4 +1,5 @@
 'use strict';
+const http = require('http');
 /**
  * The DAM sidebar tab and the asset-server dialog's "Test connection", in headless Chromium
  * against a real Node-RED (test/e2e/lib/browser-node-red.js) and the emulator.
@@ -299,6 +300,20 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
     // Saved cookie (the field shows the placeholder): the deployed node's cookie is used.
     (await testConnection(page, {})).kind.should.equal('ok');
     await shoot(page, 'asset-server-test-ok', page.locator('.red-ui-tray').last());
+
+    // The saved cookie goes to the deployed server only, never to a host typed in the dialog.
+    const cookiesSeen = [];
+    const elsewhere = http.createServer((req, res) => { cookiesSeen.push(req.headers.cookie); res.end('{}'); });
+    await new Promise((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
+    try {
+      const other = await testConnection(page, { baseUrl: `http://127.0.0.1:${elsewhere.address().port}` });
+      other.kind.should.equal('config');
+      other.text.should.match(/type the cookie again/);
+      cookiesSeen.should.eql([]);
+    } finally {
+      elsewhere.close();
+    }
+    await page.locator('#node-config-input-baseUrl').fill(emulator.url);
 
     const auth = await testConnection(page, { cookie: 'JSESSIONID=not-a-session' });
     auth.kind.should.equal('auth');

@@ -21,13 +21,14 @@ const DERIVED_ID = 'nr-0123456789abcdef';
 
 describe('asset-event-in owning its subscription (test helper + emulator)', function () {
   let emulator;
+  const emulatorLog = [];
   let app; // the helper's httpNode, served below under /hooks
   let hookServer;
   let publicBaseUrl;
 
   before(async () => {
     await helper.startServer();
-    emulator = await startEmulator({ port: 0, retryDelayMs: 200 });
+    emulator = await startEmulator({ port: 0, retryDelayMs: 200, log: (line) => emulatorLog.push(line) });
     const outer = express();
     outer.use('/hooks', (req, res, next) => (app ? app(req, res, next) : next()));
     hookServer = http.createServer(outer);
@@ -268,5 +269,34 @@ describe('asset-event-in owning its subscription (test helper + emulator)', func
   it('without a server selected: a clear error naming the field', async function () {
     const node = await load(flow({ server: '' }).filter((n) => n.id !== 'srv'), { [NODE_ID]: { secret: SECRET } });
     node.error.args.map((a) => String(a[0])).join('\n').should.match(/server: select an asset-server/);
+  });
+
+  // What the node remembers (dam-assets-subscriptions.json) must never delete a subscription a
+  // running node owns now: the same base URL and id, whoever recorded it.
+  it('a recorded orphan with the id a running node now owns is dropped, not deleted (an undone removal, a pasted copy)', async function () {
+    fs.writeFileSync(path.join(userDir, 'dam-assets-subscriptions.json'),
+      JSON.stringify({ nodes: {}, orphans: [{ server: 'srv', baseUrl: emulator.url, id: 'fixed-sub-0002' }] }));
+    const deletesBefore = emulatorLog.filter((line) => /^DELETE .*fixed-sub-0002/.test(line)).length;
+    const node = await load(flow({ subscriptionId: 'fixed-sub-0002' }));
+    await until(() => node.status.lastCall && node.status.lastCall.args[0].fill === 'green');
+    await until(() => JSON.parse(fs.readFileSync(path.join(userDir, 'dam-assets-subscriptions.json'), 'utf8')).orphans.length === 0);
+    // A request after the sweep, through the same client: a DELETE the sweep sent is in by then.
+    await helper.getNode('srv').getClient().getSubscription('fixed-sub-0002');
+    emulatorLog.filter((line) => /^DELETE .*fixed-sub-0002/.test(line)).length.should.equal(deletesBefore);
+    (await getSubscription('fixed-sub-0002')).success.should.be.true('the running node keeps its subscription');
+  });
+
+  it('moved to another config node for the same server: its subscription is not deleted', async function () {
+    await load(flow({ subscriptionId: 'fixed-sub-0002' }));
+    await until(async () => (await getSubscription('fixed-sub-0002')).success);
+    const moved = flow({ subscriptionId: 'fixed-sub-0002', server: 'srv2' });
+    moved.push({ id: 'srv2', type: 'asset-server', baseUrl: emulator.url, publicBaseUrl, timeout: 5 });
+    const deletesBefore = emulatorLog.filter((line) => /^DELETE .*fixed-sub-0002/.test(line)).length;
+    await helper.setFlows(moved, 'full', { ...credentials(), srv2: { cookie: COOKIE } });
+    const node = helper.getNode(NODE_ID);
+    await until(() => node.status.lastCall && node.status.lastCall.args[0].fill === 'green');
+    await helper.getNode('srv2').getClient().getSubscription('fixed-sub-0002');
+    emulatorLog.filter((line) => /^DELETE .*fixed-sub-0002/.test(line)).length.should.equal(deletesBefore);
+    (await getSubscription('fixed-sub-0002')).success.should.be.true();
   });
 });

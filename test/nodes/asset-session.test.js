@@ -156,6 +156,16 @@ describe('asset-session and automatic login (test helper + emulator)', function 
     s.serialise(caught).should.not.containEql('never-on-a-catch-msg');
   });
 
+  it('warns when automatic login would send the password in a plain http:// query string (the utility preset on an http base URL)', async function () {
+    await load(flow({ loginEnabled: true, loginPreset: 'utility' }), { server: { username: USER.name, password: USER.password } });
+    const warned = helper.getNode('server').warn.args.map((a) => String(a[0])).join('\n');
+    warned.should.match(/password in the query string of http:\/\/127\.0\.0\.1:\d+\/command over plain http/);
+    warned.should.not.containEql(USER.password);
+    await helper.unload();
+    await load(flow({ loginEnabled: true, loginPreset: 'form' }), { server: { username: USER.name, password: USER.password } });
+    helper.getNode('server').warn.called.should.be.false('a form login sends the password in the body');
+  });
+
   it('automatic login: no cookie configured, the nodes log in on the first 401; the login action logs in now', async function () {
     const logins = emulator.sessionStats().logins;
     await load(flow({ loginEnabled: true, loginPreset: 'form' }), { server: { username: USER.name, password: USER.password } });
