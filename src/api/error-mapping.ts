@@ -173,3 +173,29 @@ export function errorForFailure(ctx: ErrorContext, err: unknown, state: FailureS
   return new AssetApiError('network', `${op}: network error with ${ctx.origin}: ${describeNetwork(code, message)}${code ? ` (${code})` : ''}`,
     { operation: op, code });
 }
+
+/** `123.4 MB` (10^6 bytes), as the editor's MB settings count. */
+export function formatSize(bytes: number): string {
+  return bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : `${bytes} bytes`;
+}
+
+/** Error for a JSON answer larger than the client reads (maxAnswerBytes). */
+export function errorForLargeAnswer(operation: AssetOperation, maxAnswerBytes: number): AssetApiError {
+  return new AssetApiError('too-large',
+    `${operation}: the server's answer is larger than ${formatSize(maxAnswerBytes)} (maxAnswerBytes); it was not read further`,
+    { operation });
+}
+
+/** True for an error of the local file system (it names a system call). */
+export function isFileSystemError(err: unknown): err is NodeJS.ErrnoException {
+  return err instanceof Error && typeof (err as NodeJS.ErrnoException).syscall === 'string';
+}
+
+/** Error for a local file that cannot be read or written: `invalid-input` naming the field, with the system's code. */
+export function errorForLocalFile(err: unknown, field: string, what: string, operation: AssetOperation): AssetApiError {
+  if (err instanceof AssetApiError) return err;
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return new AssetApiError('invalid-input', `${field}: ${what}${code ? ` (${code})` : ''}`, {
+    field, operation, ...(typeof code === 'string' ? { code } : {})
+  });
+}

@@ -6,6 +6,7 @@
  * No Node-RED dependency. The login request is described by data ({@link LoginOptions}), never code.
  */
 import type { AxiosInstance, AxiosResponse } from 'axios';
+import { cookieHeaderOf } from './cookie';
 import { AssetApiError, invalidInput, redactSecrets, type AssetOperation } from './errors';
 import { serverMessageOf, tryParseJson } from './error-mapping';
 import { isPlainObject, isToken } from './values';
@@ -174,8 +175,6 @@ export interface SessionDeps {
   /** Base URL without trailing slash. */
   base: string;
   timeoutMs: number;
-  /** The client's rule for a configured cookie (Name=value, or bare value sent as JSESSIONID). */
-  cookieHeaderOf: (cookie: unknown) => string | undefined;
 }
 
 /**
@@ -195,7 +194,7 @@ export class SessionHolder {
 
   constructor(private readonly deps: SessionDeps, cookie: unknown, login?: LoginOptions) {
     this.login = login === undefined || login === null ? undefined : resolveLogin(login);
-    this.header = deps.cookieHeaderOf(cookie);
+    this.header = cookieHeaderOf(cookie);
     this.remember(cookie, this.header);
     this.delayMs = this.login?.retryDelayMs ?? DEFAULT_RETRY_MS;
   }
@@ -217,7 +216,7 @@ export class SessionHolder {
 
   /** Sets the cookie from now on (same rules as the configured cookie); a waiting login backoff ends. */
   set(cookie: unknown): void {
-    const header = this.deps.cookieHeaderOf(cookie);
+    const header = cookieHeaderOf(cookie);
     if (header === undefined) throw invalidInput('cookie', 'must not be empty: Name=value or a bare session id');
     this.header = header;
     this.remember(cookie, header);
