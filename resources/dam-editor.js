@@ -8,6 +8,9 @@
  * API (all list values are the strings sent to the server, spec 2.1):
  *
  *   DamEditor.SUBSCRIPTION_ID      RegExp of a subscription id: 8 to 40 of a-z A-Z 0-9 and hyphen.
+ *   DamEditor.HEADER_NAME          RegExp of an HTTP header name (an RFC 9110 token).
+ *                                  Both are browser copies of src/api/values.ts;
+ *                                  test/api/editor-rules.test.js fails when they differ.
  *   DamEditor.validateSubscriptionId(value)
  *                                  true, or a short error text.
  *   DamEditor.subscriptionIdValidator(typeField)
@@ -42,6 +45,7 @@
 
     var NS = "@dam-assets/node-red/asset-server:asset-server.editor.";
     var SUBSCRIPTION_ID = /^[A-Za-z0-9-]{8,40}$/;
+    var HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
     var PATH_PREFIXES = ["", "*", "+", "-"];
 
     function t(key) { return RED._(NS + key); }
@@ -167,6 +171,7 @@
         fieldTypes: FIELD_TYPES,
         typedField: typedField,
         SUBSCRIPTION_ID: SUBSCRIPTION_ID,
+        HEADER_NAME: HEADER_NAME,
         validateSubscriptionId: validateSubscriptionId,
         subscriptionIdValidator: subscriptionIdValidator,
         validateInFlight: validateInFlight,

@@ -59,3 +59,10 @@ export class AssetApiError extends Error {
 export function invalidInput(field: string, rule: string, operation?: AssetOperation): AssetApiError {
   return new AssetApiError('invalid-input', `${field}: ${rule}`, { field, operation });
 }
+
+/** `text` with every occurrence of each secret replaced by ***, so that no secret reaches a message. */
+export function redactSecrets(text: string, secrets: Iterable<string | undefined>): string {
+  let clean = text;
+  for (const secret of secrets) if (secret) clean = clean.split(secret).join('***');
+  return clean;
+}

@@ -2,8 +2,9 @@
  * File name of a download, from the Content-Disposition header (RFC 6266 / RFC 8187),
  * made safe to use as a local file name.
  */
+import { TOKEN_CHAR } from './values';
 
-const PARAM = /;\s*([!#$%&'*+.^_`|~0-9A-Za-z-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)/g;
+const PARAM = new RegExp(`;\\s*(${TOKEN_CHAR}+)\\s*=\\s*("(?:[^"\\\\]|\\\\.)*"|[^;]*)`, 'g');
 
 function unquote(value: string): string {
   const trimmed = value.trim();

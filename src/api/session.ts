@@ -6,8 +6,10 @@
  * No Node-RED dependency. The login request is described by data ({@link LoginOptions}), never code.
  */
 import type { AxiosInstance, AxiosResponse } from 'axios';
-import { AssetApiError, invalidInput, type AssetOperation } from './errors';
-import { isPlainObject, serverMessageOf, tryParseJson } from './answers';
+import { cookieHeaderOf } from './cookie';
+import { AssetApiError, invalidInput, redactSecrets, type AssetOperation } from './errors';
+import { serverMessageOf, tryParseJson } from './error-mapping';
+import { isPlainObject, isToken } from './values';
 
 /** Ready-made login descriptions (see {@link LOGIN_PRESETS}). */
 export type LoginPreset = 'utility' | 'form';
@@ -69,7 +71,6 @@ export const LOGIN_PRESETS: Record<LoginPreset, LoginShape> = {
   }
 };
 
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const DEFAULT_RETRY_MS = 5000;
 const DEFAULT_MAX_RETRY_MS = 300000;
 /** How many past cookies are still redacted from text (a cookie may come back in a late error). */
@@ -112,7 +113,7 @@ export function resolveLogin(options: LoginOptions): ResolvedLogin {
     ? 'is required: the JSON property holding the session (e.g. zm_cookie)' : 'is required: the name of the Set-Cookie (e.g. JSESSIONID)');
   const cookieName = o.cookieName ? text('cookieName', o.cookieName, 'must be a cookie name')
     : sessionFrom === 'set-cookie' ? sessionName : (preset.cookieName ?? 'JSESSIONID');
-  if (!TOKEN.test(cookieName)) throw invalidInput('login.cookieName', 'must be a cookie name (letters, digits and !#$%&\'*+.^_`|~-)');
+  if (!isToken(cookieName)) throw invalidInput('login.cookieName', 'must be a cookie name (letters, digits and !#$%&\'*+.^_`|~-)');
   const delay = (field: 'retryDelayMs' | 'maxRetryDelayMs', fallback: number): number => {
     const value = o[field];
     if (value === undefined || value === null) return fallback;
@@ -174,8 +175,6 @@ export interface SessionDeps {
   /** Base URL without trailing slash. */
   base: string;
   timeoutMs: number;
-  /** The client's rule for a configured cookie (Name=value, or bare value sent as JSESSIONID). */
-  cookieHeaderOf: (cookie: unknown) => string | undefined;
 }
 
 /**
@@ -195,7 +194,7 @@ export class SessionHolder {
 
   constructor(private readonly deps: SessionDeps, cookie: unknown, login?: LoginOptions) {
     this.login = login === undefined || login === null ? undefined : resolveLogin(login);
-    this.header = deps.cookieHeaderOf(cookie);
+    this.header = cookieHeaderOf(cookie);
     this.remember(cookie, this.header);
     this.delayMs = this.login?.retryDelayMs ?? DEFAULT_RETRY_MS;
   }
@@ -217,7 +216,7 @@ export class SessionHolder {
 
   /** Sets the cookie from now on (same rules as the configured cookie); a waiting login backoff ends. */
   set(cookie: unknown): void {
-    const header = this.deps.cookieHeaderOf(cookie);
+    const header = cookieHeaderOf(cookie);
     if (header === undefined) throw invalidInput('cookie', 'must not be empty: Name=value or a bare session id');
     this.header = header;
     this.remember(cookie, header);
@@ -318,10 +317,9 @@ export class SessionHolder {
       { operation, status: 401, code: 'LOGIN_FAILED' });
   }
 
-  private redact(text: string): string {
-    let clean = text;
-    for (const secret of this.secrets()) clean = clean.split(secret).join('***');
-    return clean;
+  /** `text` without the password and any cookie this session sent (each becomes ***). */
+  redact(text: string): string {
+    return redactSecrets(text, this.secrets());
   }
 
   private async runLogin(login: ResolvedLogin): Promise<void> {

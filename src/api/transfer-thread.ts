@@ -12,6 +12,7 @@
 import { Worker } from 'worker_threads';
 import * as path from 'path';
 import { AssetApiError, type AssetErrorKind, type AssetOperation } from './errors';
+import type { TransferProgress } from './transfer';
 
 /** What a worker is asked to do: a client method, with options that survive structured cloning. */
 export interface ThreadJob {
@@ -24,7 +25,7 @@ export interface ThreadJob {
 
 /** A worker's answer about one call. */
 export type ThreadMessage =
-  | { id: number; progress: { bytes: number; total?: number } }
+  | { id: number; progress: TransferProgress }
   | { id: number; result: unknown }
   | { id: number; error: Record<string, unknown> };
 
@@ -32,7 +33,7 @@ interface Call {
   operation: AssetOperation;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
-  onProgress?: (p: { bytes: number; total?: number }) => void;
+  onProgress?: (p: TransferProgress) => void;
   detach: () => void;
 }
 

@@ -6,6 +6,7 @@
 import { parentPort } from 'worker_threads';
 import { AssetClient, type AssetClientOptions } from './client';
 import { AssetApiError } from './errors';
+import type { TransferProgress } from './transfer';
 import type { ThreadJob, ThreadMessage } from './transfer-thread';
 
 /** Clients by options (the cookie included): a renewed session gets a client of its own. */
@@ -37,7 +38,7 @@ if (port) {
     const { id, job } = m;
     const controller = new AbortController();
     controllers.set(id, controller);
-    const opts = { ...job.opts, signal: controller.signal, onProgress: (progress: { bytes: number; total?: number }) => post({ id, progress }) };
+    const opts = { ...job.opts, signal: controller.signal, onProgress: (progress: TransferProgress) => post({ id, progress }) };
     const client = clientFor(job.client);
     const call = job.method === 'upload'
       ? client.upload(opts as unknown as Parameters<AssetClient['upload']>[0])

@@ -63,14 +63,17 @@ export class CallControl {
 }
 
 /** Progress of a transfer. `total` is undefined when the length is not known. */
-export interface Progress {
+export interface TransferProgress {
   /** Bytes of the file sent or received so far. */
   bytes: number;
   /** Length of the file when known. */
   total?: number;
 }
 
-/** Minimum time between two progress reports (the last one is always reported). */
+/**
+ * Minimum time between two progress reports to the caller (the last one is always reported).
+ * The nodes' status shows them at most every STATUS_INTERVAL_MS (src/nodes/common.ts).
+ */
 export const PROGRESS_INTERVAL_MS = 100;
 
 /**
@@ -94,7 +97,7 @@ export class ByteCounter extends Transform {
     private readonly total: number | undefined,
     private readonly hooks: {
       onChunk?: () => void;
-      onProgress?: (p: Progress) => void;
+      onProgress?: (p: TransferProgress) => void;
       /** Called when the source ended; returns an error to fail the stream (e.g. a short body). */
       onEnd?: (bytes: number) => Error | undefined;
     }

@@ -52,32 +52,19 @@ export interface SubscriptionResult {
   error?: string;
 }
 
-/** A subscription as the server stores it (the emulator's GET answer): defaults filled in, repeated fields as arrays. */
-export interface StoredSubscription {
-  callback: string;
-  header: string[];
-  method: string;
-  successCode: number;
-  retryCount: number;
-  requestType: string;
-  queryParam: string[];
-  watchMetadata: string[];
-  watchPath: string[];
-  logicalOperand: LogicalOperand;
-}
-
 /**
- * Details of a stored subscription as returned by GET (spec: "not shown").
- * The emulator answers `{ success, id, subscription: {...fields, repeated ones as arrays} }`;
- * a client must read it tolerantly.
+ * Details of a stored subscription as returned by GET. The spec does not show this answer:
+ * the client passes on whatever the server sends. The emulator's choice is
+ * `{ success, id, subscription: {...fields, repeated ones as arrays} }` (StoredSubscription
+ * in src/emulator/feed-types.ts); a real server may answer otherwise.
  */
 export interface SubscriptionDetails {
   /** True when the subscription was found (the client throws on false). */
   success: boolean;
   /** The subscription id. */
   id: string;
-  /** The stored fields, repeated ones as arrays in registration order. */
-  subscription?: StoredSubscription;
+  /** The stored fields as the server shows them (the emulator: repeated ones as arrays in registration order). */
+  subscription?: Record<string, unknown>;
   /** The server's message when success is false. */
   error?: string;
   [extra: string]: unknown;

@@ -9,9 +9,9 @@
  */
 import type { SubscriptionFields } from './types';
 import { invalidInput, type AssetOperation } from './errors';
+import { SUBSCRIPTION_ID_RULE, isIntegerText, isSubscriptionId, isToken, readFlag } from './values';
 
-/** Rule text of a subscription id (spec 2.1 and 8). */
-export const SUBSCRIPTION_ID_RULE = 'must be 8 to 40 characters of a-z, A-Z, 0-9 and hyphen';
+export { SUBSCRIPTION_ID_RULE };
 
 /** Callback methods the client accepts (spec 4.1 rule 3), sent upper-case. */
 export const CALLBACK_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -24,15 +24,11 @@ export const SUBSCRIPTION_FIELD_NAMES = [
 
 const REPEATED_FIELDS = new Set(['header', 'queryParam', 'watchPath', 'watchMetadata']);
 
-const SUBSCRIPTION_ID = /^[A-Za-z0-9-]{8,40}$/;
-/** An HTTP header name: an RFC 9110 token. */
-const HEADER_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** C0 controls and DEL: never allowed in a form value that ends up in a URL or header. */
 const CONTROL = /[\x00-\x1f\x7f]/;
 /** Same, but a tab is fine inside a header value. */
 const CONTROL_BUT_TAB = /[\x00-\x08\x0a-\x1f\x7f]/;
 const WATCH_PATH = /^(?:[*+-] )?\/[^\x00-\x1f\x7f]*$/;
-const INTEGER = /^-?\d+$/;
 
 /** Short, printable rendering of a rejected value for messages (only for non-secret fields). */
 function show(value: unknown): string {
@@ -58,7 +54,7 @@ function isAbsent(value: unknown): boolean {
  */
 export function validateSubscriptionId(id: unknown, operation?: AssetOperation): string {
   if (typeof id !== 'string') throw invalidInput('id', `${SUBSCRIPTION_ID_RULE} (got ${id === undefined ? 'nothing' : typeof id})`, operation);
-  if (!SUBSCRIPTION_ID.test(id)) {
+  if (!isSubscriptionId(id)) {
     throw invalidInput('id', `${SUBSCRIPTION_ID_RULE} (got ${show(id)}, ${id.length} characters)`, operation);
   }
   return id;
@@ -78,7 +74,7 @@ export function integerField(
     text = String(value);
   } else if (typeof value === 'bigint') {
     text = value.toString();
-  } else if (typeof value === 'string' && INTEGER.test(value.trim())) {
+  } else if (isIntegerText(value)) {
     text = value.trim();
   } else {
     throw invalidInput(field, `must be ${range} (got ${typeof value === 'string' ? show(value) : typeof value})`, operation);
@@ -94,10 +90,8 @@ export function integerField(
 
 /** Reads a boolean given as a boolean or the strings "true"/"false". */
 export function booleanField(field: string, value: unknown, operation?: AssetOperation): 'true' | 'false' {
-  if (value === true || value === false) return value ? 'true' : 'false';
-  if (typeof value === 'string' && /^(true|false)$/i.test(value.trim())) {
-    return value.trim().toLowerCase() as 'true' | 'false';
-  }
+  const flag = readFlag(value);
+  if (flag !== undefined) return flag ? 'true' : 'false';
   throw invalidInput(field, `must be true or false (got ${show(value)})`, operation);
 }
 
@@ -145,7 +139,7 @@ function checkCallback(value: unknown, operation?: AssetOperation): string {
 function checkHeader(value: string, index: number, operation?: AssetOperation): string {
   const colon = value.indexOf(':');
   const name = colon > 0 ? value.slice(0, colon).trim() : '';
-  if (!HEADER_TOKEN.test(name)) {
+  if (!isToken(name)) {
     throw invalidInput('header', `value ${index + 1} must be "Name: value" with a valid header name (letters, digits and !#$%&'*+.^_\`|~-)`, operation);
   }
   if (CONTROL_BUT_TAB.test(value)) {

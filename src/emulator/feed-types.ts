@@ -3,10 +3,25 @@
  * - the repository + HTTP side (server.ts, repository.ts, upload.ts, cli.ts, index.ts), and
  * - the subscription side (subscriptions.ts, matching.ts, delivery.ts) implementing SubscriptionHub.
  */
-import type { StoredSubscription } from '../api/types';
+import type { LogicalOperand } from '../api/types';
 
-/** A stored subscription, as returned by GET subscribe/:id under `subscription` (a wire type). */
-export type { StoredSubscription };
+/**
+ * A subscription as the emulator stores it and shows it under `subscription` in its answer to
+ * GET subscribe/:id: defaults filled in, repeated fields as arrays. The spec does not show that
+ * answer; this shape is the emulator's choice.
+ */
+export interface StoredSubscription {
+  callback: string;
+  header: string[];
+  method: string;
+  successCode: number;
+  retryCount: number;
+  requestType: string;
+  queryParam: string[];
+  watchMetadata: string[];
+  watchPath: string[];
+  logicalOperand: LogicalOperand;
+}
 
 /** One committed change to the repository; each has its own rrn. */
 export interface AssetChange {

@@ -4,25 +4,16 @@
  * object; numbers may arrive as strings; an rrn beyond 2^53 stays a string.
  */
 import type { CallbackEntry } from '../api/types';
+import { exactInteger, isIntegerText, isPlainObject, readFlag } from '../api/values';
 
 export type ParsedCallback =
   | { ok: true; id?: string; success?: boolean; entries: CallbackEntry[] }
   | { ok: false; reason: string };
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /** Reads a boolean that may come as a string. undefined when absent, null when unreadable. */
 export function readBooleanFlag(v: unknown): boolean | undefined | null {
   if (v === undefined || v === null) return undefined;
-  if (typeof v === 'boolean') return v;
-  if (typeof v === 'string') {
-    const s = v.trim().toLowerCase();
-    if (s === 'true') return true;
-    if (s === 'false') return false;
-  }
-  return null;
+  return readFlag(v) ?? null;
 }
 
 /**
@@ -31,11 +22,7 @@ export function readBooleanFlag(v: unknown): boolean | undefined | null {
  * returned unchanged, so nothing the server sent is lost.
  */
 export function readInteger(v: unknown): unknown {
-  if (typeof v === 'string' && /^\s*-?\d+\s*$/.test(v)) {
-    const n = Number(v);
-    return Number.isSafeInteger(n) ? n : v.trim();
-  }
-  return v;
+  return isIntegerText(v) ? exactInteger(v) : v;
 }
 
 /** Normalises one entry; keeps fields the spec does not list. */

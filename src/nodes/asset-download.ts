@@ -6,7 +6,7 @@
 import { invalidInput } from '../api/errors';
 import { DEFAULT_MAX_BUFFER_BYTES, type DownloadInfo, type DownloadOptions } from '../api/client';
 import { clientFor } from './asset-server';
-import { asIntegerId, asString, formatBytes, handleInput, isBlank, localText, required, resolveField, resolvePath } from './common';
+import { asIntegerId, asString, formatBytes, handleInputAndClose, isBlank, localText, required, resolveField, resolvePath } from './common';
 import type { Node, NodeAPI, NodeMessage } from './node-red';
 
 export type DownloadOutput = 'buffer' | 'file';
@@ -51,7 +51,7 @@ export default function register(RED: NodeAPI): void {
     const node = this;
     const output: DownloadOutput = config.output === 'file' ? 'file' : 'buffer';
 
-    handleInput(RED, node, async (msg, request) => {
+    handleInputAndClose(RED, node, async (msg, request) => {
       const fuidField = await resolveField(RED, node, msg, { field: 'fuid', blankReads: 'fuid', value: config.fuid, type: config.fuidType });
       const options: DownloadOptions = {
         fuid: required(fuidField, asIntegerId(fuidField)),

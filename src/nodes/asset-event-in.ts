@@ -1,249 +1,40 @@
 /**
  * asset-event-in: the HTTP endpoint the asset server calls back (spec 2.3, 4.1 rule 12, section 6).
  *
- * - A route on RED.httpNode (so httpNodeRoot, httpNodeAuth and httpNodeMiddleware
- *   apply), removed on close.
- * - Checks: shared-secret header (401), content type / JSON / 2.3 shape / payload id
- *   (400), size (413). Then one msg per entry (or one per callback), then the success status.
- * - Optionally owns its subscription: registers it once the route is up, retries
- *   with backoff, deletes it when the node is removed from the flow.
+ * - Settings: event-in-settings.ts. Route and body guard: event-in-route.ts (removed on close).
+ * - Checks here: shared-secret header (401), content type / JSON / 2.3 shape / payload id
+ *   (400), size (413). Then the duplicate filter, one msg per entry (or one per callback),
+ *   then the success status once the messages are handed on.
+ * - Optionally owns its subscription (event-in-subscription.ts): registered once the route is
+ *   up, retried with backoff, deleted when the node is removed from the flow.
+ * - Status under the node and live counters for the DAM sidebar.
  */
-import { randomBytes, createHash } from 'crypto';
-import type { EventEmitter } from 'events';
+import { randomBytes } from 'crypto';
 import type { IncomingMessage, ServerResponse } from 'http';
-import type { AssetClient } from '../api/client';
-import { AssetApiError } from '../api/errors';
-import type { CallbackEntry, SubscriptionFields } from '../api/types';
+import { AssetApiError, redactSecrets } from '../api/errors';
+import type { CallbackEntry } from '../api/types';
 import {
-  DuplicateFilter, READ_OWN_BODY, contentTypeProblem, entryKey, isEmptyEntry, memoryEntryFilter, parseCallbackPayload, readJsonBody, secretMatches,
+  DuplicateFilter, contentTypeProblem, entryKey, isEmptyEntry, memoryEntryFilter, parseCallbackPayload, readJsonBody, secretMatches,
   type EntryFilter
 } from '../events';
+import { eventInStats } from '../plugin/event-in-stats';
 import type { AssetRedisConfigNode } from './asset-redis';
 import type { AssetServerConfigNode } from './asset-server';
-import { errorStatusText } from './common';
-import { eventInStats } from '../plugin/event-in-stats';
-import { deleteRecorded, deleteWith, registryFor, sameSubscription, type RegisteredSubscription } from './subscription-registry';
+import { STATUS_INTERVAL_MS, SettingError, localText } from './common';
+import { openRoute, reply } from './event-in-route';
+import { callbackUrl, readSettings, subscriptionFields, type AssetEventInConfig, type Settings } from './event-in-settings';
+import { OwnedSubscription, releaseSubscription, sweepRegistryOnStart, type OwnedSetup } from './event-in-subscription';
 import type { Node, NodeAPI, NodeMessage, NodeStatus } from './node-red';
+import { registryFor, sameSubscription, type RegisteredSubscription } from './subscription-registry';
 
-/** Editor properties. */
-export interface AssetEventInConfig {
-  id: string;
-  name?: string;
-  /** Route path under httpNodeRoot. */
-  path?: string;
-  /** 'post' (default) or 'get'. */
-  method?: string;
-  /** Status answered once the messages are sent. Default 200. */
-  successCode?: string | number;
-  /** 'entry' (default): one msg per entry; 'callback': one msg per callback, payload = array. */
-  output?: string;
-  /** Emit entries that are empty objects. Default false (dropped, counted in the status). */
-  emitEmpty?: boolean;
-  /** Body size limit in MB (10^6 bytes). Default 50. */
-  maxBodyMB?: string | number;
-  /** Header carrying the shared secret. Default X-DAM-Secret. */
-  secretHeader?: string;
-  /** Fixed subscription id; blank = derived from the node id (`nr-<id>`) when managing. */
-  subscriptionId?: string;
-  /** Answer 400 when the payload's id is not the subscription id. Default true. */
-  checkId?: boolean;
-  /** Duplicate filter. Default true. */
-  dedup?: boolean;
-  /** Duplicate window in seconds. Default 600. */
-  dedupWindow?: string | number;
-  /** Most remembered entries. Default 10000. */
-  dedupMax?: string | number;
-  /** asset-redis config node id: keep the duplicate filter in Redis (several Node-RED copies). Blank = in memory. */
-  redis?: string;
-  /** asset-server config node id. */
-  server?: string;
-  /** Register / delete the subscription with the node. */
-  manage?: boolean;
-  watchPath?: string[];
-  watchMetadata?: string[];
-  /** '' = server default (OR). */
-  logicalOperand?: string;
-  /** '' = server default (3). */
-  retryCount?: string | number;
-}
+export { DEFAULTS, callbackUrl, derivedSubscriptionId, type AssetEventInConfig } from './event-in-settings';
 
-/** Settings read from the editor properties, checked. */
-interface Settings {
-  path: string;
-  method: 'post' | 'get';
-  successCode: number;
-  perCallback: boolean;
-  emitEmpty: boolean;
-  maxBodyBytes: number;
-  secretHeader: string;
-  subscriptionId?: string;
-  checkId: boolean;
-  dedup?: { windowMs: number; maxKeys: number };
-  manage: boolean;
-}
-
-export const DEFAULTS = {
-  successCode: 200,
-  maxBodyMB: 50,
-  secretHeader: 'X-DAM-Secret',
-  dedupWindowS: 600,
-  dedupMax: 10000
-} as const;
-
-/** Backoff between registration attempts: 5 s, doubling, at most 5 min. */
-export const RETRY_FIRST_MS = 5000;
-export const RETRY_MAX_MS = 300000;
 /** At most one warning per this interval for rejected callbacks (a hostile caller must not flood the log). */
 const WARN_INTERVAL_MS = 60000;
-/** Callback-driven status updates at most this often (a trailing update shows the final state). */
-const STATUS_INTERVAL_MS = 250;
-
-const SUBSCRIPTION_ID = /^[A-Za-z0-9-]{8,40}$/;
-
-/** What an owned subscription needs: the client, id and fields to register, and its registry record. */
-interface OwnedSetup {
-  client: AssetClient;
-  id: string;
-  fields: SubscriptionFields;
-  t: (key: string, english: string, params?: Record<string, unknown>) => string;
-  recorded: RegisteredSubscription;
-}
-
-/** The registry sweep listening on each runtime's events (replaced when the module registers again). */
-const sweepListeners = new WeakMap<EventEmitter, () => void>();
-
-/** Thrown for a bad editor property; the message names the property and the rule. */
-class ConfigError extends Error {}
-
-function numberSetting(value: unknown, field: string, fallback: number, check: (n: number) => boolean, rule: string): number {
-  if (value === undefined || value === null || value === '') return fallback;
-  const n = Number(value);
-  if (!Number.isFinite(n) || !check(n)) throw new ConfigError(`${field}: ${rule}`);
-  return n;
-}
-
-function readSettings(config: AssetEventInConfig, nodeId: string): Settings {
-  let path = (config.path || '').trim();
-  if (!path) throw new ConfigError('path: is required');
-  if (!path.startsWith('/')) path = '/' + path;
-  const method = (config.method || 'post').toLowerCase();
-  if (method !== 'post' && method !== 'get') throw new ConfigError('method: must be POST or GET');
-  const successCode = numberSetting(config.successCode, 'successCode', DEFAULTS.successCode,
-    (n) => Number.isInteger(n) && n >= 200 && n <= 299, 'must be an HTTP status from 200 to 299');
-  const maxBodyMB = numberSetting(config.maxBodyMB, 'maxBodyMB', DEFAULTS.maxBodyMB, (n) => n > 0, 'must be a number of MB above 0');
-  const secretHeader = (config.secretHeader || DEFAULTS.secretHeader).trim();
-  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(secretHeader)) throw new ConfigError('secretHeader: must be a valid HTTP header name');
-  const manage = config.manage === true;
-  let subscriptionId = (config.subscriptionId || '').trim() || undefined;
-  if (subscriptionId === undefined && manage) subscriptionId = derivedSubscriptionId(nodeId);
-  if (subscriptionId !== undefined && !SUBSCRIPTION_ID.test(subscriptionId)) {
-    throw new ConfigError('subscriptionId: must be 8 to 40 characters of a-z, A-Z, 0-9 and hyphen (spec 2.1)');
-  }
-  const settings: Settings = {
-    path, method, successCode, manage, secretHeader, subscriptionId,
-    perCallback: config.output === 'callback',
-    emitEmpty: config.emitEmpty === true,
-    maxBodyBytes: Math.floor(maxBodyMB * 1e6),
-    checkId: config.checkId !== false
-  };
-  if (config.dedup !== false) {
-    const windowS = numberSetting(config.dedupWindow, 'dedupWindow', DEFAULTS.dedupWindowS, (n) => n >= 0, 'must be a number of seconds, 0 or more');
-    const maxKeys = numberSetting(config.dedupMax, 'dedupMax', DEFAULTS.dedupMax, (n) => Number.isInteger(n) && n >= 1, 'must be a whole number, 1 or more');
-    settings.dedup = { windowMs: windowS * 1000, maxKeys };
-  }
-  return settings;
-}
-
-/** `nr-` + the node id, valid per spec 2.1 (8..40 of [A-Za-z0-9-]); hashed when the id does not fit. */
-export function derivedSubscriptionId(nodeId: string): string {
-  const candidate = 'nr-' + nodeId.replace(/[^A-Za-z0-9-]/g, '-');
-  if (SUBSCRIPTION_ID.test(candidate)) return candidate;
-  return 'nr-' + createHash('sha256').update(nodeId).digest('hex').slice(0, 16);
-}
-
-/** publicBaseUrl + httpNodeRoot + path, with exactly one slash at each joint. */
-export function callbackUrl(publicBaseUrl: string, httpNodeRoot: string | undefined, path: string): string {
-  const parts = [publicBaseUrl.replace(/\/+$/, ''), (httpNodeRoot || '/').replace(/^\/+|\/+$/g, ''), path.replace(/^\/+/, '')];
-  return parts.filter((p, i) => i === 0 || p !== '').join('/');
-}
-
-/** Removes every route of `app` whose handlers include `handler` (express 4 `_router`, express 5 `router`). */
-function removeRoute(app: any, handler: Function): void {
-  const router = app && (app._router || app.router);
-  const stack: any[] | undefined = router && router.stack;
-  if (!Array.isArray(stack)) return;
-  for (let i = stack.length - 1; i >= 0; i--) {
-    const route = stack[i] && stack[i].route;
-    if (route && Array.isArray(route.stack) && route.stack.some((layer: any) => layer.handle === handler)) stack.splice(i, 1);
-  }
-}
-
-/**
- * Body guard. With httpAdminRoot and httpNodeRoot the same (Node-RED's default, `/`), the editor
- * API's JSON body parser (limit apiMaxLength, 5 MB) reads every application/json request before
- * httpNode routes see it: the secret would be checked only after that read, Max body would not
- * apply, a big rrn would be rounded, and a deep body parsed. Core http in (4.1+) meets the same
- * stack for its raw-body option with a middleware moved to the top of the root app; so does this
- * guard, which only marks requests to our POST routes as read (`_body`, so parsers skip them) and
- * as ours (READ_OWN_BODY, so readJsonBody reads the stream). Nothing is read here.
- */
-const guardedPaths = new WeakMap<object, Map<string, number>>();
-
-function rootAppOf(app: any): any {
-  let root = app;
-  while (root && root.parent) root = root.parent;
-  return root;
-}
-
-/** `POST /a/b`: method and full path, slashes collapsed, no trailing slash, case-insensitive as express routes. */
-function guardKey(method: string, fullPath: string): string {
-  return `${method.toUpperCase()} ${fullPath.replace(/\/{2,}/g, '/').replace(/(.)\/$/, '$1').toLowerCase()}`;
-}
-
-/** Guards POST `fullPath`; returns the function that stops guarding it. */
-function guardBody(app: any, fullPath: string): () => void {
-  const root = rootAppOf(app);
-  if (!root || typeof root.use !== 'function') return () => undefined;
-  let paths = guardedPaths.get(root);
-  if (!paths) {
-    const known = new Map<string, number>();
-    paths = known;
-    guardedPaths.set(root, known);
-    const guard = (req: any, _res: unknown, next: () => void) => {
-      if (known.size && known.has(guardKey(req.method || '', String(req.originalUrl || req.url || '').split('?')[0]))) {
-        req._body = true;
-        req[READ_OWN_BODY] = true;
-      }
-      next();
-    };
-    root.use(guard);
-    const stack: any[] | undefined = (root._router || root.router)?.stack;
-    const at = Array.isArray(stack) ? stack.findIndex((layer) => layer && layer.handle === guard) : -1;
-    if (at > 0) stack!.unshift(stack!.splice(at, 1)[0]);
-  }
-  const key = guardKey('POST', fullPath);
-  paths.set(key, (paths.get(key) || 0) + 1);
-  const counts = paths;
-  let released = false;
-  return () => {
-    if (released) return;
-    released = true;
-    const n = (counts.get(key) || 1) - 1;
-    if (n > 0) counts.set(key, n); else counts.delete(key);
-  };
-}
-
-function reply(res: ServerResponse, status: number, body: Record<string, unknown>): void {
-  if (res.headersSent) return;
-  res.statusCode = status;
-  if (status === 204 || status === 205) { res.end(); return; }
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.end(JSON.stringify(body));
-}
 
 /** Replaces every occurrence of the secret (should a message ever echo it) with ***. */
 function redact(text: string, secret: string | undefined): string {
-  return secret ? text.split(secret).join('***') : text;
+  return redactSecrets(text, [secret]);
 }
 
 function clockTime(date: Date): string {
@@ -253,11 +44,7 @@ function clockTime(date: Date): string {
 export default function register(RED: NodeAPI): void {
   /** Locale string with an English fallback (the test helper's RED._ returns the key). */
   function t(key: string, english: string, params: Record<string, unknown> = {}): string {
-    const full = `asset-event-in.${key}`;
-    let text: string | undefined;
-    try { text = RED._(full, params); } catch { text = undefined; }
-    if (!text || text.endsWith(full)) text = english.replace(/__(\w+)__/g, (_m, p: string) => String(params[p] ?? ''));
-    return text;
+    return localText(RED, `asset-event-in.${key}`, english, params);
   }
 
   function AssetEventInNode(this: Node, config: AssetEventInConfig) {
@@ -265,13 +52,18 @@ export default function register(RED: NodeAPI): void {
     const node = this;
     const secret = node.credentials?.secret || undefined;
 
+    /** A setting that cannot work: said in the log and the status; the node then does nothing. */
+    function refuse(err: unknown): void {
+      const message = err instanceof Error ? err.message : String(err);
+      node.error(t('errors.config', 'configuration: __message__', { message }));
+      node.status({ fill: 'red', shape: 'ring', text: message.slice(0, 60) });
+    }
+
     let settings: Settings;
     try {
       settings = readSettings(config, node.id);
     } catch (err) {
-      const message = err instanceof ConfigError ? err.message : String(err);
-      node.error(t('errors.config', 'configuration: __message__', { message }));
-      node.status({ fill: 'red', shape: 'ring', text: message.slice(0, 60) });
+      refuse(err);
       return;
     }
     if (RED.settings.httpNodeRoot === false) {
@@ -284,9 +76,7 @@ export default function register(RED: NodeAPI): void {
     try {
       filter = settings.dedup ? chooseFilter(config, settings.dedup) : undefined;
     } catch (err) {
-      const message = (err as Error).message;
-      node.error(t('errors.config', 'configuration: __message__', { message }));
-      node.status({ fill: 'red', shape: 'ring', text: message.slice(0, 60) });
+      refuse(err);
       return;
     }
     const stats = eventInStats.open(node.id); // live counters for the editor's DAM sidebar
@@ -331,7 +121,7 @@ export default function register(RED: NodeAPI): void {
     /**
      * Status after a callback: at once when the last such update is STATUS_INTERVAL_MS old,
      * else once that interval has passed (the final state always shows). Building the text
-     * goes through RED._ / i18next, which cost ~4% of the CPU in bursts of small callbacks.
+     * goes through RED._ / i18next, too dear to do for every callback of a burst.
      */
     let statusTimer: NodeJS.Timeout | undefined;
     let lastCallbackStatusAt = 0;
@@ -396,7 +186,7 @@ export default function register(RED: NodeAPI): void {
     /** Sends the kept entries and returns how many messages went out. */
     function sendEntries(kept: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): number {
       if (kept.length === 0) return 0;
-      // Plain literals, not `{ ...common, payload }`: a spread per message was ~5% of the CPU in bursts.
+      // Plain literals, not `{ ...common, payload }`: a spread per message is a measurable cost in bursts.
       if (settings.perCallback) {
         const msg: NodeMessage = { payload: kept, receivedAt };
         if (subscriptionId !== undefined) msg.subscriptionId = subscriptionId;
@@ -521,8 +311,8 @@ export default function register(RED: NodeAPI): void {
     function chooseFilter(cfg: AssetEventInConfig, dedup: { windowMs: number; maxKeys: number }): EntryFilter {
       if (!cfg.redis) return memoryEntryFilter(new DuplicateFilter(dedup));
       const redis = RED.nodes.getNode(cfg.redis) as AssetRedisConfigNode | null;
-      if (!redis || typeof redis.filterFor !== 'function') throw new ConfigError('redis: the selected asset-redis configuration node is missing');
-      if (redis.configError) throw new ConfigError(`redis: ${redis.configError}`);
+      if (!redis || typeof redis.filterFor !== 'function') throw new SettingError('redis: the selected asset-redis configuration node is missing');
+      if (redis.configError) throw new SettingError(`redis: ${redis.configError}`);
       return redis.filterFor(node.id, dedup.windowMs);
     }
 
@@ -536,12 +326,7 @@ export default function register(RED: NodeAPI): void {
         reply(res, 500, { success: false, error: 'internal error' });
       });
     };
-    const configured = RED.settings.httpNodeMiddleware;
-    const middleware = typeof configured === 'function' || Array.isArray(configured) ? [configured] : [];
-    RED.httpNode[settings.method](settings.path, ...middleware, route);
-    const releaseGuard = settings.method === 'post'
-      ? guardBody(RED.httpNode, (RED.settings.httpNodeRoot || '/') + settings.path)
-      : () => undefined;
+    const closeRoute = openRoute(RED, settings.method, settings.path, route);
 
     // ---- the owned subscription
     let owner: OwnedSubscription | undefined;
@@ -553,7 +338,7 @@ export default function register(RED: NodeAPI): void {
         // What this node registered before (id or server changed, also across a restart) goes.
         const before = registry.get(node.id);
         registry.set(node.id, setup.recorded);
-        if (before && !sameSubscription(before, setup.recorded)) releaseSubscription(before, (message) => node.warn(redact(message, secret)), node.id);
+        if (before && !sameSubscription(before, setup.recorded)) releaseSubscription(RED, t, before, (message) => node.warn(redact(message, secret)), node.id);
         owner = new OwnedSubscription(setup, (s, error) => {
           state.subscription = s;
           state.subscriptionError = error ? redact(error, secret) : '';
@@ -561,7 +346,7 @@ export default function register(RED: NodeAPI): void {
           showStatus();
         }, (message) => node.error(redact(message, secret)));
       } catch (err) {
-        const message = err instanceof ConfigError || err instanceof AssetApiError ? err.message : String(err);
+        const message = err instanceof SettingError || err instanceof AssetApiError ? err.message : String(err);
         state.subscription = 'failed';
         state.subscriptionError = message.slice(0, 60);
         node.error(redact(t('errors.subscription-config', 'cannot manage the subscription: __message__', { message }), secret));
@@ -578,29 +363,17 @@ export default function register(RED: NodeAPI): void {
     function releaseRecorded(recorded: RegisteredSubscription | undefined): void {
       if (!recorded) return;
       registry.forget(node.id);
-      releaseSubscription(recorded, (message) => node.warn(redact(message, secret)), node.id);
+      releaseSubscription(RED, t, recorded, (message) => node.warn(redact(message, secret)), node.id);
     }
 
     function ownedSubscriptionSetup(): OwnedSetup {
       const server = config.server ? RED.nodes.getNode(config.server) as AssetServerConfigNode | null : null;
-      if (!server || typeof server.getClient !== 'function') throw new ConfigError('server: select an asset-server configuration node');
+      if (!server || typeof server.getClient !== 'function') throw new SettingError('server: select an asset-server configuration node');
       const client = server.getClient();
       if (!server.publicBaseUrl) {
-        throw new ConfigError('server: the asset-server node has no public base URL, so no callback URL can be built');
+        throw new SettingError('server: the asset-server node has no public base URL, so no callback URL can be built');
       }
-      const fields: SubscriptionFields = {
-        callback: callbackUrl(server.publicBaseUrl, RED.settings.httpNodeRoot, settings.path),
-        method: settings.method.toUpperCase(),
-        successCode: settings.successCode
-      };
-      if (secret) fields.header = [`${settings.secretHeader}: ${secret}`];
-      const list = (v: unknown) => Array.isArray(v) ? v.filter((s): s is string => typeof s === 'string' && s.trim() !== '') : [];
-      if (list(config.watchPath).length) fields.watchPath = list(config.watchPath);
-      if (list(config.watchMetadata).length) fields.watchMetadata = list(config.watchMetadata);
-      if (config.logicalOperand) fields.logicalOperand = config.logicalOperand;
-      if (config.retryCount !== undefined && config.retryCount !== '') {
-        fields.retryCount = numberSetting(config.retryCount, 'retryCount', 3, (n) => Number.isInteger(n) && n >= 0, 'must be a whole number, 0 or more');
-      }
+      const fields = subscriptionFields(config, settings, callbackUrl(server.publicBaseUrl, RED.settings.httpNodeRoot, settings.path), secret);
       const id = settings.subscriptionId as string;
       return { client, id, fields, t, recorded: { server: server.id, baseUrl: server.baseUrl, id } };
     }
@@ -609,8 +382,7 @@ export default function register(RED: NodeAPI): void {
       state.closed = true;
       eventInStats.close(stats);
       if (statusTimer) { clearTimeout(statusTimer); statusTimer = undefined; }
-      removeRoute(RED.httpNode, route);
-      releaseGuard();
+      closeRoute();
       node.status({});
       if (!owner) { done(); return; }
       const closing = owner;
@@ -623,159 +395,7 @@ export default function register(RED: NodeAPI): void {
     });
   }
 
-  /**
-   * A subscription the node owns: registered on start (same id replaces an old
-   * registration), retried with backoff, deleted on close when the node is removed.
-   */
-  class OwnedSubscription {
-    private timer: NodeJS.Timeout | undefined;
-    private abort: AbortController | undefined;
-    private delayMs = RETRY_FIRST_MS;
-    private closed = false;
-    /** True while a registration request is in flight. */
-    private registering = false;
-
-    constructor(
-      readonly setup: OwnedSetup,
-      private readonly onState: (state: 'registering' | 'registered' | 'failed', error?: string) => void,
-      private readonly logError: (message: string) => void
-    ) {
-      setup.client.on('session-renewed', this.registerAgain);
-      setup.client.on('cookie-set', this.retryNow);
-    }
-
-    /**
-     * An automatic login followed a 401: the old session is gone, and with it possibly what the
-     * server tied to it, so the subscription is registered again (same id: it replaces itself).
-     */
-    private readonly registerAgain = (): void => {
-      // A registration in flight goes through the same client, which repeats it with the new
-      // session itself; aborting it here would hide a refused session and log in again at once.
-      if (this.closed || this.registering) return;
-      this.delayMs = RETRY_FIRST_MS;
-      void this.start();
-    };
-
-    /** A cookie set at run time: a registration waiting to retry goes now. */
-    private readonly retryNow = (): void => {
-      if (this.timer) this.registerAgain();
-    };
-
-    /** Registers now (a pending retry is replaced); resolves with the error text, or undefined on success. */
-    start(): Promise<string | undefined> {
-      if (this.closed) return Promise.resolve('the node is closing');
-      if (this.timer) clearTimeout(this.timer);
-      this.timer = undefined;
-      this.abort?.abort();
-      this.onState('registering');
-      const abort = this.abort = new AbortController();
-      const { client, id, fields } = this.setup;
-      this.registering = true;
-      const settled = (): void => { if (abort === this.abort) this.registering = false; };
-      return client.registerSubscription(id, fields, { signal: abort.signal }).finally(settled).then(() => {
-        if (this.closed || abort.signal.aborted) return undefined;
-        this.delayMs = RETRY_FIRST_MS;
-        this.onState('registered');
-        return undefined;
-      }, (err: unknown) => {
-        if (this.closed || abort.signal.aborted) return (err as Error)?.message ?? String(err);
-        const kind = err instanceof AssetApiError ? err.kind : 'error';
-        const message = err instanceof Error ? err.message : String(err);
-        // A rule broken in the node's own settings will not heal by waiting.
-        const retry = kind !== 'invalid-input';
-        this.logError(this.setup.t('errors.register', 'registering subscription __id__ failed (__kind__): __message__', { id, kind, message })
-          + (retry ? ' ' + this.setup.t('errors.retry', '(retry in __seconds__ s)', { seconds: Math.round(this.delayMs / 1000) }) : ''));
-        this.onState('failed', errorStatusText(undefined, err));
-        if (retry) {
-          this.timer = setTimeout(() => { this.start(); }, this.delayMs);
-          this.delayMs = Math.min(this.delayMs * 2, RETRY_MAX_MS);
-        }
-        return `${kind}: ${message}`;
-      });
-    }
-
-    /**
-     * Stops retrying; when the node was removed, deletes the subscription (bounded in time).
-     * Resolves the error when that deletion failed.
-     */
-    async close(removed: boolean): Promise<Error | undefined> {
-      this.closed = true;
-      this.setup.client.off('session-renewed', this.registerAgain);
-      this.setup.client.off('cookie-set', this.retryNow);
-      if (this.timer) clearTimeout(this.timer);
-      this.abort?.abort();
-      if (!removed) return undefined; // redeploy or restart: the new node registers the same id again
-      const { client, id } = this.setup;
-      const failure = await deleteWith(client, id);
-      if (failure) {
-        this.logError(this.setup.t('errors.delete', 'deleting subscription __id__ failed: __message__', { id, message: failure.message })
-          + ' ' + this.setup.t('errors.delete-later', '(tried again on the next start)'));
-      }
-      return failure;
-    }
-  }
-
-  /**
-   * True when a running asset-event-in (or `self`, being set up now) records the same base URL and
-   * subscription id: deleting it would take that node's subscription away (an undone removal, a
-   * pasted copy with the same fixed id, a node moved to another config node for the same server).
-   */
-  function ownedByLiveNode(subscription: RegisteredSubscription, self?: string): boolean {
-    const registry = registryFor(RED);
-    return registry.nodeIds().some((nodeId) => {
-      const other = registry.get(nodeId);
-      return other !== undefined && other.baseUrl === subscription.baseUrl && other.id === subscription.id &&
-        (nodeId === self || RED.nodes.getNode(nodeId)?.type === 'asset-event-in');
-    });
-  }
-
-  /**
-   * Deletes a subscription recorded in the registry, unless a running node owns it now; one the
-   * server cannot be reached for now is kept for the next start.
-   */
-  function releaseSubscription(recorded: RegisteredSubscription, warn: (message: string) => void, self?: string): void {
-    const registry = registryFor(RED);
-    if (ownedByLiveNode(recorded, self)) return;
-    deleteRecorded(RED, recorded).then((outcome) => {
-      if (outcome === undefined) return;
-      if (outcome === 'no-server') {
-        warn(t('errors.orphan-no-server', 'subscription __id__ on __server__ was not deleted: its server is no longer configured here; delete it there by hand',
-          { id: recorded.id, server: recorded.baseUrl }));
-        return;
-      }
-      registry.addOrphan(recorded);
-      warn(t('errors.orphan-later', 'deleting subscription __id__ failed: __message__ (tried again on the next start)', { id: recorded.id, message: outcome.message }));
-    }, () => undefined);
-  }
-
-  /**
-   * On each start of the flows: deletes what nodes that no longer exist (removed or disabled
-   * while Node-RED was stopped) registered, and retries deletions that failed before.
-   */
-  function sweepRegistry(): void {
-    const registry = registryFor(RED);
-    if (!registry.persistent) return;
-    const warn = (message: string) => RED.log.warn(`asset-event-in: ${message}`);
-    for (const nodeId of registry.nodeIds()) {
-      const live = RED.nodes.getNode(nodeId);
-      if (live && live.type === 'asset-event-in') continue;
-      const recorded = registry.get(nodeId)!;
-      registry.forget(nodeId);
-      releaseSubscription(recorded, warn);
-    }
-    for (const orphan of registry.orphans()) {
-      registry.removeOrphan(orphan);
-      releaseSubscription(orphan, warn);
-    }
-  }
-  const events = (RED as NodeAPI & { events?: EventEmitter }).events;
-  if (events && typeof events.on === 'function') {
-    // One listener per runtime, also when the module is registered again (the test helper does).
-    const previous = sweepListeners.get(events);
-    if (previous) events.off('flows:started', previous);
-    sweepListeners.set(events, sweepRegistry);
-    events.on('flows:started', sweepRegistry);
-  }
+  sweepRegistryOnStart(RED, t);
 
   RED.nodes.registerType('asset-event-in', AssetEventInNode, {
     credentials: { secret: { type: 'password' } }

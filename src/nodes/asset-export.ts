@@ -4,7 +4,7 @@
  */
 import type { ExportOptions } from '../api/client';
 import { clientFor } from './asset-server';
-import { asIntegerId, asString, handleInput, required, resolveField } from './common';
+import { asIntegerId, asString, handleInputAndClose, required, resolveField } from './common';
 import type { Node, NodeAPI } from './node-red';
 
 /** Editor properties. TypedInput fields come as value + `<name>Type`. */
@@ -23,7 +23,7 @@ export default function register(RED: NodeAPI): void {
     RED.nodes.createNode(this, config);
     const node = this;
 
-    handleInput(RED, node, async (msg, request) => {
+    handleInputAndClose(RED, node, async (msg, request) => {
       const fuidField = await resolveField(RED, node, msg, { field: 'fuid', blankReads: 'fuid', value: config.fuid, type: config.fuidType });
       const options: ExportOptions = { fuid: required(fuidField, asIntegerId(fuidField)), signal: request.signal };
       const rrn = asIntegerId(await resolveField(RED, node, msg, { field: 'rrn', blankReads: 'rrn', value: config.rrn, type: config.rrnType || 'num' }));

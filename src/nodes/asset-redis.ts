@@ -6,6 +6,7 @@
  * (ioredis) is loaded only when such a node exists.
  */
 import { RedisDuplicateFilter, type RedisLike } from '../events';
+import { numberSetting } from './common';
 import type { Node, NodeAPI } from './node-red';
 
 export interface AssetRedisConfig {
@@ -41,18 +42,12 @@ function readSettings(config: AssetRedisConfig): Settings {
   try { parsed = new URL(url); } catch { throw new Error('url: must be a redis:// or rediss:// URL'); }
   if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') throw new Error('url: must be a redis:// or rediss:// URL');
   if (parsed.password) throw new Error('url: must not hold a password; put it in the Password field (kept as a credential)');
-  const number = (value: unknown, field: string, fallback: number, rule: string, ok: (n: number) => boolean) => {
-    if (value === undefined || value === null || value === '') return fallback;
-    const n = Number(value);
-    if (!Number.isFinite(n) || !ok(n)) throw new Error(`${field}: ${rule}`);
-    return n;
-  };
   return {
     url,
     rejectUnauthorized: config.rejectUnauthorized !== false,
     prefix: config.prefix === undefined || config.prefix === '' ? REDIS_DEFAULTS.prefix : String(config.prefix),
-    timeoutMs: number(config.timeout, 'timeout', REDIS_DEFAULTS.timeoutMs, 'must be a number of ms from 10 to 60000', (n) => n >= 10 && n <= 60000),
-    leaseMs: 1000 * number(config.lease, 'lease', REDIS_DEFAULTS.leaseS, 'must be a number of seconds from 0.1 to 3600', (n) => n >= 0.1 && n <= 3600)
+    timeoutMs: numberSetting(config.timeout, 'timeout', REDIS_DEFAULTS.timeoutMs, (n) => n >= 10 && n <= 60000, 'must be a number of ms from 10 to 60000'),
+    leaseMs: 1000 * numberSetting(config.lease, 'lease', REDIS_DEFAULTS.leaseS, (n) => n >= 0.1 && n <= 3600, 'must be a number of seconds from 0.1 to 3600')
   };
 }
 

@@ -7,7 +7,7 @@
  */
 import { invalidInput } from '../api/errors';
 import type { AssetServerConfigNode } from './asset-server';
-import { evaluateProperty, handleInput, localText } from './common';
+import { evaluateProperty, handleInputAndClose, localText } from './common';
 import type { Node, NodeAPI, NodeMessage } from './node-red';
 
 /** Editor properties. */
@@ -57,7 +57,7 @@ export default function register(RED: NodeAPI): void {
       return cookie;
     }
 
-    handleInput(RED, node, async (msg) => {
+    handleInputAndClose(RED, node, async (msg) => {
       const cookie = action === 'set' ? await takeCookie(msg) : undefined;
       const server = config.server ? RED.nodes.getNode(config.server) as AssetServerConfigNode | null : null;
       if (!server || typeof server.getClient !== 'function') throw invalidInput('server', 'select an asset-server configuration node');

@@ -4,7 +4,7 @@
 import type { SubscriptionFields } from '../api/types';
 import { invalidInput } from '../api/errors';
 import { clientFor } from './asset-server';
-import { asInteger, asString, handleInput, required, resolveField } from './common';
+import { asInteger, asString, handleInputAndClose, required, resolveField } from './common';
 import type { Node, NodeAPI, NodeMessage } from './node-red';
 
 export type SubscribeAction = 'register' | 'get' | 'delete';
@@ -127,7 +127,7 @@ export default function register(RED: NodeAPI): void {
       return fields as unknown as SubscriptionFields;
     }
 
-    handleInput(RED, node, async (msg, request) => {
+    handleInputAndClose(RED, node, async (msg, request) => {
       // msg.action only when the node's Action says "set by msg.action".
       const actionField = config.action === 'msg'
         ? await resolveField(RED, node, msg, { field: 'action', value: 'action', type: 'msg' })

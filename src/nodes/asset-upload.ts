@@ -6,7 +6,7 @@ import { Readable } from 'stream';
 import type { UploadOptions, UploadOutcome } from '../api/client';
 import { invalidInput } from '../api/errors';
 import { clientFor } from './asset-server';
-import { asBoolean, asInteger, asNumber, asString, handleInput, localText, resolveField, resolvePath, type FieldSource } from './common';
+import { asBoolean, asInteger, asNumber, asString, handleInputAndClose, localText, resolveField, resolvePath, type FieldSource } from './common';
 import type { Node, NodeAPI, NodeMessage } from './node-red';
 
 /** Editor properties. TypedInput fields come as value + `<name>Type`. */
@@ -80,7 +80,7 @@ export default function register(RED: NodeAPI): void {
       return options;
     }
 
-    handleInput(RED, node, async (msg, request) => {
+    handleInputAndClose(RED, node, async (msg, request) => {
       const file = await fileSource(msg);
       let outcome: UploadOutcome;
       try {

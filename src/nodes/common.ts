@@ -10,7 +10,7 @@
  * - {@link RequestTracker}: runs at most `limit` requests at once and queues the rest in
  *   arrival order (status "2 running, 15 queued"), shows percent progress, gives each request
  *   an AbortSignal, aborts the running ones and drops the queue on close.
- * - {@link handleInput}: the input-handler skeleton: run the work, then `send` + `done()`,
+ * - {@link handleInputAndClose}: wires a node's input and close: run the work, then `send` + `done()`,
  *   or red status + `done(err)` so Catch nodes receive the original msg.
  * - {@link resolvePath}, {@link formatBytes}, {@link statusText}, {@link errorStatusText}.
  *
@@ -19,7 +19,8 @@
  */
 import * as path from 'path';
 import { AssetApiError, invalidInput } from '../api/errors';
-import type { TransferProgress } from '../api/client';
+import type { TransferProgress } from '../api/transfer';
+import { exactInteger, isIntegerText, readFlag } from '../api/values';
 import type { Node, NodeAPI, NodeMessage, NodeSend, NodeDone } from './node-red';
 
 // ---------------------------------------------------------------- messages
@@ -69,6 +70,9 @@ export function localText(RED: NodeAPI | undefined, key: string, english: string
 export function statusText(RED: NodeAPI | undefined, name: keyof typeof STATUS_KEYS, params: Record<string, unknown> = {}): string {
   return localText(RED, `dam.status.${name}`, STATUS_KEYS[name], params);
 }
+
+/** A node's status changes at most this often; a trailing update shows the final state. */
+export const STATUS_INTERVAL_MS = 250;
 
 /** 1536 -> "1.5 kB"; decimal units as the editor shows sizes. */
 export function formatBytes(bytes: number): string {
@@ -169,7 +173,10 @@ export function asInteger(field: ResolvedField): number | undefined {
   const v = field.value;
   if (v === undefined || v === '') return undefined;
   if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
-  if (typeof v === 'string' && /^\s*-?\d+\s*$/.test(v) && Number.isSafeInteger(Number(v))) return Number(v);
+  if (isIntegerText(v)) {
+    const n = exactInteger(v);
+    if (typeof n === 'number') return n;
+  }
   throw invalidInput(field.label, `must be an integer, got ${describe(v)}`);
 }
 
@@ -191,19 +198,31 @@ export function asIntegerId(field: ResolvedField): number | string | undefined {
   if (v === undefined || v === '') return undefined;
   if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
   if (typeof v === 'bigint') return v.toString();
-  if (typeof v === 'string' && /^\s*-?\d+\s*$/.test(v)) {
-    const text = v.trim();
-    return Number.isSafeInteger(Number(text)) ? Number(text) : text;
-  }
+  if (isIntegerText(v)) return exactInteger(v);
   throw invalidInput(field.label, `must be an integer, got ${describe(v)}`);
+}
+
+/** A bad editor setting; the message names the setting and the rule ("dedupMax: must be ..."). */
+export class SettingError extends Error {}
+
+/**
+ * A number setting from the editor: blank is `fallback`; anything else must be a finite
+ * number that passes `check`.
+ * @throws SettingError "field: rule"
+ */
+export function numberSetting(value: unknown, field: string, fallback: number, check: (n: number) => boolean, rule: string): number {
+  if (value === undefined || value === null || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || !check(n)) throw new SettingError(`${field}: ${rule}`);
+  return n;
 }
 
 /** A boolean (true/false or the text "true"/"false"), or undefined when unset or empty. */
 export function asBoolean(field: ResolvedField): boolean | undefined {
   const v = field.value;
   if (v === undefined || v === '') return undefined;
-  if (typeof v === 'boolean') return v;
-  if (typeof v === 'string' && /^(true|false)$/i.test(v.trim())) return v.trim().toLowerCase() === 'true';
+  const flag = readFlag(v);
+  if (flag !== undefined) return flag;
   throw invalidInput(field.label, `must be true or false, got ${describe(v)}`);
 }
 
@@ -248,8 +267,6 @@ export interface Waiting {
   drop(err: AssetApiError): void;
 }
 
-/** Milliseconds between two progress status updates of one request. */
-const PROGRESS_INTERVAL_MS = 250;
 
 /** Requests a node runs at once unless its editor says otherwise. */
 export const DEFAULT_IN_FLIGHT_LIMIT = 2;
@@ -367,7 +384,7 @@ export class RequestTracker {
       ? statusText(this.RED, 'progress', { percent: Math.min(100, Math.floor((p.bytes / p.total) * 100)) })
       : statusText(this.RED, 'bytes', { size: formatBytes(p.bytes) });
     const now = Date.now();
-    if (text === entry.lastText || now - entry.lastUpdate < PROGRESS_INTERVAL_MS) return;
+    if (text === entry.lastText || now - entry.lastUpdate < STATUS_INTERVAL_MS) return;
     entry.lastText = text;
     entry.lastUpdate = now;
     this.node.status({ fill: 'blue', shape: 'dot', text });
@@ -381,7 +398,7 @@ export class RequestTracker {
  */
 export function inFlightLimit(RED: NodeAPI, node: Node, value: unknown): number {
   if (value === undefined || value === null || value === '') return DEFAULT_IN_FLIGHT_LIMIT;
-  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
+  const n = typeof value === 'number' ? value : isIntegerText(value) ? Number(value) : NaN;
   if (Number.isInteger(n) && n >= 1 && n <= MAX_IN_FLIGHT_LIMIT) return n;
   node.warn(statusText(RED, 'badLimit', { max: MAX_IN_FLIGHT_LIMIT, default: DEFAULT_IN_FLIGHT_LIMIT }));
   return DEFAULT_IN_FLIGHT_LIMIT;
@@ -455,7 +472,7 @@ function withoutOperation(err: AssetApiError): string {
  */
 export type InputWork = (msg: NodeMessage, request: ActiveRequest) => Promise<string | undefined>;
 
-/** Options of {@link handleInput}. */
+/** Options of {@link handleInputAndClose}. */
 export interface InputOptions {
   /** The editor's "Parallel requests" (`config.maxInFlight`); see {@link inFlightLimit}. */
   maxInFlight?: unknown;
@@ -475,7 +492,7 @@ export interface InputOptions {
  *   error (a redeploy is not a failure of the message; one warning counts them); close
  *   callback within 4 s.
  */
-export function handleInput(RED: NodeAPI, node: Node, work: InputWork, options: InputOptions = {}): RequestTracker {
+export function handleInputAndClose(RED: NodeAPI, node: Node, work: InputWork, options: InputOptions = {}): RequestTracker {
   const tracker = new RequestTracker(RED, node, inFlightLimit(RED, node, options.maxInFlight));
 
   function fail(msg: NodeMessage, done: NodeDone, err: unknown): void {

@@ -143,12 +143,17 @@ export default function register(RED: PluginAPI): void {
     res.json(result);
   });
 
-  app.get('/dam-assets/subscriptions/:server/:id', read, async (req: any, res: any) => {
+  /** The live server of a subscription the deployed flows use; else answers 404 and returns undefined. */
+  function serverOfUsedSubscription(req: any, res: any): AssetServerConfigNode | undefined {
     const server = liveServer(req.params.server);
-    if (!server || !usedSubscription(req.params.server, req.params.id)) {
-      res.status(404).json({ error: 'no subscription with this id is used by the deployed flows on this server' });
-      return;
-    }
+    if (server && usedSubscription(req.params.server, req.params.id)) return server;
+    res.status(404).json({ error: 'no subscription with this id is used by the deployed flows on this server' });
+    return undefined;
+  }
+
+  app.get('/dam-assets/subscriptions/:server/:id', read, async (req: any, res: any) => {
+    const server = serverOfUsedSubscription(req, res);
+    if (!server) return;
     try {
       const details = await server.getClient().getSubscription(req.params.id, { timeout: 10000 });
       res.json({ ok: true, details: maskHeaderValues(details) });
@@ -158,11 +163,8 @@ export default function register(RED: PluginAPI): void {
   });
 
   app.delete('/dam-assets/subscriptions/:server/:id', write, async (req: any, res: any) => {
-    const server = liveServer(req.params.server);
-    if (!server || !usedSubscription(req.params.server, req.params.id)) {
-      res.status(404).json({ error: 'no subscription with this id is used by the deployed flows on this server' });
-      return;
-    }
+    const server = serverOfUsedSubscription(req, res);
+    if (!server) return;
     try {
       await server.getClient().deleteSubscription(req.params.id, { timeout: 10000 });
       res.json({ ok: true });

@@ -100,4 +100,47 @@ describe('editor: field sources and marks (Chromium)', function () {
     await page.locator('#node-dialog-cancel').waitFor({ state: 'detached' });
     should(problems.since(mark)).eql([]);
   });
+
+  it('asset-event-in: Secret header and Subscription id are checked with the shared editor rules', async function () {
+    const checks = await page.evaluate(() => {
+      const defaults = RED.nodes.getType('asset-event-in').defaults;
+      const header = v => defaults.secretHeader.validate.call({}, v) === true;
+      const id = v => defaults.subscriptionId.validate.call({}, v) === true;
+      return {
+        header: ['X-DAM-Secret', '', 'X Secret', 'X:Secret', 'X-Sécret'].map(header),
+        id: ['nr-12345', '', 'short', 'nr_12345', 'a'.repeat(41)].map(id)
+      };
+    });
+    checks.should.eql({ header: [true, true, false, false, false], id: [true, true, false, false, false] });
+  });
+
+  it('asset-event-in: each number setting is accepted by the editor exactly when the runtime accepts it', async function () {
+    const { readSettings, subscriptionFields } = require('../../dist/nodes/event-in-settings');
+    const cases = {
+      successCode: [200, 204, 299, '250', 199, 300, 200.5, 'x', -200, '2e2'],
+      maxBodyMB: [50, 0.5, '1', 0, -1, 'x', '1e3'],
+      dedupWindow: [600, 0, 0.5, '10', -1, 'x'],
+      dedupMax: [10000, 1, '5', 0, 1.5, -3, 'x'],
+      retryCount: [0, 3, '7', -1, 1.5, 'x']
+    };
+    const runtime = (field, value) => {
+      const config = { path: '/x', [field]: value };
+      try {
+        const settings = readSettings(config, 'n1');
+        if (field === 'retryCount') subscriptionFields(config, settings, 'http://127.0.0.1/x', undefined);
+        return true;
+      } catch (err) {
+        return false;
+      }
+    };
+    const editor = await page.evaluate((all) => {
+      const defaults = RED.nodes.getType('asset-event-in').defaults;
+      const out = {};
+      for (const [field, values] of Object.entries(all)) out[field] = values.map(v => defaults[field].validate.call({}, v, {}) === true);
+      return out;
+    }, cases);
+    for (const [field, values] of Object.entries(cases)) {
+      editor[field].should.eql(values.map(v => runtime(field, v)), `${field}: editor verdicts on ${JSON.stringify(values)}`);
+    }
+  });
 });

@@ -7,6 +7,7 @@
  */
 import { AssetApiError, type AssetOperation } from './errors';
 import { parseJsonKeepingBigInts } from './json';
+import { isPlainObject, readFlag } from './values';
 
 /** What the client knows when it builds an error. */
 export interface ErrorContext {
@@ -42,21 +43,6 @@ export function tryParseJson(text: string): { value: unknown } | undefined {
   }
 }
 
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
-/** Reads a success flag sent as a boolean or as "true"/"false"; undefined when absent or odd. */
-export function successFlag(value: unknown): boolean | undefined {
-  if (value === true || value === false) return value;
-  if (typeof value === 'string') {
-    const text = value.trim().toLowerCase();
-    if (text === 'true') return true;
-    if (text === 'false') return false;
-  }
-  return undefined;
-}
-
 function asText(value: unknown): string | undefined {
   if (value === undefined || value === null || value === '') return undefined;
   return typeof value === 'string' ? value : JSON.stringify(value);
@@ -78,7 +64,7 @@ export function serverMessageOf(body: unknown): string | undefined {
  */
 export function isFailedAnswer(body: unknown): boolean {
   if (!isPlainObject(body)) return false;
-  const flag = successFlag(body.success);
+  const flag = readFlag(body.success);
   if (flag !== undefined) return !flag;
   return serverMessageOf(body) !== undefined;
 }
@@ -186,4 +172,30 @@ export function errorForFailure(ctx: ErrorContext, err: unknown, state: FailureS
   const message = ctx.redact(rawMessage).slice(0, MAX_SERVER_TEXT);
   return new AssetApiError('network', `${op}: network error with ${ctx.origin}: ${describeNetwork(code, message)}${code ? ` (${code})` : ''}`,
     { operation: op, code });
+}
+
+/** `123.4 MB` (10^6 bytes), as the editor's MB settings count. */
+export function formatSize(bytes: number): string {
+  return bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : `${bytes} bytes`;
+}
+
+/** Error for a JSON answer larger than the client reads (maxAnswerBytes). */
+export function errorForLargeAnswer(operation: AssetOperation, maxAnswerBytes: number): AssetApiError {
+  return new AssetApiError('too-large',
+    `${operation}: the server's answer is larger than ${formatSize(maxAnswerBytes)} (maxAnswerBytes); it was not read further`,
+    { operation });
+}
+
+/** True for an error of the local file system (it names a system call). */
+export function isFileSystemError(err: unknown): err is NodeJS.ErrnoException {
+  return err instanceof Error && typeof (err as NodeJS.ErrnoException).syscall === 'string';
+}
+
+/** Error for a local file that cannot be read or written: `invalid-input` naming the field, with the system's code. */
+export function errorForLocalFile(err: unknown, field: string, what: string, operation: AssetOperation): AssetApiError {
+  if (err instanceof AssetApiError) return err;
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return new AssetApiError('invalid-input', `${field}: ${what}${code ? ` (${code})` : ''}`, {
+    field, operation, ...(typeof code === 'string' ? { code } : {})
+  });
 }

@@ -1,0 +1,76 @@
+/**
+ * Reading the server's answers: headers, content types, and a JSON answer with success true
+ * or the error it stands for (error-mapping.ts builds the errors).
+ */
+import type { AxiosResponse } from 'axios';
+import type { AssetApiError } from './errors';
+import {
+  type ErrorContext, errorForFailedAnswer, errorForMalformedAnswer, errorForStatus, isFailedAnswer, tryParseJson
+} from './error-mapping';
+import { isPlainObject } from './values';
+
+/** A response header as one string (repeated ones joined with ", "), undefined when absent. */
+export function headerOf(response: AxiosResponse, name: string): string | undefined {
+  const value: unknown = (response.headers as Record<string, unknown>)[name];
+  if (value === undefined || value === null) return undefined;
+  return Array.isArray(value) ? value.join(', ') : String(value);
+}
+
+/** Response headers as plain strings, without Set-Cookie (a new session cookie is a secret too). */
+export function plainHeaders(response: AxiosResponse): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(response.headers as Record<string, unknown>)) {
+    if (name.toLowerCase() === 'set-cookie' || value === undefined || value === null) continue;
+    headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
+  }
+  return headers;
+}
+
+/**
+ * A body sent as a file (with Content-Disposition) is content, never the server's error answer,
+ * whatever it holds: a JSON asset may well read {"success":false,...}. Only the error shape
+ * without Content-Disposition is an error.
+ */
+export function sentAsFile(response: AxiosResponse): boolean {
+  return headerOf(response, 'content-disposition') !== undefined;
+}
+
+export function isJsonType(contentType: string | undefined): boolean {
+  return contentType !== undefined && /^application\/([\w.+-]+\+)?json\b/i.test(contentType.trim());
+}
+
+/** axios' error for an answer beyond maxContentLength. */
+export function isAnswerTooLarge(err: unknown): boolean {
+  return err instanceof Error && (err as { code?: unknown }).code === 'ERR_BAD_RESPONSE' && /^maxContentLength size of \d+ exceeded/.test(err.message);
+}
+
+/** The error for a status other than 2xx, with the server's message when its body says one. */
+export function statusError(ctx: ErrorContext, status: number, text: string, response: AxiosResponse): AssetApiError {
+  return errorForStatus(ctx, status, tryParseJson(text)?.value, headerOf(response, 'location'));
+}
+
+/** A JSON answer with success true, or the error it stands for. */
+export function readJsonAnswer(ctx: ErrorContext, response: AxiosResponse): Record<string, unknown> {
+  const text = String(response.data ?? '');
+  if (response.status < 200 || response.status >= 300) throw statusError(ctx, response.status, text, response);
+  const parsed = tryParseJson(text);
+  if (!parsed || !isPlainObject(parsed.value)) {
+    throw errorForMalformedAnswer(ctx, response.status, headerOf(response, 'content-type'));
+  }
+  if (isFailedAnswer(parsed.value)) throw errorForFailedAnswer(ctx, response.status, parsed.value);
+  return parsed.value;
+}
+
+/**
+ * An export answer (spec 4.4): parsed JSON when the server sent JSON, else the text; a JSON
+ * answer saying success false (not sent as a file) is the error it stands for.
+ */
+export function readExportAnswer(ctx: ErrorContext, response: AxiosResponse): { data: unknown; contentType?: string } {
+  const contentType = headerOf(response, 'content-type');
+  const text = String(response.data ?? '');
+  if (response.status < 200 || response.status >= 300) throw statusError(ctx, response.status, text, response);
+  const parsed = isJsonType(contentType) || /^\s*\{/.test(text) ? tryParseJson(text) : undefined;
+  if (isJsonType(contentType) && parsed === undefined) throw errorForMalformedAnswer(ctx, response.status, contentType);
+  if (parsed && !sentAsFile(response) && isFailedAnswer(parsed.value)) throw errorForFailedAnswer(ctx, response.status, parsed.value);
+  return { data: isJsonType(contentType) && parsed ? parsed.value : text, contentType };
+}
