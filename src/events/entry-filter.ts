@@ -14,8 +14,14 @@ export type Verdict = 'new' | 'duplicate' | 'busy';
 export interface Claim {
   /** One per key, in order. */
   verdicts: Verdict[];
-  /** Called once the `new` entries were handed to the flow: they count as emitted for the window. */
+  /**
+   * Called as the `new` entries are handed to the flow, in the same turn (before Node-RED delivers
+   * them): they count as emitted for the window. A copy killed after its flow saw them has sent
+   * this already, so the server's retry is not emitted a second time.
+   */
   confirm(): Promise<void>;
+  /** The node closed before its flow got the entries: forget them, so that the retry is emitted. */
+  undo(): Promise<void>;
 }
 
 export interface EntryFilter {
@@ -28,6 +34,7 @@ const confirmed = async (): Promise<void> => undefined;
 /** The in-memory filter behind the same interface: a key is claimed and confirmed at once. */
 export function memoryEntryFilter(filter: DuplicateFilter): EntryFilter {
   return {
-    claim: async (keys) => ({ verdicts: keys.map((key) => (filter.isDuplicate(key) ? 'duplicate' : 'new')), confirm: confirmed })
+    // undo: nothing to do, a node's in-memory filter closes with it.
+    claim: async (keys) => ({ verdicts: keys.map((key) => (filter.isDuplicate(key) ? 'duplicate' : 'new')), confirm: confirmed, undo: confirmed })
   };
 }

@@ -55,8 +55,15 @@ for i = 1, #blob / ${DIGEST} do
 end
 return 0`;
 
+/** KEYS[1] prefix, ARGV[1] packed digests: deletes each key (confirmed by this copy, then undone). */
+const FORGET = `local p, blob = KEYS[1], ARGV[1]
+for i = 1, #blob / ${DIGEST} do
+  redis.call('DEL', p .. string.sub(blob, (i - 1) * ${DIGEST} + 1, i * ${DIGEST}))
+end
+return 0`;
+
 /** Exported for the tests (the pre-7 branch of CLAIM is run by forcing the version to 0). */
-export const SCRIPTS = { claim: CLAIM, confirm: CONFIRM, release: RELEASE };
+export const SCRIPTS = { claim: CLAIM, confirm: CONFIRM, release: RELEASE, forget: FORGET };
 
 /** SHA-1 of a string as 20 bytes; `crypto.hash` (Node 20.12+) is about twice as fast for short strings. */
 const fastHash = (crypto as unknown as { hash?: (algorithm: string, data: string, encoding: 'buffer') => Buffer }).hash;
@@ -104,7 +111,7 @@ export class RedisDuplicateFilter implements EntryFilter {
   }
 
   async claim(keys: string[]): Promise<Claim> {
-    if (this.options.windowMs <= 0 || keys.length === 0) return { verdicts: keys.map(() => 'new'), confirm: nothingToConfirm };
+    if (this.options.windowMs <= 0 || keys.length === 0) return { verdicts: keys.map(() => 'new'), confirm: nothingToConfirm, undo: nothingToConfirm };
     // The same entry twice in one callback: the second is a duplicate of the first (as in memory).
     const seen = new Set<string>();
     const sentFor: number[] = [];
@@ -132,9 +139,14 @@ export class RedisDuplicateFilter implements EntryFilter {
       const code = codes.charCodeAt(n);
       if (code === 48) { verdicts[index] = 'new'; claimed.push(digests[n]); } else if (code !== 49) verdicts[index] = 'busy';
     });
-    if (!claimed.length) return { verdicts, confirm: nothingToConfirm };
+    if (!claimed.length) return { verdicts, confirm: nothingToConfirm, undo: nothingToConfirm };
     const window = String(Math.max(1, Math.round(this.options.windowMs)));
-    return { verdicts, confirm: async () => { await this.run(SCRIPTS.confirm, [Buffer.concat(claimed), window]); } };
+    const blob = Buffer.concat(claimed);
+    return {
+      verdicts,
+      confirm: async () => { await this.run(SCRIPTS.confirm, [blob, window]); },
+      undo: async () => { await this.run(SCRIPTS.forget, [blob]); }
+    };
   }
 
   /**

@@ -15,7 +15,7 @@ import { AssetApiError, redactSecrets } from '../api/errors';
 import type { CallbackEntry } from '../api/types';
 import {
   DuplicateFilter, contentTypeProblem, entryKey, isEmptyEntry, memoryEntryFilter, parseCallbackPayload, readJsonBody, secretMatches,
-  type EntryFilter
+  type Claim, type EntryFilter
 } from '../events';
 import { eventInStats } from '../plugin/event-in-stats';
 import type { AssetRedisConfigNode } from './asset-redis';
@@ -148,9 +148,9 @@ export default function register(RED: NodeAPI): void {
     /**
      * Emits the entries of one callback that the duplicate filter lets through. `sent`: messages
      * that went out; `busy`: entries another copy is emitting right now (answer 503, the retry
-     * finds them emitted); `confirm`: to call once the messages were handed on.
+     * finds them emitted); `undo`: to call when the node closed before its flow got them.
      */
-    async function emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<{ sent: number; entries: number; busy: number; closing?: boolean; confirm?: () => Promise<void> }> {
+    async function emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<{ sent: number; entries: number; busy: number; closing?: boolean; undo?: () => Promise<void> }> {
       const candidates: CallbackEntry[] = [];
       for (const entry of entries) {
         if (isEmptyEntry(entry) && !settings.emitEmpty) { state.empties++; stats.empty(); continue; }
@@ -158,17 +158,16 @@ export default function register(RED: NodeAPI): void {
       }
       const kept: CallbackEntry[] = [];
       let busy = 0;
-      let confirm: (() => Promise<void>) | undefined;
+      let claim: Claim | undefined;
       if (filter) {
         // Empty entries, and entries without a key (no rrn: see entryKey), are never dropped.
         const keys = candidates.map((entry) => (isEmptyEntry(entry) ? undefined : entryKey(subscriptionId, entry)));
         const claimed = keys.filter((key): key is string => key !== undefined);
-        const claim = claimed.length > 0 ? await filter.claim(claimed) : { verdicts: [], confirm: undefined };
-        confirm = claim.confirm;
+        const verdicts = claimed.length > 0 ? (claim = await filter.claim(claimed)).verdicts : [];
         let at = 0;
         candidates.forEach((entry, i) => {
           if (keys[i] === undefined) { kept.push(entry); return; }
-          const verdict = claim.verdicts[at++];
+          const verdict = verdicts[at++];
           if (verdict === 'duplicate') { state.duplicates++; stats.duplicate(); }
           else if (verdict === 'busy') busy++;
           else kept.push(entry);
@@ -180,7 +179,11 @@ export default function register(RED: NodeAPI): void {
       // expire after the lease and the server's retry is emitted once, by the new node.
       if (state.closed) return { sent: 0, entries: 0, busy, closing: true };
       const sent = sendEntries(kept, subscriptionId, receivedAt);
-      return { sent, entries: kept.length, busy, confirm };
+      // Confirmed in this turn, before Node-RED delivers the messages: a copy killed once its flow
+      // has them has confirmed them, so the server's retry is not emitted twice. Whatever the
+      // confirmation meets, the messages are out and the answer is success.
+      claim?.confirm().catch((err: unknown) => warnFilter(err));
+      return { sent, entries: kept.length, busy, undo: claim?.undo };
     }
 
     /** Sends the kept entries and returns how many messages went out. */
@@ -215,9 +218,11 @@ export default function register(RED: NodeAPI): void {
      * answer waits for that turn; if the node closed meanwhile, the messages may have been
      * dropped with the stopped flow: answer 503 and the server sends them again.
      */
-    async function deliveredWhileOpen(res: ServerResponse): Promise<boolean> {
+    async function deliveredWhileOpen(res: ServerResponse, undo?: () => Promise<void>): Promise<boolean> {
       await new Promise((resolve) => setImmediate(resolve));
       if (!state.closed) return true;
+      // Before the answer: the retry may reach another copy at once.
+      if (undo) await undo().catch(() => undefined);
       reply(res, 503, { success: false, error: 'endpoint is closing' });
       return false;
     }
@@ -258,7 +263,7 @@ export default function register(RED: NodeAPI): void {
         reply(res, 503, { success: false, error: 'endpoint is closing' });
         return;
       }
-      let outcome: { sent: number; entries: number; busy: number; closing?: boolean; confirm?: () => Promise<void> };
+      let outcome: { sent: number; entries: number; busy: number; closing?: boolean; undo?: () => Promise<void> };
       try {
         outcome = await emitEntries(parsed.entries, parsed.id ?? settings.subscriptionId, receivedAt.toISOString());
       } catch (err) {
@@ -268,15 +273,9 @@ export default function register(RED: NodeAPI): void {
         reply(res, 503, { success: false, error: 'endpoint is closing' });
         return;
       }
-      const { sent, entries, busy, confirm } = outcome;
+      const { sent, entries, busy, undo } = outcome;
       state.lastEventAt = receivedAt;
-      if (sent > 0 && !await deliveredWhileOpen(res)) return;
-      if (confirm) {
-        // Not awaited: the confirmation is on its way before the answer (one connection, in order),
-        // and whatever it meets, the messages are out, so the answer is success (anything else would
-        // emit them twice). Until it lands, a copy asking about these entries hears 'busy' and 503.
-        confirm().catch((err: unknown) => warnFilter(err));
-      }
+      if (sent > 0 && !await deliveredWhileOpen(res, undo)) return;
       if (state.filterProblem) { state.filterProblem = ''; showStatus(); }
       stats.callback(receivedAt, entries);
       if (busy > 0) {

@@ -141,8 +141,12 @@ describe(`reliability 9: two Node-RED copies behind nginx, duplicate filter in R
       events.push(`A started again and emitting after ${uploaded} uploads`);
       const atRestart = uploaded;
       await waitFor('more uploads', () => uploaded >= atRestart + 5, 30000, 10);
-      await redis.restart();
-      events.push(`Redis restarted after ${uploaded} uploads`);
+      // Redis down until a callback has failed for it (503 and a retry): the fault is felt.
+      const retriedBefore = (await deliveries()).filter((d) => d.attempts > 1).length;
+      await redis.stop();
+      await waitFor('a delivery retried while Redis is down', async () => (await deliveries()).filter((d) => d.attempts > 1).length > retriedBefore, 30000, 20);
+      await redis.start();
+      events.push(`Redis stopped until a delivery failed, then started again, after ${uploaded} uploads`);
       const total = sinceA() + sinceB();
       await waitFor('a copy emitting after the Redis restart', () => sinceA() + sinceB() > total, 30000, 10);
       faultsDone = true;

@@ -85,6 +85,9 @@ events { worker_connections 512; }
 http {
   access_log off;
   client_body_temp_path ${dir}/body;
+  # Callback bodies stay in memory: run as root, nginx's workers are 'nobody' and cannot write
+  # to the test's private temp folder (a body past the default 16k buffer was answered 500).
+  client_body_buffer_size 64m;
   proxy_temp_path ${dir}/proxy;
   fastcgi_temp_path ${dir}/fastcgi;
   uwsgi_temp_path ${dir}/uwsgi;
