@@ -41,6 +41,14 @@ function clockTime(date: Date): string {
   return date.toTimeString().slice(0, 8);
 }
 
+/**
+ * What one callback's entries became: `sent` messages, `entries` emitted, `busy` entries another
+ * copy is emitting now (answer 503: the retry finds them emitted), `closing` when the node closed
+ * while the filter answered, `undo` for
+ * when it closes before its flow got them.
+ */
+type Emitted = { sent: number; entries: number; busy: number; closing?: boolean; undo?: () => Promise<void> };
+
 export default function register(RED: NodeAPI): void {
   /** Locale string with an English fallback (the test helper's RED._ returns the key). */
   function t(key: string, english: string, params: Record<string, unknown> = {}): string {
@@ -145,12 +153,8 @@ export default function register(RED: NodeAPI): void {
       callbackStatus();
     }
 
-    /**
-     * Emits the entries of one callback that the duplicate filter lets through. `sent`: messages
-     * that went out; `busy`: entries another copy is emitting right now (answer 503, the retry
-     * finds them emitted); `undo`: to call when the node closed before its flow got them.
-     */
-    async function emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<{ sent: number; entries: number; busy: number; closing?: boolean; undo?: () => Promise<void> }> {
+    /** Emits the entries of one callback that the duplicate filter lets through (see {@link Emitted}). */
+    async function emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<Emitted> {
       const candidates: CallbackEntry[] = [];
       for (const entry of entries) {
         if (isEmptyEntry(entry) && !settings.emitEmpty) { state.empties++; stats.empty(); continue; }
@@ -223,8 +227,13 @@ export default function register(RED: NodeAPI): void {
       if (!state.closed) return true;
       // Before the answer: the retry may reach another copy at once.
       if (undo) await undo().catch(() => undefined);
-      reply(res, 503, { success: false, error: 'endpoint is closing' });
+      replyClosing(res);
       return false;
+    }
+
+    /** The node closed under a callback: 503, so that the server sends it again (to the new node). */
+    function replyClosing(res: ServerResponse): void {
+      reply(res, 503, { success: false, error: 'endpoint is closing' });
     }
 
     async function handle(req: IncomingMessage & { query?: Record<string, unknown> }, res: ServerResponse): Promise<void> {
@@ -260,17 +269,17 @@ export default function register(RED: NodeAPI): void {
       }
       if (state.closed) {
         // Redeployed while reading: the server will retry and reach the new node.
-        reply(res, 503, { success: false, error: 'endpoint is closing' });
+        replyClosing(res);
         return;
       }
-      let outcome: { sent: number; entries: number; busy: number; closing?: boolean; undo?: () => Promise<void> };
+      let outcome: Emitted;
       try {
         outcome = await emitEntries(parsed.entries, parsed.id ?? settings.subscriptionId, receivedAt.toISOString());
       } catch (err) {
         return filterUnavailable(res, err);
       }
       if (outcome.closing) {
-        reply(res, 503, { success: false, error: 'endpoint is closing' });
+        replyClosing(res);
         return;
       }
       const { sent, entries, busy, undo } = outcome;
