@@ -44,8 +44,7 @@ function clockTime(date: Date): string {
 /**
  * What one callback's entries became: `sent` messages, `entries` emitted, `busy` entries another
  * copy is emitting now (answer 503: the retry finds them emitted), `closing` when the node closed
- * while the filter answered, `undo` for
- * when it closes before its flow got them.
+ * while the filter answered, `undo` for when it closes before its flow got them.
  */
 type Emitted = { sent: number; entries: number; busy: number; closing?: boolean; undo?: () => Promise<void> };
 
