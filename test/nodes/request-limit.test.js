@@ -99,32 +99,22 @@ describe('request limit and queue (asset-upload)', function () {
     const warned = helper.log().args.map(a => JSON.stringify(a)).join('\n');
     warned.should.match(/Parallel requests must be a whole number from 1 to 32; using 2/);
   });
-});
 
-describe('asset-upload with both destination and destinationFuid', function () {
-  let emulator;
-  before(async function () {
-    await helper.startServer();
-    emulator = await s.startTestEmulator();
-  });
-  after(async function () {
-    if (emulator) await emulator.close();
-    await helper.stopServer();
-  });
-  afterEach(() => helper.unload());
+  describe('asset-upload with both destination and destinationFuid', function () {
 
-  it('says once that the server uses destination (spec 4.2), and the file lands there', async function () {
-    await s.load(s.flow('asset-upload', {
-      destination: '/both-dest', destinationType: 'str', destinationFuid: '1', destinationFuidType: 'num', wait: 'true', waitType: 'bool'
-    }, { baseUrl: emulator.url }));
-    const n1 = helper.getNode('n1');
-    const warnings = [];
-    n1.on('call:warn', call => warnings.push(call.args[0]));
-    const msg = await s.run({ payload: 'x', name: 'both.txt' });
-    await s.run({ payload: 'y', name: 'both2.txt' });
-    warnings.length.should.equal(1);
-    warnings[0].should.match(/server uses Destination/);
-    const record = await s.emulatorGet(`${emulator.url}/emulator/assets/${msg.fuid}`);
-    JSON.stringify(record.body).should.containEql('/both-dest/both.txt');
+    it('says once that the server uses destination (spec 4.2), and the file lands there', async function () {
+      await s.load(s.flow('asset-upload', {
+        destination: '/both-dest', destinationType: 'str', destinationFuid: '1', destinationFuidType: 'num', wait: 'true', waitType: 'bool'
+      }, { baseUrl: emulator.url }));
+      const n1 = helper.getNode('n1');
+      const warnings = [];
+      n1.on('call:warn', call => warnings.push(call.args[0]));
+      const msg = await s.run({ payload: 'x', name: 'both.txt' });
+      await s.run({ payload: 'y', name: 'both2.txt' });
+      warnings.length.should.equal(1);
+      warnings[0].should.match(/server uses Destination/);
+      const record = await s.emulatorGet(`${emulator.url}/emulator/assets/${msg.fuid}`);
+      JSON.stringify(record.body).should.containEql('/both-dest/both.txt');
+    });
   });
 });
