@@ -201,16 +201,16 @@ export default function register(RED: NodeAPI): void {
       }
       const partsId = randomBytes(8).toString('hex');
       const count = kept.length;
-      const msgs: NodeMessage[] = new Array(count);
       for (let index = 0; index < count; index++) {
         const entry = kept[index];
         // type/len let a core join node in automatic mode rebuild the array of entries.
         const msg: NodeMessage = { payload: entry, receivedAt, parts: { id: partsId, index, count, type: 'array', len: 1 } };
         if (subscriptionId !== undefined) msg.subscriptionId = subscriptionId;
         if (typeof entry.action === 'string') msg.topic = entry.action;
-        msgs[index] = msg;
+        // One send per message, as the core split node does: node.send([msgs]) deep-clones every
+        // message after the first even on a single wire, though each is a new object.
+        node.send(msg);
       }
-      node.send([msgs]);
       return count;
     }
 
