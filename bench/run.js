@@ -192,7 +192,7 @@ async function main() {
     // The Redis of the 'redis' event variant (Debian's redis-server, in the temp folder, on a free port).
     if (opts.only.includes('events') && opts.variants.includes('redis')) {
       const { installed, startRedis } = require('../test/reliability/lib/servers');
-      if (installed('redis-server')) redis = await startRedis(path.join(tmp, 'redis'));
+      if (installed('redis-server')) redis = await startRedis(path.join(tmp, 'redis'), { durable: false });
       else notes.push('redis-server is not installed: the event flow with the filter in Redis is skipped.');
     }
     const hasNode = (t) => types.has(t) && types.has('asset-server');

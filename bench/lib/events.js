@@ -2,6 +2,7 @@
 // Case 3: bursts of change callbacks (spec 2.3 payloads) POSTed by autocannon on loopback to
 // asset-event-in (one message per entry, and one per callback) and to the core
 // http in -> change -> split flow, in the same Node-RED process.
+const http = require('http');
 const autocannon = require('autocannon');
 const { performance } = require('perf_hooks');
 const { median, sleep } = require('./util');
@@ -9,6 +10,9 @@ const { EVENT_PATHS } = require('./flows');
 const { readCpu } = require('./rss');
 
 const rotate = (list, n) => list.map((_, i) => list[(i + n) % list.length]);
+
+/** Fewest callbacks in one half-rate run of a full bench (so three runs give a p99 of 300 answers). */
+const HALF_RATE_MIN_CALLBACKS = 100;
 
 let sequence = 0; // every entry of the whole run has its own assetId/rrn, so no filter drops any
 
@@ -60,8 +64,80 @@ async function settledCount(nr, variant, expected) {
   return last;
 }
 
+/** Nearest-rank percentile of ascending `sorted` values. */
+function percentile(sorted, p) {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(p / 100 * sorted.length) - 1)] : NaN;
+}
+
+const roundedPercentile = (sorted, p) => Math.round(percentile(sorted, p) * 10) / 10;
+
 /**
- * One burst: `amount` callbacks of `n` entries at full speed (or at `rate` callbacks/s).
+ * The latencies of every answer of several paced runs together, ascending (a run of big callbacks
+ * has only tens of answers, so the p99 of one run is its slowest answer). Takes them off the runs:
+ * the results JSON keeps each run's percentiles.
+ */
+function pooledLatencies(runs) {
+  const all = runs.flatMap((b) => b.latencies || []);
+  for (const b of runs) delete b.latencies;
+  return all.sort((a, b) => a - b);
+}
+
+/**
+ * Callbacks at an even `rate` per second, open loop: callback i is due at start + i / rate
+ * whatever the answers before it, and its latency counts from when it was due (waiting for one
+ * of the `connections` keep-alive sockets counts too). Not autocannon's rate limit: that sends
+ * each second's quota back to back at the start of the second and then pauses, which is full
+ * speed in bursts, and it adds one corrected sample per millisecond of every slow answer
+ * (coordinated-omission correction with a 1 ms interval), so its p99 is the tail of full speed.
+ * Resolves with the fields of autocannon's result that `burst` reads.
+ */
+function paced({ url, amount, rate, connections, body }) {
+  const target = new URL(url);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  return new Promise((resolve) => {
+    const latencies = [];
+    const result = { '2xx': 0, non2xx: 0, errors: 0, timeouts: 0 };
+    const start = performance.now();
+    let last = start;
+    let sent = 0;
+    let settled = 0;
+    const settle = () => {
+      if (++settled < amount) return;
+      agent.destroy();
+      latencies.sort((a, b) => a - b);
+      const at = (p) => roundedPercentile(latencies, p);
+      resolve({ ...result, requests: { total: settled }, seconds: (last - start) / 1000, latencies,
+        latency: { p50: at(50), p90: at(90), p99: at(99), max: at(100) } });
+    };
+    const fire = (due) => {
+      const payload = body();
+      const req = http.request({ agent, host: target.hostname, port: target.port, path: target.pathname, method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          last = performance.now();
+          if (res.statusCode >= 200 && res.statusCode < 300) { result['2xx']++; latencies.push(last - due); } else result.non2xx++;
+          settle();
+        });
+      });
+      let timedOut = false;
+      req.setTimeout(30000, () => { timedOut = true; result.timeouts++; req.destroy(new Error('timeout')); });
+      req.on('error', () => { if (!timedOut) result.errors++; settle(); });
+      req.end(payload);
+    };
+    const due = (i) => start + i * 1000 / rate;
+    const tick = () => {
+      const now = performance.now();
+      while (sent < amount && due(sent) <= now) fire(due(sent++));
+      if (sent < amount) setTimeout(tick, Math.max(0, due(sent) - performance.now()));
+    };
+    tick();
+  });
+}
+
+/**
+ * One burst: `amount` callbacks of `n` entries at full speed (autocannon, 10 connections, each
+ * sending its next callback when the last was answered) or at an even `rate` callbacks/s (paced).
  * Returns entries/s counted, latency percentiles (ms), entries sent and lost, HTTP failures.
  */
 async function burst(nr, variant, n, amount, rate) {
@@ -73,9 +149,10 @@ async function burst(nr, variant, n, amount, rate) {
     headers: { 'content-type': 'application/json' },
     requests: [{ setupRequest: (req) => { req.body = callbackBody(n); return req; } }]
   };
-  if (rate) opts.overallRate = rate;
   const cpuBefore = readCpu(nr.pid);
-  const r = await cannon(opts);
+  const r = rate
+    ? await paced({ url: opts.url, amount, rate, connections, body: () => callbackBody(n) })
+    : await cannon(opts);
   // autocannon makes exactly `amount` requests (its `requests.sent` also counts rate-limited tries)
   const sentEntries = amount * n;
   const counted = await settledCount(nr, variant, sentEntries);
@@ -84,7 +161,7 @@ async function burst(nr, variant, n, amount, rate) {
   return {
     callbacks: amount, answered: r.requests.total, ok2xx: r['2xx'], non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts,
     seconds, callbacksPerSec: r['2xx'] / seconds, entriesPerSec: counted / seconds,
-    p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max,
+    p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max, latencies: r.latencies,
     sentEntries, counted, lost: sentEntries - counted, cpuSeconds: cpu, cpuMicrosPerEntry: cpu / counted * 1e6
   };
 }
@@ -135,10 +212,21 @@ async function runEvents(ctx) {
     for (let run = 0; run < opts.runs; run++) {
       for (const v of rotate(variants, run)) {
         const rate = rows[v].halfRate;
-        const amount = Math.max(10, Math.round(rate * burstSeconds));
+        const amount = Math.max(opts.quick ? 10 : HALF_RATE_MIN_CALLBACKS, Math.round(rate * burstSeconds));
         const b = await burst(nr, v, n, amount, rate);
         rows[v].half.push(b);
         log(`  events ${n}/callback ${v} at ${rate}/s run ${run + 1}: p99 ${b.p99} ms, lost ${b.lost}`);
+      }
+    }
+    // asset-event-in (one msg per entry) again at the core flow's half rate: its p99 is compared
+    // with the core flow's at the same load (its own half rate is higher when it is faster).
+    const sameLoad = rows.core && rows.ours && rows.ours.halfRate !== rows.core.halfRate ? ['ours'] : [];
+    for (let run = 0; run < opts.runs && sameLoad.length; run++) {
+      for (const v of sameLoad) {
+        const rate = rows.core.halfRate;
+        const b = await burst(nr, v, n, Math.max(opts.quick ? 10 : HALF_RATE_MIN_CALLBACKS, Math.round(rate * burstSeconds)), rate);
+        (rows[v].coreRate = rows[v].coreRate || []).push(b);
+        log(`  events ${n}/callback ${v} at the core flow's ${rate}/s run ${run + 1}: p99 ${b.p99} ms, lost ${b.lost}`);
       }
     }
     for (const v of variants) {
@@ -146,15 +234,19 @@ async function runEvents(ctx) {
       r.entriesPerSec = median(r.max.map((b) => b.entriesPerSec));
       r.p50 = median(r.max.map((b) => b.p50));
       r.p99 = median(r.max.map((b) => b.p99));
-      r.halfP50 = median(r.half.map((b) => b.p50));
-      r.halfP99 = median(r.half.map((b) => b.p99));
+      const pooled = pooledLatencies(r.half);
+      r.halfSamples = pooled.length;
+      r.halfP50 = roundedPercentile(pooled, 50);
+      r.halfP99 = roundedPercentile(pooled, 99);
+      if (v === 'core' || r.coreRate) r.coreRateP99 = v === 'core' ? r.halfP99 : roundedPercentile(pooledLatencies(r.coreRate), 99);
+      else if (v === 'ours' && rows.core) r.coreRateP99 = r.halfP99; // the same rate as the core flow's
+      r.lost = [...r.max, ...r.half, ...(r.coreRate || [])].reduce((s, b) => s + b.lost, 0);
+      r.httpFailures = [...r.max, ...r.half, ...(r.coreRate || [])].reduce((s, b) => s + b.non2xx + b.errors + b.timeouts, 0);
       r.cpuMicrosPerEntry = median(r.max.map((b) => b.cpuMicrosPerEntry));
-      r.lost = [...r.max, ...r.half].reduce((s, b) => s + b.lost, 0);
-      r.httpFailures = [...r.max, ...r.half].reduce((s, b) => s + b.non2xx + b.errors + b.timeouts, 0);
       results.push(r);
     }
   }
   return results;
 }
 
-module.exports = { runEvents, callbackBody };
+module.exports = { runEvents, callbackBody, paced };

@@ -91,8 +91,9 @@ function transferSummaries(results) {
 
 /**
  * Event targets: asset-event-in (one message per entry) counts at least the core flow's entries/s,
- * loses nothing, and its p99 at half rate is no worse than the core flow's at every size (and below
- * 50 ms up to 100 entries per callback: at 1000, one message per entry cannot be, in any flow); the
+ * loses nothing, and its p99 is no worse than the core flow's at the same load (the core flow's half
+ * rate) at every size; its p99 at its own half rate is below 50 ms up to 100 entries per callback
+ * (at 1000, one message per entry cannot be, in any flow); the
  * one-message-per-callback mode loses nothing and its p99 at half rate is below 50 ms at every size.
  */
 function eventTargets(rows) {
@@ -116,8 +117,8 @@ function eventTargets(rows) {
     const core = rows.find((c) => c.variant === 'core' && c.entriesPerCallback === n);
     if (r.variant === 'ours' && core) {
       r.targets.push(target(`${what}: entries/s ≥ core http-in flow`, r.entriesPerSec >= core.entriesPerSec, '≥ core'));
-      r.targets.push(target(`${what}: p99 at half rate ≤ core http-in flow's (${fmt(r.halfP99)} / ${fmt(core.halfP99)} ms)`,
-        r.halfP99 <= core.halfP99, 'p99 ≤ core @½'));
+      r.targets.push(target(`${what}: p99 ≤ core http-in flow's at the same load, the core flow's half rate (${fmt(r.coreRateP99)} / ${fmt(core.halfP99)} ms)`,
+        r.coreRateP99 <= core.halfP99, 'p99 ≤ core @ core ½'));
     }
     r.targets.push(target(`${what}: 0 entries lost`, r.lost === 0 && r.httpFailures === 0, '0 lost'));
     if (r.variant === 'batch' || n <= 100) {
@@ -158,14 +159,14 @@ function markdown(results) {
   }
 
   if (results.events && results.events.length) {
-    L.push('## 3. Event bursts: callbacks POSTed by autocannon (10 connections) to Node-RED', '');
-    L.push('| Entries / callback | Flow | Entries/s (max) | p50 / p99 ms (max rate) | Half rate (callbacks/s) | p50 / p99 ms (half rate) | Lost | Node-RED CPU µs/entry | Target |',
-      '|---:|---|---:|---:|---:|---:|---:|---:|---|');
+    L.push('## 3. Event bursts: callbacks POSTed to Node-RED over 10 keep-alive connections (full speed: autocannon; half rate: evenly paced, open loop)', '');
+    L.push('| Entries / callback | Flow | Entries/s (max) | p50 / p99 ms (max rate) | Half rate (callbacks/s) | p50 / p99 ms (half rate) | p99 ms at the core flow\'s half rate | Lost | Node-RED CPU µs/entry | Target |',
+      '|---:|---|---:|---:|---:|---:|---:|---:|---:|---|');
     targets.push(...eventTargets(results.events));
     for (const r of results.events) {
       const lost = `${r.lost}${r.httpFailures ? ` (+${r.httpFailures} HTTP failures)` : ''}`;
       L.push(`| ${r.entriesPerCallback} | ${EVENT_LABEL[r.variant]} | ${fmt(r.entriesPerSec)} | ${fmt(r.p50)} / ${fmt(r.p99)} | ` +
-        `${r.halfRate} | ${fmt(r.halfP50)} / ${fmt(r.halfP99)} | ${lost} | ${fmt(r.cpuMicrosPerEntry)} | ${r.targets.map((t) => t.text).join(', ')} |`);
+        `${r.halfRate} | ${fmt(r.halfP50)} / ${fmt(r.halfP99)} | ${r.coreRateP99 === undefined ? '' : fmt(r.coreRateP99)} | ${lost} | ${fmt(r.cpuMicrosPerEntry)} | ${r.targets.map((t) => t.text).join(', ')} |`);
     }
     L.push('');
   }

@@ -28,13 +28,13 @@ function exited(child) {
  * restart keeps the keys. `restart()` stops it cleanly (SIGTERM) and starts it on the same port;
  * `kill()` SIGKILLs it; `password` turns on AUTH.
  */
-async function startRedis(dir, { password } = {}) {
+async function startRedis(dir, { password, durable = true } = {}) {
   fs.mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const conf = path.join(dir, 'redis.conf');
   fs.writeFileSync(conf, [
     `port ${port}`, 'bind 127.0.0.1', 'protected-mode no', `dir ${dir}`, 'daemonize no', 'logfile ""',
-    'save ""', 'appendonly yes', 'appendfsync always', 'loglevel notice',
+    'save ""', `appendonly ${durable ? 'yes' : 'no'}`, 'appendfsync always', 'loglevel notice',
     ...(password ? [`requirepass ${password}`] : [])
   ].join('\n') + '\n');
   let child;
@@ -42,6 +42,7 @@ async function startRedis(dir, { password } = {}) {
   const redis = {
     port,
     url: `redis://127.0.0.1:${port}`,
+    get pid() { return child && child.pid; },
     get running() { return !!child && child.exitCode === null && child.signalCode === null; },
     async start() {
       child = spawn(commandPath('redis-server') || 'redis-server', [conf], { stdio: ['ignore', 'pipe', 'pipe'] });
