@@ -1,69 +1,73 @@
 /**
  * Duplicate filter kept in Redis, shared by every Node-RED copy behind a load balancer.
  *
- * Two steps per callback, each ONE command and so one round trip whatever the number of entries
- * (a script over all the entry keys; Redis runs a script atomically, so each key is checked and
- * set in one atomic step, and no other client runs in between):
- * 1. claim, per key: nothing there -> set it to our claim token with the lease as expiry: `new`.
- *    `d` -> emitted within the window: `duplicate`. Another token -> another copy claimed it and
- *    has not yet handed it to its flow: `busy`. The claim expires after the lease, so a copy killed
- *    between claim and emit blocks nothing for longer than the lease, and the server's retry emits
- *    it. A claim that timed out is released (a script deleting the keys that still hold our token,
- *    sent behind it on the same connection, so Redis runs it right after the claim).
- * 2. confirm, once the entries are handed to the flow: `SET key d PX window` per new key.
- * A script instead of a pipeline of `SET key token NX PX lease GET`: the same atomic step per key,
- * but one command to encode and one reply to parse instead of one per entry (the client's cost per
- * command halved the entries/s of 100-entry callbacks), and any Redis from 2.6.12 on. The keys go as
- * one argument, 20-byte SHA-1 digests end to end (the client's cost per argument counted too); the
- * key prefix, which carries the node id as a cluster hash tag, is the script's one declared key.
+ * Each callback's new entries form a batch with an id of its own. Two steps per callback, each ONE
+ * command and so one round trip whatever the number of entries (a script; Redis runs a script
+ * atomically, so no other client runs in between):
+ * 1. claim, per entry key: nothing there -> the key is set to the batch id (`new`). A key that
+ *    names another batch is judged by that batch's marker: `d` -> emitted within the window
+ *    (`duplicate`); `c` -> claimed by a copy that has not yet handed it to its flow (`busy`);
+ *    gone -> that copy died, closed or timed out before emitting: the key is taken over (`new`).
+ *    The batch's marker is set to `c` with the lease as expiry, so a copy killed between claim
+ *    and emit blocks nothing for longer than the lease, and the server's retry emits it.
+ * 2. confirm, once the entries are handed to the flow: the marker becomes `d` for the window.
+ *    Undo (closed before the flow got them) and release (the claim timed out) delete the marker.
+ * One write per entry per callback (the claim); confirm, undo and release touch one key whatever
+ * the batch size, which halves Redis's work per entry against a confirmation per key. An entry key
+ * lives for the window (or the lease, if longer) from its claim; the confirmed marker for the
+ * window from the confirmation, so it never expires before the keys it covers.
+ * A script instead of a pipeline of `SET key id NX PX ttl GET`: one command to encode and one reply
+ * to parse instead of one per entry (the client's cost per command halved the entries/s of
+ * 100-entry callbacks), and any Redis from 2.6.12 on. The keys go as one argument, 20-byte SHA-1
+ * digests end to end (the client's cost per argument counted too); the key prefix, which carries
+ * the node id as a cluster hash tag, is the script's one declared key.
  */
 import * as crypto from 'crypto';
 import type { Claim, EntryFilter, Verdict } from './entry-filter';
 
 const DIGEST = 20;
 
-/**
- * KEYS[1] prefix, ARGV[1] packed digests, ARGV[2] token, ARGV[3] lease ms. One char per key: 0 new
- * (now claimed), 1 duplicate, 2 busy. Redis 7 does it in one call per key (SET NX GET), older ones in two.
- */
-const CLAIM = `local p, blob, out = KEYS[1], ARGV[1], {}
-local setGet = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
-for i = 1, #blob / ${DIGEST} do
-  local k = p .. string.sub(blob, (i - 1) * ${DIGEST} + 1, i * ${DIGEST})
-  local v
-  if setGet then v = redis.call('SET', k, ARGV[2], 'PX', ARGV[3], 'NX', 'GET')
-  else
-    v = redis.call('GET', k)
-    if not v then redis.call('SET', k, ARGV[2], 'PX', ARGV[3]) end
-  end
-  if not v then out[i] = '0'
-  elseif v == 'd' then out[i] = '1'
-  else out[i] = '2' end
-end
-return table.concat(out)`;
-/** KEYS[1] prefix, ARGV[1] packed digests, ARGV[2] window ms: each key emitted, remembered for the window. */
-const CONFIRM = `local p, blob = KEYS[1], ARGV[1]
-for i = 1, #blob / ${DIGEST} do
-  redis.call('SET', p .. string.sub(blob, (i - 1) * ${DIGEST} + 1, i * ${DIGEST}), 'd', 'PX', ARGV[2])
-end
-return 0`;
-/** KEYS[1] prefix, ARGV[1] packed digests, ARGV[2] token: deletes each key that still holds the token. */
-const RELEASE = `local p, blob = KEYS[1], ARGV[1]
-for i = 1, #blob / ${DIGEST} do
-  local k = p .. string.sub(blob, (i - 1) * ${DIGEST} + 1, i * ${DIGEST})
-  if redis.call('GET', k) == ARGV[2] then redis.call('DEL', k) end
-end
-return 0`;
+/** The key of a batch's marker, after the prefix (entry keys are the prefix and 20 binary bytes). */
+const MARKER = 'b:';
 
-/** KEYS[1] prefix, ARGV[1] packed digests: deletes each key (confirmed by this copy, then undone). */
-const FORGET = `local p, blob = KEYS[1], ARGV[1]
+/**
+ * KEYS[1] prefix, ARGV[1] packed digests, ARGV[2] batch id, ARGV[3] lease ms, ARGV[4] entry key ttl ms.
+ * One char per key: 0 new (now claimed), 1 duplicate, 2 busy. Redis 7 does it in one call per new
+ * key (SET NX GET), older ones in two; a key that names another batch costs one GET per batch.
+ */
+const CLAIM = `local p, blob, batch, lease, ttl = KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local setGet = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
+local markers, out, claimed = {}, {}, false
 for i = 1, #blob / ${DIGEST} do
-  redis.call('DEL', p .. string.sub(blob, (i - 1) * ${DIGEST} + 1, i * ${DIGEST}))
+  local k = p .. string.sub(blob, (i - 1) * ${DIGEST} + 1, i * ${DIGEST})
+  local owner
+  if setGet then owner = redis.call('SET', k, batch, 'PX', ttl, 'NX', 'GET')
+  else
+    owner = redis.call('GET', k)
+    if not owner then redis.call('SET', k, batch, 'PX', ttl) end
+  end
+  local state = false
+  if owner then
+    state = markers[owner]
+    if state == nil then state = redis.call('GET', p .. '${MARKER}' .. owner) or false; markers[owner] = state end
+  end
+  if state == 'd' then out[i] = '1'
+  elseif state then out[i] = '2'
+  else
+    if owner then redis.call('SET', k, batch, 'PX', ttl) end
+    out[i] = '0'
+    claimed = true
+  end
 end
-return 0`;
+if claimed then redis.call('SET', p .. '${MARKER}' .. batch, 'c', 'PX', lease) end
+return table.concat(out)`;
+/** KEYS[1] prefix, ARGV[1] batch id, ARGV[2] window ms: the batch was emitted, remembered for the window. */
+const CONFIRM = `return redis.call('SET', KEYS[1] .. '${MARKER}' .. ARGV[1], 'd', 'PX', ARGV[2])`;
+/** KEYS[1] prefix, ARGV[1] batch id: the batch was not emitted; its keys may be claimed again at once. */
+const DROP = `return redis.call('DEL', KEYS[1] .. '${MARKER}' .. ARGV[1])`;
 
 /** Exported for the tests (the pre-7 branch of CLAIM is run by forcing the version to 0). */
-export const SCRIPTS = { claim: CLAIM, confirm: CONFIRM, release: RELEASE, forget: FORGET };
+export const SCRIPTS = { claim: CLAIM, confirm: CONFIRM, drop: DROP };
 
 /** SHA-1 of a string as 20 bytes; `crypto.hash` (Node 20.12+) is about twice as fast for short strings. */
 const fastHash = (crypto as unknown as { hash?: (algorithm: string, data: string, encoding: 'buffer') => Buffer }).hash;
@@ -100,8 +104,9 @@ export class FilterUnavailableError extends Error {}
 const nothingToConfirm = async (): Promise<void> => undefined;
 
 export class RedisDuplicateFilter implements EntryFilter {
-  /** This filter's claim value: tells our claims from other copies' ones when releasing. */
-  private readonly token = 'p' + crypto.randomBytes(6).toString('hex');
+  /** Tells this filter's batch ids from other copies' ones (and from this copy's before a restart). */
+  private readonly token = crypto.randomBytes(6).toString('hex');
+  private batches = 0;
 
   constructor(private readonly redis: RedisLike, private readonly options: RedisFilterOptions) {}
 
@@ -122,31 +127,30 @@ export class RedisDuplicateFilter implements EntryFilter {
       sentFor.push(i);
       digests.push(digest(key));
     });
-    const packed = Buffer.concat(digests);
+    const { leaseMs, windowMs } = this.options;
+    const batch = `${this.token}.${(this.batches++).toString(36)}`;
+    const lease = String(Math.max(1, Math.round(leaseMs)));
+    const window = String(Math.max(1, Math.round(windowMs)));
+    const entryTtl = String(Math.max(1, Math.round(Math.max(windowMs, leaseMs))));
+    const drop = async () => { await this.run(SCRIPTS.drop, [batch]); };
     let reply: unknown;
     try {
-      reply = await this.run(SCRIPTS.claim, [packed, this.token, String(Math.max(1, Math.round(this.options.leaseMs)))]);
+      reply = await this.run(SCRIPTS.claim, [Buffer.concat(digests), batch, lease, entryTtl]);
     } catch (err) {
-      // Nothing is emitted: let the claims that may still land go, or the retry would wait for the lease.
-      this.run(SCRIPTS.release, [packed, this.token]).catch(() => undefined);
+      // Nothing is emitted: let a claim that may still land go, or the retry would wait for the lease.
+      drop().catch(() => undefined);
       throw err;
     }
     const codes = typeof reply === 'string' ? reply : Buffer.isBuffer(reply) ? reply.toString('latin1') : '';
     if (codes.length !== sentFor.length) throw new FilterUnavailableError('Redis: unexpected answer to the claim');
     const verdicts: Verdict[] = keys.map(() => 'duplicate');
-    const claimed: Buffer[] = [];
+    let claimed = false;
     sentFor.forEach((index, n) => {
       const code = codes.charCodeAt(n);
-      if (code === 48) { verdicts[index] = 'new'; claimed.push(digests[n]); } else if (code !== 49) verdicts[index] = 'busy';
+      if (code === 48) { verdicts[index] = 'new'; claimed = true; } else if (code !== 49) verdicts[index] = 'busy';
     });
-    if (!claimed.length) return { verdicts, confirm: nothingToConfirm, undo: nothingToConfirm };
-    const window = String(Math.max(1, Math.round(this.options.windowMs)));
-    const blob = Buffer.concat(claimed);
-    return {
-      verdicts,
-      confirm: async () => { await this.run(SCRIPTS.confirm, [blob, window]); },
-      undo: async () => { await this.run(SCRIPTS.forget, [blob]); }
-    };
+    if (!claimed) return { verdicts, confirm: nothingToConfirm, undo: nothingToConfirm };
+    return { verdicts, confirm: async () => { await this.run(SCRIPTS.confirm, [batch, window]); }, undo: drop };
   }
 
   /**

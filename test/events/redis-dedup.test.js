@@ -37,15 +37,22 @@ describe('RedisDuplicateFilter (real redis-server)', function () {
 
   const filter = (extra = {}) => new RedisDuplicateFilter(redis, { prefix: 'test:n1:', windowMs: 60000, leaseMs: 5000, timeoutMs: 1000, ...extra });
 
-  it('new, then duplicate once confirmed; the key expires after the window (SET NX PX)', async function () {
-    const f = filter({ windowMs: 300 });
+  /** The batch markers under a prefix, with their values. */
+  async function markers(prefix = 'test:n1:') {
+    const keys = await redis.keys(`${prefix}b:*`);
+    return Promise.all(keys.map(async (key) => ({ key, value: await redis.get(key), ttl: await redis.pttl(key) })));
+  }
+
+  it('new, then duplicate once confirmed; the entry key expires after the window', async function () {
+    const f = filter({ windowMs: 300, leaseMs: 200 });
     const first = await f.claim(['a', 'b']);
     first.verdicts.should.eql(['new', 'new']);
+    (await markers()).should.match([{ value: 'c', ttl: (t) => t > 0 && t <= 200 }]);
     await first.confirm();
+    (await markers()).should.match([{ value: 'd', ttl: (t) => t > 200 && t <= 300 }], 'confirmed: the batch is remembered for the window');
     (await f.claim(['a', 'b', 'c'])).verdicts.should.eql(['duplicate', 'duplicate', 'new']);
     const ttl = await redis.pttl(f.redisKey('a'));
     ttl.should.be.within(1, 300);
-    (await redis.get(f.redisKey('a'))).should.equal('d');
     // After the window the key is gone: accepted again.
     await new Promise((resolve) => setTimeout(resolve, ttl + 50));
     (await f.claim(['a'])).verdicts.should.eql(['new']);
@@ -56,7 +63,7 @@ describe('RedisDuplicateFilter (real redis-server)', function () {
     const copyB = new RedisDuplicateFilter(connect(), { prefix: 'test:n1:', windowMs: 60000, leaseMs: 300, timeoutMs: 1000 });
     (await copyA.claim(['x'])).verdicts.should.eql(['new']);
     (await copyB.claim(['x'])).verdicts.should.eql(['busy']);
-    const ttl = await redis.pttl(copyA.redisKey('x'));
+    const [{ ttl }] = await markers();
     ttl.should.be.within(1, 300);
     await new Promise((resolve) => setTimeout(resolve, ttl + 50));
     const byB = await copyB.claim(['x']);
@@ -65,12 +72,33 @@ describe('RedisDuplicateFilter (real redis-server)', function () {
     (await copyA.claim(['x'])).verdicts.should.eql(['duplicate']);
   });
 
+  it('undo (closed before the flow got them): another copy emits the entries at once, without waiting for the lease', async function () {
+    const copyA = filter({ leaseMs: 60000 });
+    const copyB = new RedisDuplicateFilter(connect(), { prefix: 'test:n1:', windowMs: 60000, leaseMs: 60000, timeoutMs: 1000 });
+    const claim = await copyA.claim(['u', 'v']);
+    await claim.undo();
+    (await markers()).should.eql([]);
+    const byB = await copyB.claim(['u', 'v', 'w']);
+    byB.verdicts.should.eql(['new', 'new', 'new']);
+    await byB.confirm();
+    (await copyA.claim(['u', 'v', 'w'])).verdicts.should.eql(['duplicate', 'duplicate', 'duplicate']);
+  });
+
+  it('a batch of only duplicates leaves no marker behind', async function () {
+    const f = filter();
+    const first = await f.claim(['a']);
+    await first.confirm();
+    (await markers()).length.should.equal(1);
+    (await f.claim(['a'])).verdicts.should.eql(['duplicate']);
+    (await markers()).length.should.equal(1);
+  });
+
   it('the same entry twice in one callback: the second is a duplicate, as in memory', async function () {
     (await filter().claim(['k', 'k', 'j'])).verdicts.should.eql(['new', 'duplicate', 'new']);
     (await memoryEntryFilter(new DuplicateFilter({ windowMs: 60000, maxKeys: 10 })).claim(['k', 'k', 'j'])).verdicts.should.eql(['new', 'duplicate', 'new']);
   });
 
-  it('keys of different nodes (prefixes) do not collide; keys are prefix + a fixed-size hash', async function () {
+  it('keys of different nodes (prefixes) do not collide; entry keys are prefix + a fixed-size hash', async function () {
     const one = filter();
     const two = filter({ prefix: 'test:n2:' });
     (await one.claim(['same'])).verdicts.should.eql(['new']);
@@ -78,7 +106,8 @@ describe('RedisDuplicateFilter (real redis-server)', function () {
     const long = one.redisKey('a'.repeat(5000));
     long.length.should.equal('test:n1:'.length + 20);
     long.subarray(0, 8).toString().should.equal('test:n1:');
-    (await redis.keys('*')).length.should.equal(2);
+    (await redis.keys('test:n1:*')).length.should.equal(2, 'one entry key and its batch marker');
+    (await redis.keys('test:n2:*')).length.should.equal(2);
   });
 
   it('1000 entries: one command and one write per step (a script over all the keys)', async function () {
@@ -100,6 +129,7 @@ describe('RedisDuplicateFilter (real redis-server)', function () {
       writes.length.should.equal(1, 'the claim of 1000 entries goes out in one write');
       await claim.confirm();
       writes.length.should.equal(2, 'and so does their confirmation');
+      writes[1].length.should.be.below(400, 'the confirmation names the batch, not its 1000 keys');
     } finally {
       stream.write = write;
     }
@@ -114,13 +144,38 @@ describe('RedisDuplicateFilter (real redis-server)', function () {
     old.should.not.equal(SCRIPTS.claim);
     const crypto = require('crypto');
     const d = (k) => crypto.createHash('sha1').update(k).digest();
-    await redis.set(Buffer.concat([Buffer.from('old:'), d('done')]), 'd');
-    await redis.set(Buffer.concat([Buffer.from('old:'), d('other')]), 'pother');
-    const codes = await redis.eval(old, 1, 'old:', Buffer.concat([d('new'), d('done'), d('other')]), 'pmine', '5000');
-    codes.should.equal('012');
-    (await redis.get(Buffer.concat([Buffer.from('old:'), d('new')]))).should.equal('pmine');
-    (await redis.pttl(Buffer.concat([Buffer.from('old:'), d('new')]))).should.be.within(1, 5000);
-    (await redis.eval(old, 1, 'old:', d('new'), 'pmine', '5000')).should.equal('2');
+    const key = (k) => Buffer.concat([Buffer.from('old:'), d(k)]);
+    await redis.set(key('done'), 'emitted-batch');
+    await redis.set('old:b:emitted-batch', 'd');
+    await redis.set(key('other'), 'pending-batch');
+    await redis.set('old:b:pending-batch', 'c');
+    await redis.set(key('abandoned'), 'dead-batch');
+    const codes = await redis.eval(old, 1, 'old:', Buffer.concat([d('new'), d('done'), d('other'), d('abandoned')]), 'mine', '5000', '60000');
+    codes.should.equal('0120');
+    (await redis.get(key('new'))).should.equal('mine');
+    (await redis.get(key('abandoned'))).should.equal('mine', 'taken over');
+    (await redis.pttl(key('new'))).should.be.within(50000, 60000);
+    (await redis.get('old:b:mine')).should.equal('c');
+    (await redis.pttl('old:b:mine')).should.be.within(1, 5000);
+    (await redis.eval(old, 1, 'old:', d('new'), 'yours', '5000', '60000')).should.equal('2');
+  });
+
+  it('a claim that timed out is let go: when it lands late, the retry on another copy is not kept waiting for the lease', async function () {
+    const own = await startRedis(path.join(work, 'late'), { durable: false });
+    const client = connect(own.url);
+    await ready(client);
+    try {
+      const copyA = new RedisDuplicateFilter(client, { prefix: 'p:', windowMs: 60000, leaseMs: 60000, timeoutMs: 200 });
+      own.pause();
+      await copyA.claim(['late']).should.be.rejectedWith(FilterUnavailableError, { message: /within 200 ms/ });
+      own.resume();
+      await client.ping(); // answered after the claim and what was sent behind it on this connection
+      const copyB = new RedisDuplicateFilter(connect(own.url), { prefix: 'p:', windowMs: 60000, leaseMs: 60000, timeoutMs: 1000 });
+      (await copyB.claim(['late'])).verdicts.should.eql(['new']);
+    } finally {
+      own.resume();
+      await own.stop();
+    }
   });
 
   it('window 0: every entry is new, Redis is not asked', async function () {

@@ -62,24 +62,29 @@ describe('asset-event-in with the duplicate filter in Redis (test helper, real r
     (await post(payload([entry(1, 10), entry(2, 20)]))).body.should.eql({ success: true, received: 2, emitted: 2 });
     (await post(payload([entry(1, 10), entry(3, 30)]))).body.should.eql({ success: true, received: 2, emitted: 1 });
     received.map((m) => m.payload.assetId).should.eql([1, 2, 3]);
-    const keys = await direct.keysBuffer('*');
-    keys.length.should.equal(3);
     const prefix = 'dam:dedup:{n1}:';
-    keys.every((k) => k.length === prefix.length + 20 && k.subarray(0, prefix.length).toString() === prefix).should.be.true();
-    (await direct.pttl(keys[0])).should.be.within(590000, 600000, 'expires after the 600 s window');
+    const keys = await direct.keysBuffer('*');
+    keys.every((k) => k.subarray(0, prefix.length).toString() === prefix).should.be.true();
+    const entryKeys = keys.filter((k) => k.length === prefix.length + 20);
+    entryKeys.length.should.equal(3);
+    (await direct.pttl(entryKeys[0])).should.be.within(590000, 600000, 'expires after the 600 s window');
+    const markers = keys.filter((k) => k.subarray(prefix.length, prefix.length + 2).toString() === 'b:');
+    markers.length.should.equal(2, 'one per callback that emitted');
+    for (const marker of markers) (await direct.get(marker)).should.equal('d');
   });
 
   it('an entry another copy claimed and has not emitted yet: the rest is emitted, the answer is 503', async function () {
     const node = await load();
-    const f = new (require('../../dist/events').RedisDuplicateFilter)(direct, { prefix: 'dam:dedup:{n1}:', windowMs: 60000, leaseMs: 5000, timeoutMs: 500 });
-    const { entryKey } = require('../../dist/events');
-    await direct.set(f.redisKey(entryKey('sub-redis-0001', entry(7, 70))), 'p', 'PX', 5000);
+    const { entryKey, RedisDuplicateFilter } = require('../../dist/events');
+    const otherCopy = new RedisDuplicateFilter(direct, { prefix: 'dam:dedup:{n1}:', windowMs: 60000, leaseMs: 5000, timeoutMs: 500 });
+    const claimed = await otherCopy.claim([entryKey('sub-redis-0001', entry(7, 70))]);
+    claimed.verdicts.should.eql(['new']);
     const res = await post(payload([entry(7, 70), entry(8, 80)]));
     res.status.should.equal(503);
     res.body.emitted.should.equal(1);
     received.map((m) => m.payload.assetId).should.eql([8]);
     // The other copy confirms: the server's retry is answered with success, nothing twice.
-    await direct.set(f.redisKey(entryKey('sub-redis-0001', entry(7, 70))), 'd', 'PX', 60000);
+    await claimed.confirm();
     (await post(payload([entry(7, 70), entry(8, 80)]))).body.should.eql({ success: true, received: 2, emitted: 0 });
     node.should.be.ok();
   });
