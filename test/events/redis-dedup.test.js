@@ -12,6 +12,8 @@ describe('RedisDuplicateFilter (real redis-server)', function () {
   this.timeout(20000);
   let work, server, redis;
   const opened = [];
+  /** redis-servers started by single tests, stopped after the suite (a stopped one is skipped). */
+  const servers = [];
 
   function connect(url = server.url) {
     const client = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: (n) => Math.min(n * 50, 500) });
@@ -30,6 +32,7 @@ describe('RedisDuplicateFilter (real redis-server)', function () {
   });
   after(async function () {
     for (const c of opened) c.disconnect();
+    for (const own of servers) { own.resume(); await own.stop(); }
     if (server) await server.stop();
     rmDir(work);
   });
@@ -162,6 +165,7 @@ describe('RedisDuplicateFilter (real redis-server)', function () {
 
   it('a claim that timed out is let go: when it lands late, the retry on another copy is not kept waiting for the lease', async function () {
     const own = await startRedis(path.join(work, 'late'), { durable: false });
+    servers.push(own);
     const client = connect(own.url);
     await ready(client);
     try {
@@ -174,7 +178,6 @@ describe('RedisDuplicateFilter (real redis-server)', function () {
       (await copyB.claim(['late'])).verdicts.should.eql(['new']);
     } finally {
       own.resume();
-      await own.stop();
     }
   });
 
@@ -186,6 +189,7 @@ describe('RedisDuplicateFilter (real redis-server)', function () {
 
   it('Redis stopped (SIGSTOP, no answer) or down: rejects within the timeout; a claim survives a restart (append-only file)', async function () {
     const own = await startRedis(path.join(work, 'own'));
+    servers.push(own);
     const client = connect(own.url);
     await ready(client);
     const f = new RedisDuplicateFilter(client, { prefix: 'p:', windowMs: 60000, leaseMs: 1000, timeoutMs: 300 });
