@@ -2,12 +2,14 @@
 // Cases 1 and 2: upload a file from disk to the emulator and download it back to disk, with
 // curl, bare Node (child process), the API client (child process), asset-upload/-download in
 // Node-RED, and core nodes.
+const crypto = require('crypto');
 const fs = require('fs');
 const path = require('path');
 const { spawn, fork } = require('child_process');
 const { median, sha256File, MiB } = require('./util');
 const { measurePeak, readMemory, readCpu } = require('./rss');
 const { ID } = require('./flows');
+const { AssetClient } = require(path.join(__dirname, '..', '..', 'dist', 'api', 'client'));
 
 const CLIENT_CHILD = path.join(__dirname, 'client-child.js');
 const BARE_CHILD = path.join(__dirname, 'bare-child.js');
@@ -71,6 +73,10 @@ function runClientChild(ctx, job, size, script = CLIENT_CHILD) {
     child.on('message', async (m) => {
       if (!m.ready) return;
       try {
+        if (job.warm) {
+          const warmed = await new Promise((res) => { child.once('message', res); child.send({ cmd: 'warm', ...job.warm }); });
+          if (!warmed.warmed) throw new Error(`warm-up ${job.op}: ${warmed.error}`);
+        }
         const measured = await measurePeak(child.pid, () => new Promise((res) => {
           child.once('message', res);
           child.send({ cmd: 'go', ...job });
@@ -124,6 +130,26 @@ function uploadChecked(result, size, statusCode) {
   return fuid;
 }
 
+/**
+ * The warm-up job of a child process (bare Node, client): the same operation on a small file
+ * (WARM_UP_BYTES), made and uploaded once per emulator by `prepareWarmUp`.
+ */
+const WARM_UP_BYTES = 64 * 1024;
+const warmUpload = (ctx, destination) => ({ op: 'upload', file: ctx.warmUp.file, destination: `${destination}-warm-up` });
+const warmDownload = (ctx, out) => ({ op: 'download', fuid: ctx.warmUp.fuid, file: `${out}.warm-up` });
+
+async function prepareWarmUp(ctx) {
+  const file = path.join(ctx.tmp, 'warm-up.bin');
+  fs.writeFileSync(file, crypto.randomBytes(WARM_UP_BYTES));
+  const client = new AssetClient({ baseUrl: ctx.emulator.url, cookie: ctx.cookie });
+  try {
+    const r = await client.upload({ file: { path: file }, destination: '/bench/warm-up', wait: true });
+    ctx.warmUp = { file, fuid: r.fuids[0] };
+  } finally {
+    client.close();
+  }
+}
+
 const UPLOADS = {
   curl: async (ctx, { file, size, destination }) => {
     const r = await runCurl(['-sS', '--noproxy', '*', '-H', `Cookie: ${ctx.cookie}`,
@@ -133,12 +159,12 @@ const UPLOADS = {
     return { ms: r.ms, fuid, idle: NaN, peak: r.peak, growth: NaN, cpu: r.cpu };
   },
   bare: async (ctx, { file, size, destination }) => {
-    const r = await runClientChild(ctx, { op: 'upload', file, destination }, size, BARE_CHILD);
+    const r = await runClientChild(ctx, { op: 'upload', file, destination, warm: warmUpload(ctx, destination) }, size, BARE_CHILD);
     const fuid = uploadChecked({ success: r.result.success, length: r.result.length, fuids: r.result.fuids }, size);
     return { ...r, fuid };
   },
   client: async (ctx, { file, size, destination }) => {
-    const r = await runClientChild(ctx, { op: 'upload', file, destination }, size);
+    const r = await runClientChild(ctx, { op: 'upload', file, destination, warm: warmUpload(ctx, destination) }, size);
     const fuid = uploadChecked({ success: r.result.success, length: r.result.length, fuids: r.result.fuids }, size);
     return { ...r, fuid };
   },
@@ -164,8 +190,8 @@ const DOWNLOADS = {
     if (r.status !== 200) throw new Error(`HTTP ${r.status}`);
     return { ms: r.ms, idle: NaN, peak: r.peak, growth: NaN, cpu: r.cpu };
   },
-  bare: (ctx, { fuid, out, size }) => runClientChild(ctx, { op: 'download', fuid, file: out }, size, BARE_CHILD),
-  client: (ctx, { fuid, out, size }) => runClientChild(ctx, { op: 'download', fuid, file: out }, size),
+  bare: (ctx, { fuid, out, size }) => runClientChild(ctx, { op: 'download', fuid, file: out, warm: warmDownload(ctx, out) }, size, BARE_CHILD),
+  client: (ctx, { fuid, out, size }) => runClientChild(ctx, { op: 'download', fuid, file: out, warm: warmDownload(ctx, out) }, size),
   node: (ctx, { fuid, out, size, tag }) => runFlow(ctx, ID.downOurs, tag, [
     { p: 'fuid', v: String(fuid), vt: 'num' }, { p: 'filename', v: out, vt: 'str' }
   ], size),
@@ -202,6 +228,9 @@ async function runTransfers(ctx, src) {
   const sizeTag = `${Math.round(src.size / 1024)}k`;
   const out = { upload: {}, download: {} };
   let downloadFuid;
+  if (ctx.variants.upload.some((v) => v === 'bare' || v === 'client') || ctx.variants.download.some((v) => v === 'bare' || v === 'client')) {
+    await prepareWarmUp(ctx);
+  }
 
   for (let run = 0; run < opts.runs; run++) {
     for (const v of rotate(ctx.variants.upload, run)) {
