@@ -67,4 +67,4 @@ async function measurePeak(pid, work, intervalMs = 20) {
   return { idle: before.rss, peak, growth: peak - before.rss, cpu, cpuUser, cpuSys, sampledPeak: sampled, hwmUsed: hwmReset, samples, result };
 }
 
-module.exports = { readMemory, readCpu, readCpuParts, resetPeak, measurePeak };
+module.exports = { CLOCK_TICKS, readMemory, readCpu, readCpuParts, resetPeak, measurePeak };
