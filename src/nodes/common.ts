@@ -465,6 +465,11 @@ function withoutOperation(err: AssetApiError): string {
   return err.operation && err.message.startsWith(`${err.operation}: `) ? err.message.slice(err.operation.length + 2) : err.message;
 }
 
+/** True for an error of kind `aborted` (a request stopped by its AbortSignal). */
+function isAbort(err: unknown): boolean {
+  return err instanceof AssetApiError && err.kind === 'aborted';
+}
+
 /**
  * The body of an input handler: receives the msg and the tracked request, does the
  * work, sets output properties on the msg, and returns the green status text (or
@@ -488,9 +493,10 @@ export interface InputOptions {
  *   operation, field, serverMessage, code: Catch nodes only copy message and code into
  *   msg.error), then `done(err)` so Catch nodes receive the msg;
  * - close: every queued message ends in `done(err)` (kind `aborted`: it was never sent and
- *   the flow may want it again); the running ones are aborted and end in `done()` without an
- *   error (a redeploy is not a failure of the message; one warning counts them); close
- *   callback within 4 s.
+ *   the flow may want it again); the running ones are aborted, and those that end with that
+ *   abort (kind `aborted`) end in `done()` without an error (a redeploy is not a failure of the
+ *   message; one warning counts them), any other failure still in `done(err)`; close callback
+ *   within 4 s.
  */
 export function handleInputAndClose(RED: NodeAPI, node: Node, work: InputWork, options: InputOptions = {}): RequestTracker {
   const tracker = new RequestTracker(RED, node, inFlightLimit(RED, node, options.maxInFlight));
@@ -514,9 +520,10 @@ export function handleInputAndClose(RED: NodeAPI, node: Node, work: InputWork, o
         }).catch((err: unknown) => {
           const closing = tracker.closing;
           tracker.end(request, { ok: false, error: err });
-          // Closing: the request was aborted (or its config node's client closed under it);
-          // that is the redeploy's doing, not the message's fault. close() has warned once.
-          if (closing) { done(); return; }
+          // An abort by the close is the redeploy's doing, not the message's fault (close() has
+          // warned once). Any other failure, even one that settles during the close (an error
+          // answer already being read, a login that failed), is the message's and reaches done(err).
+          if (closing && isAbort(err)) { done(); return; }
           fail(msg, done, err);
         });
       }
