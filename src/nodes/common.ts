@@ -206,12 +206,20 @@ export function asIntegerId(field: ResolvedField): number | string | undefined {
 export class SettingError extends Error {}
 
 /**
- * A number setting from the editor: blank is `fallback`; anything else must be a finite
- * number that passes `check`.
+ * True for an editor setting left blank: unset, empty or only spaces; its default then applies.
+ * The editor's copy is DamEditor.isBlankSetting (test/api/editor-rules.test.js compares them).
+ */
+export function isBlankSetting(value: unknown): boolean {
+  return value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
+}
+
+/**
+ * A number setting from the editor: blank (see {@link isBlankSetting}) is `fallback`; anything
+ * else must be a finite number that passes `check`. Editor copy: DamEditor.numberSetting.
  * @throws SettingError "field: rule"
  */
 export function numberSetting(value: unknown, field: string, fallback: number, check: (n: number) => boolean, rule: string): number {
-  if (value === undefined || value === null || value === '') return fallback;
+  if (isBlankSetting(value)) return fallback;
   const n = Number(value);
   if (!Number.isFinite(n) || !check(n)) throw new SettingError(`${field}: ${rule}`);
   return n;
@@ -393,11 +401,11 @@ export class RequestTracker {
 
 /**
  * The editor's "Parallel requests" (`maxInFlight`): a whole number from 1 to
- * {@link MAX_IN_FLIGHT_LIMIT}; blank (flows saved before the setting) is the default.
- * Anything else warns once and uses the default.
+ * {@link MAX_IN_FLIGHT_LIMIT}; blank (flows saved before the setting, or only spaces) is the
+ * default. Anything else warns once and uses the default.
  */
 export function inFlightLimit(RED: NodeAPI, node: Node, value: unknown): number {
-  if (value === undefined || value === null || value === '') return DEFAULT_IN_FLIGHT_LIMIT;
+  if (isBlankSetting(value)) return DEFAULT_IN_FLIGHT_LIMIT;
   const n = typeof value === 'number' ? value : isIntegerText(value) ? Number(value) : NaN;
   if (Number.isInteger(n) && n >= 1 && n <= MAX_IN_FLIGHT_LIMIT) return n;
   node.warn(statusText(RED, 'badLimit', { max: MAX_IN_FLIGHT_LIMIT, default: DEFAULT_IN_FLIGHT_LIMIT }));
