@@ -32,6 +32,17 @@
  *   DamEditor.validateInFlight(value)
  *                                  true, or a short error text: "Parallel requests" is blank (the
  *                                  default, 2) or a whole number from 1 to 32.
+ *   DamEditor.isBlankSetting(value)
+ *                                  true when a setting is unset, empty or only spaces: the runtime
+ *                                  then uses its default (isBlankSetting of src/nodes/common.ts).
+ *   DamEditor.numberSetting(value, check)
+ *                                  true when the runtime's numberSetting takes the value: blank, or
+ *                                  a finite number (text allowed) for which check(n) is true.
+ *   DamEditor.headerNameSetting(value)
+ *                                  true when the runtime takes it as a header name setting: blank
+ *                                  (the default), or a header name with spaces around it.
+ *                                  These three and validateInFlight are checked against the
+ *                                  runtime by test/api/editor-rules.test.js.
  *   DamEditor.readList(container)  the list's values as an array of strings, empty rows left out.
  *                                  Works for all four lists. (readPathList, readHeaderList,
  *                                  readQueryParamList and readMetadataList are the same function.)
@@ -65,8 +76,22 @@
         };
     }
 
+    function isBlankSetting(value) {
+        return value === undefined || value === null || (typeof value === "string" && value.trim() === "");
+    }
+
+    function numberSetting(value, check) {
+        if (isBlankSetting(value)) { return true; }
+        var n = Number(value);
+        return isFinite(n) && check(n) === true;
+    }
+
+    function headerNameSetting(value) {
+        return isBlankSetting(value) || HEADER_NAME.test(String(value).trim());
+    }
+
     function validateInFlight(value) {
-        if (value === "" || value === undefined || value === null) { return true; }
+        if (isBlankSetting(value)) { return true; }
         var n = Number(value);
         return (/^\s*\d+\s*$/.test(String(value)) && n >= 1 && n <= 32) || t("errors.maxInFlight");
     }
@@ -175,6 +200,9 @@
         validateSubscriptionId: validateSubscriptionId,
         subscriptionIdValidator: subscriptionIdValidator,
         validateInFlight: validateInFlight,
+        isBlankSetting: isBlankSetting,
+        numberSetting: numberSetting,
+        headerNameSetting: headerNameSetting,
         headerList: headerList,
         queryParamList: queryParamList,
         pathList: pathList,

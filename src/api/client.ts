@@ -288,10 +288,11 @@ export class AssetClient extends EventEmitter {
    * Download to a file, atomically (temporary name in the same folder, renamed when complete). Creates folders.
    * When `path` ends with a separator or is an existing folder, the file is saved in it under the
    * server's (sanitized) file name, else `asset-<fuid>`. A failed download leaves no file behind.
+   * `onTemporaryFile` is for the transfer thread (see download.ts); a call on the worker ignores it.
    */
-  async downloadToFile(opts: DownloadOptions & { path: string }): Promise<DownloadInfo & { path: string; bytes: number }> {
+  async downloadToFile(opts: DownloadOptions & { path: string }, onTemporaryFile?: (file: string) => void): Promise<DownloadInfo & { path: string; bytes: number }> {
     const job = this.threadJob('downloadToFile', opts);
-    if (!job) return downloadToFile(this.calls, opts);
+    if (!job) return downloadToFile(this.calls, opts, onTemporaryFile);
     type Result = DownloadInfo & { path: string; bytes: number };
     const usedHeader = this.session.cookieHeader;
     try {
@@ -301,7 +302,7 @@ export class AssetClient extends EventEmitter {
       if (!(err instanceof AssetApiError) || err.kind !== 'auth' || err.status !== 401 || !this.session.canLogin) throw err;
       await this.session.renew(usedHeader, 'download');
       const again = this.threadJob('downloadToFile', opts);
-      if (!again) return downloadToFile(this.calls, opts);
+      if (!again) return downloadToFile(this.calls, opts, onTemporaryFile);
       try {
         return await this.runInThread<Result>('download', again, opts);
       } catch (failed) {

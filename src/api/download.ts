@@ -102,8 +102,11 @@ export async function downloadToBuffer(calls: ApiCalls, opts: BufferDownloadOpti
  * Download to a file, atomically (temporary name in the same folder, renamed when complete). Creates folders.
  * When `path` ends with a separator or is an existing folder, the file is saved in it under the
  * server's (sanitized) file name, else `asset-<fuid>`. A failed download leaves no file behind.
+ * `onTemporaryFile` is told the temporary file's path before it is created (a transfer thread
+ * tells its caller, who removes it should the thread die before it could).
  */
-export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { path: string }): Promise<DownloadInfo & { path: string; bytes: number }> {
+export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { path: string },
+  onTemporaryFile?: (file: string) => void): Promise<DownloadInfo & { path: string; bytes: number }> {
   const operation: AssetOperation = 'download';
   if (opts === null || typeof opts !== 'object') throw invalidInput('options', 'must be an object with fuid and path', operation);
   const requested = textField('path', opts.path, operation);
@@ -122,6 +125,7 @@ export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { 
       throw errorForLocalFile(err, 'path', `cannot create the folder of ${target}`, operation);
     }
     temporary = path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(6).toString('hex')}.part`);
+    onTemporaryFile?.(temporary);
     try {
       await pipeline(body, fs.createWriteStream(temporary, { flags: 'wx', highWaterMark: TRANSFER_HIGH_WATER_MARK }));
     } catch (err) {

@@ -10,6 +10,7 @@
  * a 401 happens on its side). Knows nothing of the API itself.
  */
 import { Worker } from 'worker_threads';
+import * as fsp from 'fs/promises';
 import * as path from 'path';
 import { AssetApiError, type AssetErrorKind, type AssetOperation } from './errors';
 import type { TransferProgress } from './transfer';
@@ -26,6 +27,8 @@ export interface ThreadJob {
 /** A worker's answer about one call. */
 export type ThreadMessage =
   | { id: number; progress: TransferProgress }
+  /** A download's temporary file, before the worker creates it. */
+  | { id: number; temporary: string }
   | { id: number; result: unknown }
   | { id: number; error: Record<string, unknown> };
 
@@ -35,6 +38,8 @@ interface Call {
   reject: (err: unknown) => void;
   onProgress?: (p: TransferProgress) => void;
   detach: () => void;
+  /** The download's temporary file, once the worker has named it: removed here if the worker dies. */
+  temporary?: string;
 }
 
 const WORKER_FILE = path.join(__dirname, 'transfer-worker.js');
@@ -81,8 +86,11 @@ export class TransferThread {
     if (this.worker) return this.worker;
     const worker = new Worker(WORKER_FILE);
     worker.on('message', (m: ThreadMessage) => this.onMessage(m));
-    worker.on('error', (err) => this.fail(worker, err.message));
-    worker.on('exit', (code) => this.fail(worker, `exited with code ${code}`));
+    // An uncaught error stops the worker: its calls fail once it has exited (nothing of theirs
+    // runs any more, so a temporary file removed then stays removed).
+    let error: string | undefined;
+    worker.on('error', (err) => { error = err.message; });
+    worker.on('exit', (code) => void this.fail(worker, error ?? `exited with code ${code}`));
     this.worker = worker;
     return worker;
   }
@@ -100,6 +108,7 @@ export class TransferThread {
       try { call.onProgress?.(m.progress); } catch { /* a failing progress callback must not break the transfer */ }
       return;
     }
+    if ('temporary' in m) { call.temporary = m.temporary; return; }
     this.settle(m.id);
     if ('result' in m) call.resolve(m.result);
     else call.reject(errorFromThread(call.operation, m.error));
@@ -113,14 +122,18 @@ export class TransferThread {
     else this.worker?.unref(); // an idle worker never keeps the process alive
   }
 
-  /** The worker died: every call in it fails as a network error. */
-  private fail(worker: Worker, reason: string): void {
+  /**
+   * The worker died: every call in it fails as a network error, once the temporary file of a
+   * download it was writing is removed (the worker's own clean-up never ran).
+   */
+  private async fail(worker: Worker, reason: string): Promise<void> {
     if (this.worker !== worker) return; // stopped on purpose
     this.worker = undefined;
-    for (const [id, call] of [...this.calls]) {
+    await Promise.all([...this.calls].map(async ([id, call]) => {
       this.settle(id);
+      if (call.temporary !== undefined) await fsp.rm(call.temporary, { force: true }).catch(() => undefined);
       call.reject(new AssetApiError('network', `${call.operation}: the transfer thread stopped (${reason})`, { operation: call.operation }));
-    }
+    }));
   }
 }
 

@@ -42,7 +42,7 @@ if (port) {
     const client = clientFor(job.client);
     const call = job.method === 'upload'
       ? client.upload(opts as unknown as Parameters<AssetClient['upload']>[0])
-      : client.downloadToFile(opts as unknown as Parameters<AssetClient['downloadToFile']>[0]);
+      : client.downloadToFile(opts as unknown as Parameters<AssetClient['downloadToFile']>[0], (temporary) => post({ id, temporary }));
     call.then(
       (result) => post({ id, result }),
       (err: unknown) => post({

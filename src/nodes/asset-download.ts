@@ -6,7 +6,7 @@
 import { invalidInput } from '../api/errors';
 import { DEFAULT_MAX_BUFFER_BYTES, type DownloadInfo, type DownloadOptions } from '../api/client';
 import { clientFor } from './asset-server';
-import { asIntegerId, asString, formatBytes, handleInputAndClose, isBlank, localText, required, resolveField, resolvePath } from './common';
+import { asIntegerId, asString, formatBytes, handleInputAndClose, isBlank, isBlankSetting, localText, required, resolveField, resolvePath } from './common';
 import type { Node, NodeAPI, NodeMessage } from './node-red';
 
 export type DownloadOutput = 'buffer' | 'file';
@@ -28,7 +28,7 @@ export interface AssetDownloadConfig {
 
 /** The Buffer mode limit in bytes; blank is the client's default (100 MB). */
 function maxBufferBytes(value: unknown): number {
-  if (value === undefined || value === null || value === '') return DEFAULT_MAX_BUFFER_BYTES;
+  if (isBlankSetting(value)) return DEFAULT_MAX_BUFFER_BYTES;
   const mb = Number(value);
   if (!Number.isFinite(mb) || mb <= 0) throw invalidInput('maxSizeMB', 'must be a number of MB above 0 (Max size, Buffer mode)');
   return Math.floor(mb * 1e6);

@@ -7,6 +7,7 @@
 import { AssetClient, type AssetClientOptions } from '../api/client';
 import { AssetApiError, invalidInput } from '../api/errors';
 import { plainLoginWarning } from '../api/session';
+import { isBlankSetting } from './common';
 import type { Node, NodeAPI, TlsConfigNode } from './node-red';
 import { keptSessions, loginOptions, type LoginConfig } from './server-session';
 
@@ -84,7 +85,7 @@ export function clientOptions(RED: NodeAPI, config: AssetServerConfig, credentia
   if (!cookie.trim() && !login) {
     throw invalidInput('cookie', 'is required (the session cookie, Name=value or a bare value), unless automatic login is on');
   }
-  const timeoutText = config.timeout === undefined || config.timeout === '' ? String(DEFAULT_TIMEOUT_S) : String(config.timeout);
+  const timeoutText = isBlankSetting(config.timeout) ? String(DEFAULT_TIMEOUT_S) : String(config.timeout);
   const timeoutS = Number(timeoutText);
   if (!Number.isFinite(timeoutS) || timeoutS < 0) throw invalidInput('timeout', 'must be a number of seconds, 0 or more');
 

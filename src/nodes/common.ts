@@ -206,12 +206,20 @@ export function asIntegerId(field: ResolvedField): number | string | undefined {
 export class SettingError extends Error {}
 
 /**
- * A number setting from the editor: blank is `fallback`; anything else must be a finite
- * number that passes `check`.
+ * True for an editor setting left blank: unset, empty or only spaces; its default then applies.
+ * The editor's copy is DamEditor.isBlankSetting (test/api/editor-rules.test.js compares them).
+ */
+export function isBlankSetting(value: unknown): boolean {
+  return value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
+}
+
+/**
+ * A number setting from the editor: blank (see {@link isBlankSetting}) is `fallback`; anything
+ * else must be a finite number that passes `check`. Editor copy: DamEditor.numberSetting.
  * @throws SettingError "field: rule"
  */
 export function numberSetting(value: unknown, field: string, fallback: number, check: (n: number) => boolean, rule: string): number {
-  if (value === undefined || value === null || value === '') return fallback;
+  if (isBlankSetting(value)) return fallback;
   const n = Number(value);
   if (!Number.isFinite(n) || !check(n)) throw new SettingError(`${field}: ${rule}`);
   return n;
@@ -393,11 +401,11 @@ export class RequestTracker {
 
 /**
  * The editor's "Parallel requests" (`maxInFlight`): a whole number from 1 to
- * {@link MAX_IN_FLIGHT_LIMIT}; blank (flows saved before the setting) is the default.
- * Anything else warns once and uses the default.
+ * {@link MAX_IN_FLIGHT_LIMIT}; blank (flows saved before the setting, or only spaces) is the
+ * default. Anything else warns once and uses the default.
  */
 export function inFlightLimit(RED: NodeAPI, node: Node, value: unknown): number {
-  if (value === undefined || value === null || value === '') return DEFAULT_IN_FLIGHT_LIMIT;
+  if (isBlankSetting(value)) return DEFAULT_IN_FLIGHT_LIMIT;
   const n = typeof value === 'number' ? value : isIntegerText(value) ? Number(value) : NaN;
   if (Number.isInteger(n) && n >= 1 && n <= MAX_IN_FLIGHT_LIMIT) return n;
   node.warn(statusText(RED, 'badLimit', { max: MAX_IN_FLIGHT_LIMIT, default: DEFAULT_IN_FLIGHT_LIMIT }));
@@ -465,6 +473,11 @@ function withoutOperation(err: AssetApiError): string {
   return err.operation && err.message.startsWith(`${err.operation}: `) ? err.message.slice(err.operation.length + 2) : err.message;
 }
 
+/** True for an error of kind `aborted` (a request stopped by its AbortSignal). */
+function isAbort(err: unknown): boolean {
+  return err instanceof AssetApiError && err.kind === 'aborted';
+}
+
 /**
  * The body of an input handler: receives the msg and the tracked request, does the
  * work, sets output properties on the msg, and returns the green status text (or
@@ -488,9 +501,10 @@ export interface InputOptions {
  *   operation, field, serverMessage, code: Catch nodes only copy message and code into
  *   msg.error), then `done(err)` so Catch nodes receive the msg;
  * - close: every queued message ends in `done(err)` (kind `aborted`: it was never sent and
- *   the flow may want it again); the running ones are aborted and end in `done()` without an
- *   error (a redeploy is not a failure of the message; one warning counts them); close
- *   callback within 4 s.
+ *   the flow may want it again); the running ones are aborted, and those that end with that
+ *   abort (kind `aborted`) end in `done()` without an error (a redeploy is not a failure of the
+ *   message; one warning counts them), any other failure still in `done(err)`; close callback
+ *   within 4 s.
  */
 export function handleInputAndClose(RED: NodeAPI, node: Node, work: InputWork, options: InputOptions = {}): RequestTracker {
   const tracker = new RequestTracker(RED, node, inFlightLimit(RED, node, options.maxInFlight));
@@ -514,9 +528,10 @@ export function handleInputAndClose(RED: NodeAPI, node: Node, work: InputWork, o
         }).catch((err: unknown) => {
           const closing = tracker.closing;
           tracker.end(request, { ok: false, error: err });
-          // Closing: the request was aborted (or its config node's client closed under it);
-          // that is the redeploy's doing, not the message's fault. close() has warned once.
-          if (closing) { done(); return; }
+          // An abort by the close is the redeploy's doing, not the message's fault (close() has
+          // warned once). Any other failure, even one that settles during the close (an error
+          // answer already being read, a login that failed), is the message's and reaches done(err).
+          if (closing && isAbort(err)) { done(); return; }
           fail(msg, done, err);
         });
       }

@@ -5,7 +5,7 @@
 import { createHash } from 'crypto';
 import type { SubscriptionFields } from '../api/types';
 import { SUBSCRIPTION_ID_RULE, isSubscriptionId, isToken } from '../api/values';
-import { SettingError, numberSetting } from './common';
+import { SettingError, isBlankSetting, numberSetting } from './common';
 
 /** Editor properties. */
 export interface AssetEventInConfig {
@@ -82,7 +82,8 @@ export function readSettings(config: AssetEventInConfig, nodeId: string): Settin
   const successCode = numberSetting(config.successCode, 'successCode', DEFAULTS.successCode,
     (n) => Number.isInteger(n) && n >= 200 && n <= 299, 'must be an HTTP status from 200 to 299');
   const maxBodyMB = numberSetting(config.maxBodyMB, 'maxBodyMB', DEFAULTS.maxBodyMB, (n) => n > 0, 'must be a number of MB above 0');
-  const secretHeader = (config.secretHeader || DEFAULTS.secretHeader).trim();
+  // Spaces around the name are the editor's, not the header's (as in every other text setting).
+  const secretHeader = isBlankSetting(config.secretHeader) ? DEFAULTS.secretHeader : String(config.secretHeader).trim();
   if (!isToken(secretHeader)) throw new SettingError('secretHeader: must be a valid HTTP header name');
   const manage = config.manage === true;
   let subscriptionId = (config.subscriptionId || '').trim() || undefined;
@@ -134,7 +135,7 @@ export function subscriptionFields(config: AssetEventInConfig, settings: Setting
   if (list(config.watchPath).length) fields.watchPath = list(config.watchPath);
   if (list(config.watchMetadata).length) fields.watchMetadata = list(config.watchMetadata);
   if (config.logicalOperand) fields.logicalOperand = config.logicalOperand;
-  if (config.retryCount !== undefined && config.retryCount !== '') {
+  if (!isBlankSetting(config.retryCount)) {
     fields.retryCount = numberSetting(config.retryCount, 'retryCount', 3, (n) => Number.isInteger(n) && n >= 0, 'must be a whole number, 0 or more');
   }
   return fields;

@@ -8,10 +8,11 @@
 const fs = require('fs');
 const path = require('path');
 const vm = require('vm');
-require('should');
+const should = require('should');
 const values = require('../../dist/api/values');
 const { validateSubscriptionId } = require('../../dist/api/validate');
-const { inFlightLimit, MAX_IN_FLIGHT_LIMIT } = require('../../dist/nodes/common');
+const { inFlightLimit, MAX_IN_FLIGHT_LIMIT, isBlankSetting, numberSetting } = require('../../dist/nodes/common');
+const eventInSettings = require('../../dist/nodes/event-in-settings');
 
 function loadDamEditor() {
   const source = fs.readFileSync(path.join(__dirname, '../../resources/dam-editor.js'), 'utf8');
@@ -29,6 +30,27 @@ const HEADER_NAMES = [
   'X-DAM-Secret', 'x', "!#$%&'*+.^_`|~-", 'Authorization', 'X Secret', 'X:Secret', 'X-Secret:', '', ' X', 'X\t',
   'X-Sécret', 'X(1)', 'X"1"', 'X,Y', 'X;Y', 'X=Y', 'X@Y', 'X[1]', 'X{1}', 'X/Y', 'X\\Y', 'X?Y', 'X\nY', '0'
 ];
+
+/** The `defaults` of a node's registerType, from the real editor file (its text/javascript block). */
+function editorDefaults(type, DamEditor) {
+  const html = fs.readFileSync(path.join(__dirname, '../../nodes', `${type}.html`), 'utf8');
+  const script = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(html)[1];
+  const registered = {};
+  const RED = { _: (key) => key, nodes: { registerType: (name, def) => { registered[name] = def; }, node: () => null } };
+  vm.runInNewContext(script, { RED, DamEditor, window: {} });
+  return registered[type].defaults;
+}
+
+/** Editor-side answer of a `defaults.<prop>.validate`: true or the error text. */
+function editorAccepts(defaults, prop, value, node = {}) {
+  return defaults[prop].validate.call(node, value, {}) === true;
+}
+
+/** Settings texts a user may type, blank and spaces among them. */
+const NUMBER_TEXTS = ['', ' ', '   ', '\t', ' \n ', undefined, null, '0', ' 0 ', '1', ' 7 ', '200', ' 204 ', '299', '300', '-1', '1.5', ' 2.5 ',
+  '1e3', '0x10', 'Infinity', 'NaN', 'abc', '12abc', '10000', 0, 1, 200, 600, 1.5, -3];
+/** The same with header names, blank and spaces around among them. */
+const HEADER_SETTINGS = [...HEADER_NAMES, '   ', '\t', ' X-Secret ', '\tX-Secret', 'X-Secret  ', ' X Secret ', undefined, null];
 
 describe('editor rules: browser copies answer as the source does', function () {
   const editor = loadDamEditor();
@@ -61,12 +83,70 @@ describe('editor rules: browser copies answer as the source does', function () {
   });
 
   it('Parallel requests: DamEditor.validateInFlight accepts what inFlightLimit takes without a warning', function () {
-    const cases = ['', undefined, null, 1, 2, 32, 33, 0, -1, 1.5, '1', ' 2 ', '32', '33', '0', '-1', '+2', '1.5', '1e1', 'two', '０', String(MAX_IN_FLIGHT_LIMIT)];
+    const cases = ['', undefined, null, 1, 2, 32, 33, 0, -1, 1.5, '1', ' 2 ', '32', '33', '0', '-1', '+2', '1.5', '1e1', 'two', '０', String(MAX_IN_FLIGHT_LIMIT),
+      ' ', '   ', '\t'];
     for (const value of cases) {
       let warned = false;
       const limit = inFlightLimit(undefined, { warn: () => { warned = true; } }, value);
-      const runtimeTakes = !warned && (value === '' || value === undefined || value === null || limit === Number(value));
+      const runtimeTakes = !warned && (isBlankSetting(value) || limit === Number(value));
       (editor.validateInFlight(value) === true).should.equal(runtimeTakes, `validateInFlight on ${JSON.stringify(value)}`);
     }
+    inFlightLimit(undefined, { warn: () => { throw new Error('warned'); } }, '   ').should.equal(2, 'only spaces: the default');
+  });
+
+  it('blank settings: DamEditor.isBlankSetting agrees with isBlankSetting (empty or only spaces = the default)', function () {
+    for (const value of [...NUMBER_TEXTS, ...HEADER_SETTINGS]) {
+      editor.isBlankSetting(value).should.equal(isBlankSetting(value), `isBlankSetting on ${JSON.stringify(value)}`);
+    }
+    isBlankSetting(' \t ').should.be.true();
+  });
+
+  it('number settings: DamEditor.numberSetting accepts what numberSetting takes; blank and only spaces give the default', function () {
+    const checks = [(n) => n > 0, (n) => n >= 0, (n) => Number.isInteger(n) && n >= 1, (n) => n >= 200 && n <= 299];
+    for (const check of checks) {
+      for (const value of NUMBER_TEXTS) {
+        let taken;
+        try { taken = numberSetting(value, 'f', 42, check, 'rule'); } catch { taken = undefined; }
+        editor.numberSetting(value, check).should.equal(taken !== undefined, `numberSetting(${JSON.stringify(value)}, ${check})`);
+        if (isBlankSetting(value)) should(taken).equal(42, `${JSON.stringify(value)} is the default`);
+      }
+    }
+  });
+
+  describe('asset-event-in: the editor\'s validators (nodes/asset-event-in.html) and readSettings / subscriptionFields', function () {
+    const defaults = editorDefaults('asset-event-in', editor);
+    const runtimeTakes = (config) => {
+      try {
+        const settings = eventInSettings.readSettings({ path: '/x', ...config }, 'node-1');
+        return { settings, fields: eventInSettings.subscriptionFields({ path: '/x', ...config }, settings, 'http://127.0.0.1:1/x', 's3cret-value') };
+      } catch (err) {
+        return undefined;
+      }
+    };
+
+    it('number settings (successCode, maxBodyMB, dedupWindow, dedupMax, retryCount): same answer; only spaces = the default', function () {
+      for (const prop of ['successCode', 'maxBodyMB', 'dedupWindow', 'dedupMax', 'retryCount']) {
+        for (const value of NUMBER_TEXTS) {
+          const taken = runtimeTakes({ [prop]: value });
+          editorAccepts(defaults, prop, value).should.equal(taken !== undefined, `${prop} = ${JSON.stringify(value)}`);
+        }
+      }
+      const blank = runtimeTakes({ successCode: '  ', maxBodyMB: ' ', dedupWindow: '\t', dedupMax: '   ', retryCount: '  ' });
+      should.exist(blank, 'only spaces are accepted');
+      blank.settings.successCode.should.equal(eventInSettings.DEFAULTS.successCode);
+      blank.settings.maxBodyBytes.should.equal(eventInSettings.DEFAULTS.maxBodyMB * 1e6);
+      blank.settings.dedup.should.eql({ windowMs: eventInSettings.DEFAULTS.dedupWindowS * 1000, maxKeys: eventInSettings.DEFAULTS.dedupMax });
+      blank.fields.should.not.have.property('retryCount'); // left to the server's default, as when empty
+    });
+
+    it('secret header name: same answer; spaces around are trimmed, only spaces = X-DAM-Secret', function () {
+      for (const value of HEADER_SETTINGS) {
+        const taken = runtimeTakes({ secretHeader: value });
+        editorAccepts(defaults, 'secretHeader', value).should.equal(taken !== undefined, `secretHeader = ${JSON.stringify(value)}`);
+      }
+      runtimeTakes({ secretHeader: ' X-Hook-Key\t' }).settings.secretHeader.should.equal('X-Hook-Key');
+      runtimeTakes({ secretHeader: ' X-Hook-Key ' }).fields.header.should.eql(['X-Hook-Key: s3cret-value']);
+      runtimeTakes({ secretHeader: '   ' }).settings.secretHeader.should.equal('X-DAM-Secret');
+    });
   });
 });

@@ -8,7 +8,8 @@ const crypto = require('crypto');
 const should = require('should');
 const clientModule = require('../../dist/api/client');
 const { AssetClient } = clientModule;
-const { COOKIES, tempDir, startTestEmulator, expectError, assertNoCookieIn, filesIn } = require('./helpers');
+const { COOKIES, tempDir, startTestEmulator, startServer, expectError, assertNoCookieIn, filesIn } = require('./helpers');
+const { waitFor } = require('../e2e/support');
 
 const MiB = 1024 * 1024;
 
@@ -85,6 +86,34 @@ describe('api client: transfers on a worker thread (transferThread: worker)', ()
       out.bytes.should.equal(big.bytes.length);
     } finally {
       client.close();
+    }
+  });
+
+  it('a worker that dies while writing a download: its .part file is removed by the caller, the call fails as kind network', async () => {
+    // A server that sends the first 64 KiB of 1 MiB and then holds the rest.
+    const server = await startServer((req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': String(MiB) });
+      res.write(Buffer.alloc(64 * 1024, 1));
+    });
+    const client = new AssetClient({ baseUrl: server.url, cookie: COOKIES.editor, transferThread: 'worker' });
+    const folder = path.join(dir, 'died');
+    try {
+      const call = client.downloadToFile({ fuid: 1, path: path.join(folder, 'x.bin') });
+      call.catch(() => undefined);
+      const partWritten = async () => {
+        for (const name of await filesIn(folder)) {
+          if (name.endsWith('.part') && (await fsp.stat(path.join(folder, name))).size > 0) return true;
+        }
+        return false;
+      };
+      await waitFor('the .part file with the first bytes', partWritten, 10000, 10);
+      await client.thread.worker.terminate();
+      const error = await expectError(call, 'network');
+      error.message.should.match(/^download: the transfer thread stopped \(exited with code 1\)$/);
+      (await filesIn(folder)).should.eql([], 'no .part file left next to the target');
+    } finally {
+      client.close();
+      await server.close();
     }
   });
 

@@ -101,27 +101,27 @@ describe('editor: field sources and marks (Chromium)', function () {
     should(problems.since(mark)).eql([]);
   });
 
-  it('asset-event-in: Secret header and Subscription id are checked with the shared editor rules', async function () {
+  it('asset-event-in: Secret header (spaces around ignored, blank = the default) and Subscription id are checked with the shared editor rules', async function () {
     const checks = await page.evaluate(() => {
       const defaults = RED.nodes.getType('asset-event-in').defaults;
       const header = v => defaults.secretHeader.validate.call({}, v) === true;
       const id = v => defaults.subscriptionId.validate.call({}, v) === true;
       return {
-        header: ['X-DAM-Secret', '', 'X Secret', 'X:Secret', 'X-Sécret'].map(header),
+        header: ['X-DAM-Secret', '', 'X Secret', 'X:Secret', 'X-Sécret', ' X-DAM-Secret ', '   '].map(header),
         id: ['nr-12345', '', 'short', 'nr_12345', 'a'.repeat(41)].map(id)
       };
     });
-    checks.should.eql({ header: [true, true, false, false, false], id: [true, true, false, false, false] });
+    checks.should.eql({ header: [true, true, false, false, false, true, true], id: [true, true, false, false, false] });
   });
 
   it('asset-event-in: each number setting is accepted by the editor exactly when the runtime accepts it', async function () {
     const { readSettings, subscriptionFields } = require('../../dist/nodes/event-in-settings');
     const cases = {
-      successCode: [200, 204, 299, '250', 199, 300, 200.5, 'x', -200, '2e2'],
-      maxBodyMB: [50, 0.5, '1', 0, -1, 'x', '1e3'],
-      dedupWindow: [600, 0, 0.5, '10', -1, 'x'],
-      dedupMax: [10000, 1, '5', 0, 1.5, -3, 'x'],
-      retryCount: [0, 3, '7', -1, 1.5, 'x']
+      successCode: [200, 204, 299, '250', 199, 300, 200.5, 'x', -200, '2e2', '  ', ' 204 '],
+      maxBodyMB: [50, 0.5, '1', 0, -1, 'x', '1e3', ' '],
+      dedupWindow: [600, 0, 0.5, '10', -1, 'x', '\t'],
+      dedupMax: [10000, 1, '5', 0, 1.5, -3, 'x', '   '],
+      retryCount: [0, 3, '7', -1, 1.5, 'x', '  ']
     };
     const runtime = (field, value) => {
       const config = { path: '/x', [field]: value };

@@ -3,6 +3,7 @@
 // arrival order with the queue in its status, and on close aborts what runs and fails every
 // queued message with done(err).
 require('should');
+const http = require('http');
 const { PassThrough } = require('stream');
 const s = require('./nodes-support');
 const { helper } = s;
@@ -116,5 +117,53 @@ describe('request limit and queue (asset-upload)', function () {
       const record = await s.emulatorGet(`${emulator.url}/emulator/assets/${msg.fuid}`);
       JSON.stringify(record.body).should.containEql('/both-dest/both.txt');
     });
+  });
+});
+
+describe('a failure that settles during the close (asset-session log in now)', function () {
+  this.timeout(20000);
+  const sessionNode = require('../../nodes/asset-session.js');
+  let server;
+  let held; // the login request the server holds: { res }
+  let arrived;
+
+  before(async function () {
+    await helper.startServer();
+    let arrive;
+    arrived = new Promise(resolve => { arrive = resolve; });
+    // A DAM server whose login hangs until the test answers it.
+    server = http.createServer((req, res) => { held = { res }; arrive(); });
+    await new Promise(resolve => server.listen(0, '127.0.0.1', resolve));
+  });
+  after(async function () {
+    server.closeAllConnections();
+    await new Promise(resolve => server.close(resolve));
+    await helper.stopServer();
+  });
+
+  it('an answer that is not the close\'s abort (here: the login refused with HTTP 500) still ends in done(err)', async function () {
+    const url = `http://127.0.0.1:${server.address().port}`;
+    await helper.load([...Object.values(s.nodes), sessionNode], s.flow('asset-session', { action: 'login' },
+      { baseUrl: url, loginEnabled: true, loginPreset: 'custom', loginUrl: '/login', loginMethod: 'POST', loginFieldsIn: 'form',
+        loginFields: 'user={{username}}\npass={{password}}', sessionFrom: 'set-cookie', sessionName: 'JSESSIONID', cookieName: 'JSESSIONID' }),
+    { server: { username: 'robot', password: 'Close-Pass-41c2' } });
+    const n1 = helper.getNode('n1');
+    n1.receive({ payload: 'log in', seq: 7 });
+    await arrived;
+    // The helper stops spying on logs before it closes the nodes: record here.
+    const errors = [];
+    let closeBegan;
+    const began = new Promise(resolve => { closeBegan = resolve; });
+    n1.error = (err, msg) => errors.push({ err, msg });
+    n1.warn = text => { if (/aborted 1 request/.test(text)) closeBegan(); };
+    const unloaded = helper.unload();
+    await began; // the close has begun and aborted what runs; the login does not take an abort
+    held.res.writeHead(500, { 'Content-Type': 'text/plain' }).end('login service down');
+    await unloaded;
+    errors.length.should.equal(1, 'the failure reached done(err)');
+    errors[0].msg.seq.should.equal(7);
+    errors[0].err.kind.should.equal('auth');
+    errors[0].err.message.should.match(/login failed/);
+    errors[0].msg.assetError.kind.should.equal('auth');
   });
 });

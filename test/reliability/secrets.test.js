@@ -16,6 +16,11 @@
 // password on another server), cookies set at run time by an asset-session node (old and new), and
 // the session cookies the emulator's login hands out (shape `ses1-<32 hex>`): none of them either;
 // the run-time cookie is in memory only, so not even in the encrypted credentials file.
+// Also: an asset-event-in whose secret header has a name of its own (typed with spaces around it),
+// its duplicate filter in a real redis-server with requirepass (the password an asset-redis
+// credential; a second asset-redis with a wrong one), and the DAM sidebar: every admin route it
+// offers (overview, connection checks, the dialog's connection test with a typed and a saved
+// cookie, subscription details, delete, register again) and its comms messages (live counters).
 require('should');
 const crypto = require('crypto');
 const fs = require('fs');
@@ -23,6 +28,7 @@ const path = require('path');
 const WebSocket = require('ws');
 const { spawnCli } = require('../emulator/support');
 const { startRealNodeRed, freePort } = require('./lib/nodered');
+const { startRedis } = require('./lib/servers');
 const r = require('./lib/support');
 
 const GOOD = 'Sx7-goodcookie-Q4mZ81vKp0';
@@ -34,13 +40,21 @@ const LOGIN_PASSWORD = 'Lp8-loginpassword-R6tY55uIo3';
 const WRONG_PASSWORD = 'Lp8-wrongpassword-E1wQ66aSd4';
 const RUNTIME_OLD = 'Rt3-runtimeold-N8mB77vCx6';
 const RUNTIME_NEW = 'Rt3-runtimenew-K5jH88gFd7';
-const SECRETS = { GOOD, WRONG, VIEWER, WEBHOOK_SECRET, LOGIN_PASSWORD, WRONG_PASSWORD, RUNTIME_OLD, RUNTIME_NEW };
+const HEADER_SECRET = 'Hs4-customheadersecret-V7cX30bNm2';
+const REDIS_PASSWORD = 'Rp6-redispassword-M1qW48eRt9';
+const REDIS_WRONG_PASSWORD = 'Rp6-wrongredispassword-U2yT59iOp0';
+const SECRETS = { GOOD, WRONG, VIEWER, WEBHOOK_SECRET, LOGIN_PASSWORD, WRONG_PASSWORD, RUNTIME_OLD, RUNTIME_NEW,
+  HEADER_SECRET, REDIS_PASSWORD, REDIS_WRONG_PASSWORD };
 /** Session cookies handed out by the emulator's login endpoints. */
 const LOGIN_COOKIE = /ses1-[0-9a-f]{32}/;
 
 const Z = 'sec-tab';
 const EVENT_IN = 'sec-event-in-01';
 const OWNED_SUB = `nr-${EVENT_IN}`;
+/** Owns its subscription too, with a secret header of its own name, and keeps its duplicate filter in Redis. */
+const CUSTOM_IN = 'sec-event-in-custom';
+const CUSTOM_SUB = `nr-${CUSTOM_IN}`;
+const CUSTOM_HEADER = 'X-Hook-Signature';
 
 function debugNode(id) {
   return { id, type: 'debug', z: Z, name: id, active: true, tosidebar: false, console: true, tostatus: false,
@@ -59,6 +73,11 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
   let statusTexts;
   let ws;
   let downPort;
+  let redis;
+  /** Every comms message of the sidebar's topic (dam-assets/...), as JSON text. */
+  let sidebarComms;
+  /** Every answer of the sidebar's admin routes, as `<method> <route> -> <status> <body>`. */
+  const sidebarAnswers = [];
 
   before(async function () {
     this.timeout(90000);
@@ -67,20 +86,27 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
       '--session', `${GOOD}:events,add`, '--session', `${VIEWER}:`, '--session', 'Sx7-unused-session:events',
       '--user', `robot:${LOGIN_PASSWORD}:events,add`]);
     downPort = await freePort();
+    redis = await startRedis(path.join(work, 'redis'), { password: REDIS_PASSWORD, durable: false });
     nodeRed = await startRealNodeRed({ credentialSecret: CREDENTIAL_SECRET, logLevel: 'debug', env: { DAM_RUNTIME_COOKIE: `JSESSIONID=${RUNTIME_NEW}` } });
     statusTexts = [];
+    sidebarComms = [];
     ws = new WebSocket(`${nodeRed.url.replace('http', 'ws')}/comms`);
     await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
     ws.on('message', (data) => {
-      for (const m of [].concat(JSON.parse(String(data)))) if (m.topic && m.topic.startsWith('status/')) statusTexts.push(JSON.stringify(m.data));
+      for (const m of [].concat(JSON.parse(String(data)))) {
+        if (m.topic && m.topic.startsWith('status/')) statusTexts.push(JSON.stringify(m.data));
+        if (m.topic && m.topic.startsWith('dam-assets/')) sidebarComms.push(JSON.stringify(m));
+      }
     });
     ws.send(JSON.stringify({ subscribe: 'status/#' }));
+    ws.send(JSON.stringify({ subscribe: 'dam-assets/#' }));
   });
 
   after(async function () {
     this.timeout(30000);
     if (ws) ws.close();
     if (nodeRed) await nodeRed.stopAndClean();
+    if (redis) await redis.stop();
     if (emulator && emulator.child.exitCode === null) {
       emulator.child.kill('SIGTERM');
       await emulator.exited;
@@ -115,6 +141,15 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
         watchPath: ['* /secrets'], watchMetadata: [], credentials: { secret: WEBHOOK_SECRET } }, 'sec-dbg-event'),
       node('sec-event-in-down', 'asset-event-in', { method: 'post', path: '/secrets-hook-down', manage: true, server: 'sec-srv-down',
         watchPath: ['* /secrets'], watchMetadata: [], credentials: { secret: WEBHOOK_SECRET } }, 'sec-dbg-event'),
+      // A secret header of its own name (typed with spaces around it), the duplicate filter in Redis.
+      { id: 'sec-redis', type: 'asset-redis', name: 'redis-ok', url: redis.url, credentials: { password: REDIS_PASSWORD } },
+      { id: 'sec-redis-wrong', type: 'asset-redis', name: 'redis-wrongpass', url: redis.url, credentials: { password: REDIS_WRONG_PASSWORD } },
+      node(CUSTOM_IN, 'asset-event-in', { method: 'post', path: '/secrets-hook-custom', manage: true, server: 'sec-srv-good', redis: 'sec-redis',
+        secretHeader: ` ${CUSTOM_HEADER} `, watchPath: ['* /secrets'], watchMetadata: [], credentials: { secret: HEADER_SECRET } }, 'sec-dbg-custom'),
+      debugNode('sec-dbg-custom'),
+      // Its Redis refuses the password: every callback is answered 503 (the server retries it).
+      node('sec-event-in-redis-wrong', 'asset-event-in', { method: 'post', path: '/secrets-hook-redis-wrong', manage: false, redis: 'sec-redis-wrong',
+        secretHeader: CUSTOM_HEADER, credentials: { secret: HEADER_SECRET } }, 'sec-dbg-never'),
 
       // Successes: upload -> download (buffer, file), export.
       inject('sec-inj-upload', 'sec-upload'),
@@ -183,10 +218,56 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
     return LOGIN_COOKIE.test(text) ? [...found, 'LOGIN_COOKIE'] : found;
   }
 
+  /** Calls an admin route of the DAM sidebar as the editor does; keeps the answer. */
+  async function sidebar(method, route, body) {
+    const res = await fetch(`${nodeRed.url}/dam-assets/${route}`, {
+      method, headers: body === undefined ? {} : { 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body)
+    });
+    const text = await res.text();
+    sidebarAnswers.push(`${method} ${route} -> ${res.status} ${text}`);
+    return { status: res.status, json: JSON.parse(text) };
+  }
+
+  /** Every route of the sidebar, on servers that work and that fail, with subscriptions that carry secret headers. */
+  async function useTheSidebar() {
+    const overview = await sidebar('GET', 'overview');
+    overview.json.eventIns.map((e) => e.id).should.containEql(CUSTOM_IN);
+    overview.json.subscriptions.map((sub) => sub.id).should.containEql(CUSTOM_SUB);
+    const checks = {};
+    for (const id of ['sec-srv-good', 'sec-srv-wrong', 'sec-srv-viewer', 'sec-srv-down', 'sec-srv-login', 'sec-srv-badlogin']) {
+      checks[id] = (await sidebar('GET', `servers/${id}/check`)).json.result;
+    }
+    checks.should.eql({ 'sec-srv-good': 'ok', 'sec-srv-wrong': 'auth', 'sec-srv-viewer': 'permission', 'sec-srv-down': 'network',
+      'sec-srv-login': 'ok', 'sec-srv-badlogin': 'auth' });
+    // The stored subscriptions carry the secrets as header values: answered masked.
+    for (const sub of [OWNED_SUB, CUSTOM_SUB]) {
+      const details = await sidebar('GET', `subscriptions/sec-srv-good/${sub}`);
+      details.json.ok.should.be.true();
+      JSON.stringify(details.json.details).should.match(sub === CUSTOM_SUB ? /X-Hook-Signature: \*\*\*/ : /X-DAM-Secret: \*\*\*/);
+    }
+    // The dialog's connection test: a typed cookie (good and wrong), the saved one, the saved one towards another host.
+    const test = (body) => sidebar('POST', 'connection-test', { id: 'sec-srv-good', baseUrl: emulator.url, timeout: 5, ...body });
+    (await test({ cookie: `JSESSIONID=${GOOD}` })).json.result.should.equal('ok');
+    (await test({ cookie: WRONG })).json.result.should.equal('auth');
+    (await test({ cookie: '__PWRD__' })).json.result.should.equal('ok');
+    (await test({ cookie: '__PWRD__', baseUrl: `http://127.0.0.1:${downPort}` })).json.result.should.equal('config');
+    (await test({ id: 'sec-srv-login', cookie: '__PWRD__' })).json.result.should.equal('ok');
+    // Register again (one that works, one whose server refuses the cookie), and a delete the server refuses.
+    (await sidebar('POST', `event-in/${CUSTOM_IN}/register`)).json.ok.should.be.true();
+    (await sidebar('POST', 'event-in/sec-event-in-401/register')).json.ok.should.be.false();
+    (await sidebar('DELETE', 'subscriptions/sec-srv-viewer/sec-viewer-sub-01')).json.ok.should.be.false();
+    await r.waitFor('live counters of the endpoints on the sidebar\'s comms topic', () =>
+      sidebarComms.some((m) => m.includes(`dam-assets/event-in/${CUSTOM_IN}`)) && sidebarComms.some((m) => m.includes(`dam-assets/event-in/${EVENT_IN}`)), 15000, 50);
+  }
+
   it('run: successes and failures of every node, callbacks with the right and a wrong secret', async function () {
     await nodeRed.deployAs('full', flows());
     await r.waitFor('the owned subscription on the emulator', async () => {
       const res = await fetch(`${emulator.url}/review/api/events/assets/subscribe/${OWNED_SUB}`, { headers: { Cookie: `JSESSIONID=${GOOD}` } });
+      return (await res.json()).success === true;
+    }, 15000, 100);
+    await r.waitFor('the subscription with the custom secret header on the emulator', async () => {
+      const res = await fetch(`${emulator.url}/review/api/events/assets/subscribe/${CUSTOM_SUB}`, { headers: { Cookie: `JSESSIONID=${GOOD}` } });
       return (await res.json()).success === true;
     }, 15000, 100);
 
@@ -194,6 +275,8 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
     await r.waitFor('download and export output', () => printed('sec-dbg-download') >= 2 && printed('sec-dbg-export') >= 1, 15000, 50);
     // The upload's change comes back through the emulator's callback, secret header and all.
     await r.waitFor('the callback message', () => printed('sec-dbg-event') >= 1, 15000, 50);
+    // ... and to the endpoint with its own header name, through the Redis duplicate filter (the password works).
+    await r.waitFor('the callback message through the custom header and Redis', () => printed('sec-dbg-custom') >= 1, 15000, 50);
     await clickAndWait('sec-inj-register', 'sec-dbg-subscribe');
     await clickAndWait('sec-inj-get-own', 'sec-dbg-subscribe');
     await clickAndWait('sec-inj-delete', 'sec-dbg-subscribe');
@@ -214,14 +297,30 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
     log.should.match(/login failed, next try in \d+ s: login request/, 'the failed login reached the Catch node');
 
     // Callers of the webhook with a wrong or no secret are refused (401), and say nothing of the secret.
+    const forged = (id) => JSON.stringify({ success: true, id, data: { entry: [{ assetId: 99, rrn: 1, path: '/secrets/forged', action: 'added' }] } });
     for (const headers of [{ 'X-DAM-Secret': `${WEBHOOK_SECRET.slice(0, -1)}X` }, {}, { 'X-DAM-Secret': '' }]) {
-      const res = await fetch(`${nodeRed.url}/secrets-hook`, {
-        method: 'POST', headers: { 'Content-Type': 'application/json', ...headers },
-        body: JSON.stringify({ success: true, id: OWNED_SUB, data: { entry: [{ assetId: 99, rrn: 1, path: '/secrets/forged', action: 'added' }] } })
-      });
+      const res = await fetch(`${nodeRed.url}/secrets-hook`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: forged(OWNED_SUB) });
       res.status.should.equal(401);
       leaks(await res.text()).should.eql([]);
     }
+    // The custom header: the right secret under the default name, or a wrong one under its name, is refused.
+    for (const headers of [{ 'X-DAM-Secret': HEADER_SECRET }, { [CUSTOM_HEADER]: `${HEADER_SECRET}x` }, { [CUSTOM_HEADER]: WEBHOOK_SECRET }]) {
+      const res = await fetch(`${nodeRed.url}/secrets-hook-custom`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: forged(CUSTOM_SUB) });
+      res.status.should.equal(401);
+      const text = await res.text();
+      text.should.containEql(CUSTOM_HEADER, 'the refusal names the header');
+      leaks(text).should.eql([]);
+    }
+    // The right secret where Redis refuses the password: 503, the reason without any password.
+    const refused = await fetch(`${nodeRed.url}/secrets-hook-redis-wrong`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json', [CUSTOM_HEADER]: HEADER_SECRET }, body: forged('sec-no-such-sub-01')
+    });
+    refused.status.should.equal(503);
+    leaks(await refused.text()).should.eql([]);
+    await r.waitFor('the Redis authentication failure in the log', () =>
+      nodeRed.lines.some((l) => /\[asset-redis:redis-wrongpass\]/.test(l) && /WRONGPASS|NOAUTH|auth/i.test(l)), 15000, 100);
+
+    await useTheSidebar();
     await r.sleep(300); // the last log lines and status events
   });
 
@@ -231,6 +330,13 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
     log.should.containEql('[debug:sec-dbg-event]');
     const leaking = nodeRed.lines.filter((line) => leaks(line).length > 0);
     leaking.should.eql([], `secret(s) in the Node-RED log:\n${leaking.join('\n')}`);
+  });
+
+  it('the DAM sidebar: its admin routes\' answers and its comms messages hold no secret', function () {
+    sidebarAnswers.length.should.be.above(15);
+    sidebarComms.length.should.be.above(1);
+    const leaking = [...sidebarAnswers, ...sidebarComms].filter((text) => leaks(text).length > 0);
+    leaking.should.eql([], `secret(s) in the sidebar:\n${leaking.join('\n')}`);
   });
 
   it('node status texts hold no secret', function () {
@@ -247,7 +353,8 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
       leaks(text).should.eql([], `GET /flows ${version}`);
     }
     for (const [type, id] of [['asset-server', 'sec-srv-good'], ['asset-server', 'sec-srv-wrong'], ['asset-event-in', EVENT_IN], ['asset-event-in', 'sec-event-in-401'],
-      ['asset-server', 'sec-srv-login'], ['asset-server', 'sec-srv-badlogin']]) {
+      ['asset-server', 'sec-srv-login'], ['asset-server', 'sec-srv-badlogin'], ['asset-event-in', CUSTOM_IN],
+      ['asset-redis', 'sec-redis'], ['asset-redis', 'sec-redis-wrong']]) {
       const res = await fetch(`${nodeRed.url}/credentials/${type}/${id}`);
       const text = await res.text();
       text.should.match(/"has_(cookie|secret|password)":true/);
