@@ -46,13 +46,18 @@ class Meter extends Transform {
   }
 }
 
-/** Streams `source` into a new file and fsyncs it. Returns the byte count and the first bytes. */
+/**
+ * Streams `source` into a new file and fsyncs it. Returns the byte count and the first bytes.
+ * The file is created before the bytes flow, so a removal after a failure always finds it (a
+ * write stream still opening when an upload was cut off created the file after its removal).
+ */
 async function streamToFile(source: Readable, file: string): Promise<{ length: number; head: Buffer }> {
   const meter = new Meter();
-  await pipeline(source, meter, fs.createWriteStream(file, { flags: 'wx' }));
+  const handle = await fsp.open(file, 'wx');
+  await pipeline(source, meter, handle.createWriteStream()); // which closes the handle, also on failure
   // fsync through a second descriptor: it flushes the file's data all the same.
-  const handle = await fsp.open(file, 'r');
-  try { await handle.sync(); } finally { await handle.close(); }
+  const sync = await fsp.open(file, 'r');
+  try { await sync.sync(); } finally { await sync.close(); }
   return { length: meter.length, head: meter.head };
 }
 

@@ -362,6 +362,49 @@ describe('emulator upload (spec 4.2, 2.4)', function () {
   });
 
   describe('half-received uploads', () => {
+    it('an upload cut off while its temporary file is still being created leaves no file (the removal waits for the creation)', async () => {
+      // Under load the creation of the temporary file can finish after the cut-off upload's clean-up
+      // ran: the file was created after its removal and stayed (seen by the fuzz suite, 0 bytes).
+      // Here every creation in the temporary folder is held until the test lets it go.
+      const tmpFolder = path.join(emu.dataDir, 'tmp') + path.sep;
+      const realOpen = fs.open;
+      const realPromisesOpen = fs.promises.open;
+      const realRm = fs.promises.rm;
+      const held = [];
+      const removals = [];
+      const hold = (file) => { let release; const gate = new Promise((r) => { release = r; }); held.push({ file: String(file), release }); return gate; };
+      fs.open = function (file, ...args) {
+        if (!String(file).startsWith(tmpFolder)) return realOpen.call(fs, file, ...args);
+        hold(file).then(() => realOpen.call(fs, file, ...args));
+      };
+      fs.promises.open = function (file, ...args) {
+        if (!String(file).startsWith(tmpFolder)) return realPromisesOpen.call(this, file, ...args);
+        return hold(file).then(() => realPromisesOpen.call(this, file, ...args));
+      };
+      fs.promises.rm = function (file, ...args) { removals.push(String(file)); return realRm.call(this, file, ...args); };
+      try {
+        const { body, contentType } = multipart([{ name: 'destination', value: '/held' }, { name: 'file', filename: 'held.bin', data: Buffer.alloc(256 * 1024, 7) }]);
+        const url = new URL(emu.url);
+        const req = http.request({ host: url.hostname, port: url.port, method: 'POST', path: '/review/api/asset/upload', headers: { Cookie: 'JSESSIONID=local-dev', 'Content-Type': contentType, 'Content-Length': body.length } });
+        req.on('error', () => undefined);
+        req.write(body.subarray(0, 64 * 1024));
+        await waitFor(() => held.length === 1);
+        req.destroy();
+        // A clean-up that does not wait for the creation removes the file now, before it exists.
+        await waitFor(() => removals.includes(held[0].file), { timeoutMs: 1000 }).catch(() => undefined);
+        held[0].release();
+        await waitFor(() => emu.lines.some((l) => /upload abandoned by the client/.test(l)));
+        await waitFor(() => fs.readdirSync(tmpFolder).length === 0, { timeoutMs: 3000 })
+          .catch(() => { throw new Error(`left in the temporary folder: ${fs.readdirSync(tmpFolder).join(', ')}`); });
+      } finally {
+        fs.open = realOpen;
+        fs.promises.open = realPromisesOpen;
+        fs.promises.rm = realRm;
+        for (const h of held) h.release();
+      }
+    });
+
+
     it('a client that disconnects mid-upload leaves nothing visible and no temporary file', async () => {
       const { body, contentType } = multipart([{ name: 'destination', value: '/half' }, { name: 'wait', value: 'true' }, { name: 'file', filename: 'half.bin', data: Buffer.alloc(4 * 1024 * 1024, 7) }]);
       const url = new URL(emu.url);
