@@ -12,10 +12,11 @@
  *    and emit blocks nothing for longer than the lease, and the server's retry emits it.
  * 2. confirm, once the entries are handed to the flow: the marker becomes `d` for the window.
  *    Undo (closed before the flow got them) and release (the claim timed out) delete the marker.
- * One write per entry per callback (the claim); confirm, undo and release touch one key whatever
- * the batch size, which halves Redis's work per entry against a confirmation per key. An entry key
- * lives for the window (or the lease, if longer) from its claim; the confirmed marker for the
- * window from the confirmation, so it never expires before the keys it covers.
+ * One write per entry per callback (the claim) and two per callback (the marker, set and then
+ * confirmed); undo and release delete one key whatever the batch size. An entry key lives for the
+ * window (or the lease, if longer) from its claim, the confirmed marker for the window from the
+ * confirmation: while the key lives past its marker (a lease longer than the window), the key is
+ * free to be claimed again, as the window has passed.
  * A script instead of a pipeline of `SET key id NX PX ttl GET`: one command to encode and one reply
  * to parse instead of one per entry (the client's cost per command halved the entries/s of
  * 100-entry callbacks), and any Redis from 2.6.12 on. The keys go as one argument, 20-byte SHA-1
@@ -142,7 +143,10 @@ export class RedisDuplicateFilter implements EntryFilter {
       throw err;
     }
     const codes = typeof reply === 'string' ? reply : Buffer.isBuffer(reply) ? reply.toString('latin1') : '';
-    if (codes.length !== sentFor.length) throw new FilterUnavailableError('Redis: unexpected answer to the claim');
+    if (codes.length !== sentFor.length) {
+      drop().catch(() => undefined);
+      throw new FilterUnavailableError('Redis: unexpected answer to the claim');
+    }
     const verdicts: Verdict[] = keys.map(() => 'duplicate');
     let claimed = false;
     sentFor.forEach((index, n) => {

@@ -178,9 +178,12 @@ export default function register(RED: NodeAPI): void {
       } else {
         kept.push(...candidates);
       }
-      // Closed while the filter answered: send nothing and leave the claims unconfirmed. They
-      // expire after the lease and the server's retry is emitted once, by the new node.
-      if (state.closed) return { sent: 0, entries: 0, busy, closing: true };
+      // Closed while the filter answered: send nothing, and let the claims go so that the server's
+      // retry is emitted at once (by the new node or another copy), not after the lease.
+      if (state.closed) {
+        if (claim) await claim.undo().catch(() => undefined);
+        return { sent: 0, entries: 0, busy, closing: true };
+      }
       const sent = sendEntries(kept, subscriptionId, receivedAt);
       // Confirmed in this turn, before Node-RED delivers the messages: a copy killed once its flow
       // has them has confirmed them, so the server's retry is not emitted twice. Whatever the

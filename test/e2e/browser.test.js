@@ -378,6 +378,16 @@ describe('editor in a real browser (Chromium)', function () {
       (await input.getAttribute('type')).should.equal('password');
       const value = `rds${unique()}`;
       await input.fill(value);
+      // The claim lease must be longer than the timeout (the runtime refuses it otherwise).
+      const leaseInvalid = () => page.evaluate(() => $('#node-config-input-lease').hasClass('input-error'));
+      const type = async (id, text) => { const f = page.locator(id); await f.fill(text); await f.press('End'); await f.press('Tab'); };
+      await type('#node-config-input-timeout', '2000');
+      await type('#node-config-input-lease', '2');
+      (await leaseInvalid()).should.be.true('a 2 s lease with a 2000 ms timeout is not marked invalid');
+      await type('#node-config-input-lease', '3');
+      (await leaseInvalid()).should.be.false('a 3 s lease with a 2000 ms timeout is marked invalid');
+      await type('#node-config-input-timeout', '1000');
+      await type('#node-config-input-lease', '10');
       await closeTopTray('node-config-dialog-ok');
       await closeTopTray('node-dialog-ok');
       const id = await page.evaluate(() => { let found = null; RED.nodes.eachConfig(n => { if (n.type === 'asset-redis') found = n.id; }); return found; });

@@ -52,7 +52,7 @@ describe('RedisDuplicateFilter (real redis-server)', function () {
     first.verdicts.should.eql(['new', 'new']);
     (await markers()).should.match([{ value: 'c', ttl: (t) => t > 0 && t <= 200 }]);
     await first.confirm();
-    (await markers()).should.match([{ value: 'd', ttl: (t) => t > 200 && t <= 300 }], 'confirmed: the batch is remembered for the window');
+    (await markers()).should.match([{ value: 'd', ttl: (t) => t > 0 && t <= 300 }], 'confirmed: the batch is remembered for the window');
     (await f.claim(['a', 'b', 'c'])).verdicts.should.eql(['duplicate', 'duplicate', 'new']);
     const ttl = await redis.pttl(f.redisKey('a'));
     ttl.should.be.within(1, 300);
@@ -85,6 +85,16 @@ describe('RedisDuplicateFilter (real redis-server)', function () {
     byB.verdicts.should.eql(['new', 'new', 'new']);
     await byB.confirm();
     (await copyA.claim(['u', 'v', 'w'])).verdicts.should.eql(['duplicate', 'duplicate', 'duplicate']);
+  });
+
+  it('a lease longer than the window: once the window has passed the entry is new again, though its key lives on', async function () {
+    const f = filter({ windowMs: 150, leaseMs: 60000 });
+    const first = await f.claim(['w']);
+    await first.confirm();
+    (await f.claim(['w'])).verdicts.should.eql(['duplicate']);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    (await redis.pttl(f.redisKey('w'))).should.be.above(50000, 'the entry key lives for the lease');
+    (await f.claim(['w'])).verdicts.should.eql(['new'], 'the window passed: emitted again');
   });
 
   it('a batch of only duplicates leaves no marker behind', async function () {

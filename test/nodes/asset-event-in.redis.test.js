@@ -56,6 +56,9 @@ describe('asset-event-in with the duplicate filter in Redis (test helper, real r
   const post = (body) => request(app).post('/dam/redis').set('Content-Type', 'application/json').send(body);
   const lastStatus = (node) => (node.status.lastCall ? node.status.lastCall.args[0] : {});
   const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
+  async function waitUntil(check) {
+    while (!check()) await new Promise((resolve) => setImmediate(resolve));
+  }
 
   it('drops an entry already emitted, with the key under prefix + {node id} (a cluster hash tag) in Redis', async function () {
     await load();
@@ -87,6 +90,30 @@ describe('asset-event-in with the duplicate filter in Redis (test helper, real r
     await claimed.confirm();
     (await post(payload([entry(7, 70), entry(8, 80)]))).body.should.eql({ success: true, received: 2, emitted: 0 });
     node.should.be.ok();
+  });
+
+  it('closed while its claim waits for Redis: nothing emitted, 503, and the claim let go (the retry need not wait for the lease)', async function () {
+    const node = await load({ timeout: 5000, lease: 600 });
+    (await post(payload([entry(4, 40)]))).status.should.equal(200); // connected
+    const realEval = Redis.prototype.eval;
+    let evals = 0;
+    Redis.prototype.eval = function (...args) { evals++; return realEval.apply(this, args); };
+    server.pause();
+    try {
+      const answer = post(payload([entry(5, 50)])).then((res) => res);
+      await waitUntil(() => evals === 1); // the claim is on its way to the paused Redis
+      await node.close(false); // a redeploy of this node only
+      server.resume();
+      const res = await answer;
+      res.status.should.equal(503);
+      res.body.should.eql({ success: false, error: 'endpoint is closing' });
+      received.map((m) => m.payload.assetId).should.eql([4]);
+      const markers = await direct.keys('dam:dedup:{n1}:b:*');
+      (await Promise.all(markers.map((k) => direct.get(k)))).should.eql(['d'], 'the first callback\'s; none left to block the retry for the 600 s lease');
+    } finally {
+      Redis.prototype.eval = realEval;
+      server.resume();
+    }
   });
 
   it('Redis not answering: 503 within the timeout, nothing emitted, the status says so; then it recovers', async function () {
@@ -124,6 +151,12 @@ describe('asset-event-in with the duplicate filter in Redis (test helper, real r
     JSON.stringify(node.status.args).should.not.containEql(PASSWORD);
     const errors = helper.log().args.map((a) => JSON.stringify(a)).join('\n');
     errors.should.not.containEql(PASSWORD);
+  });
+
+  it('a claim lease not longer than the timeout is refused, naming both (a claim could expire before its confirmation)', async function () {
+    const node = await load({ timeout: 2000, lease: 2 });
+    lastStatus(node).should.match({ fill: 'red', text: /^redis: lease: must be longer than the timeout/ });
+    (await post(payload([entry(1, 1)]))).status.should.equal(404);
   });
 
   it('the Redis client is loaded only when an asset-redis node is used', function () {
