@@ -4,9 +4,9 @@
 // see where a difference in the processes' CPU lives: the JavaScript thread moving the bytes, or
 // the threads a CPU profile does not sample (V8's helpers, libuv's file-system threads).
 //   node bench/thread-cpu.js [MiB=256] [runs=3] [download|upload]
-// Linux only (/proc/<pid>/task). Threads created after Node-RED names its process ("node-red")
-// carry that name: its main thread (tid = pid) and the transfer thread; the others were started
-// before (V8's platform threads, libuv's thread pool) and are summed as "helpers".
+// Linux only (/proc/<pid>/task). Per process: the main thread (tid = pid), the busiest other
+// thread (in Node-RED the asset-server's transfer thread), and the rest summed as "helpers" (V8's
+// platform threads, libuv's thread pool). A thread that ends between two readings is not counted.
 const path = require('path');
 const fs = require('fs');
 const os = require('os');
@@ -26,9 +26,8 @@ function threadCpu(pid) {
   const out = new Map();
   for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
     try {
-      const name = fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
       const rest = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ').pop().split(' ');
-      out.set(tid, { name, cpu: (Number(rest[11]) + Number(rest[12])) / CLOCK_TICKS });
+      out.set(tid, { cpu: (Number(rest[11]) + Number(rest[12])) / CLOCK_TICKS });
     } catch { /* the thread ended */ }
   }
   return out;
@@ -59,6 +58,9 @@ async function main() {
     fs.closeSync(fd);
     const client = new AssetClient({ baseUrl: emulator.url, cookie: COOKIE });
     const fuid = (await client.upload({ file: { path: source }, destination: '/thread-cpu/source', wait: true })).fuids[0];
+    const smallFile = path.join(tmp, 'small.bin');
+    fs.writeFileSync(smallFile, crypto.randomBytes(64 * 1024));
+    const small = (await client.upload({ file: { path: smallFile }, destination: '/thread-cpu/small', wait: true })).fuids[0];
     client.close();
     nr = await startNodeRed({ userDir: path.join(tmp, 'node-red') });
     await nr.deploy(buildFlows({ emulatorUrl: emulator.url, cookie: COOKIE, types: (await nr.nodeTypes()).types, parts: new Set(['ours']) }));
@@ -80,9 +82,15 @@ async function main() {
       show(`Node-RED ${op} ${run}`, Date.now() - started, groups(nr.pid, before, threadCpu(nr.pid)));
       fs.rmSync(out, { force: true });
 
-      // The client alone, in bench/lib/client-child.js (a fresh process, warm-up request first).
+      // The client alone, in bench/lib/client-child.js: a fresh process that first runs the same
+      // operation on a small file, as the bench does (Node-RED's code is warm after its first run).
       const child = fork(childFile, [emulator.url, COOKIE], { stdio: 'inherit' });
       await new Promise((resolve) => child.once('message', resolve));
+      const warmed = await new Promise((resolve) => {
+        child.once('message', resolve);
+        child.send(op === 'download' ? { cmd: 'warm', op, fuid: small, file: `${out}.warm-up` } : { cmd: 'warm', op, file: smallFile, destination: `/thread-cpu/warm-up-${run}` });
+      });
+      if (!warmed.warmed) throw new Error(warmed.error);
       before = threadCpu(child.pid);
       started = Date.now();
       const done = await new Promise((resolve) => {

@@ -112,17 +112,20 @@ function paced({ url, amount, rate, connections, body }) {
     const fire = (due) => {
       const payload = body();
       const req = http.request({ agent, host: target.hostname, port: target.port, path: target.pathname, method: 'POST',
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
-        res.resume();
-        res.on('end', () => {
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => res.resume());
+      let timedOut = false;
+      req.setTimeout(30000, () => { timedOut = true; req.destroy(new Error('timeout')); });
+      req.on('error', () => undefined); // counted on 'close'
+      // 'close' comes once per request whatever happened (answered, refused, cut off mid-answer).
+      req.on('close', () => {
+        const res = req.res;
+        if (res && res.complete) {
           last = performance.now();
           if (res.statusCode >= 200 && res.statusCode < 300) { result['2xx']++; latencies.push(last - due); } else result.non2xx++;
-          settle();
-        });
+        } else if (timedOut) result.timeouts++;
+        else result.errors++;
+        settle();
       });
-      let timedOut = false;
-      req.setTimeout(30000, () => { timedOut = true; result.timeouts++; req.destroy(new Error('timeout')); });
-      req.on('error', () => { if (!timedOut) result.errors++; settle(); });
       req.end(payload);
     };
     const due = (i) => start + i * 1000 / rate;
@@ -209,24 +212,20 @@ async function runEvents(ctx) {
       rows[v].maxCallbacksPerSec = median(rows[v].max.map((b) => b.callbacksPerSec));
       rows[v].halfRate = Math.max(1, Math.floor(rows[v].maxCallbacksPerSec / 2));
     }
-    for (let run = 0; run < opts.runs; run++) {
-      for (const v of rotate(variants, run)) {
-        const rate = rows[v].halfRate;
-        const amount = Math.max(opts.quick ? 10 : HALF_RATE_MIN_CALLBACKS, Math.round(rate * burstSeconds));
-        const b = await burst(nr, v, n, amount, rate);
-        rows[v].half.push(b);
-        log(`  events ${n}/callback ${v} at ${rate}/s run ${run + 1}: p99 ${b.p99} ms, lost ${b.lost}`);
-      }
+    // Each flow at half its own maximum; and asset-event-in (one msg per entry) also at the core
+    // flow's half rate, where its p99 is compared with the core flow's at the same load (its own
+    // half rate is higher when it is faster). All interleaved, the order rotating per run.
+    const paces = variants.map((v) => ({ v, rate: rows[v].halfRate, runs: rows[v].half, label: `at ${rows[v].halfRate}/s` }));
+    if (rows.core && rows.ours && rows.ours.halfRate !== rows.core.halfRate) {
+      rows.ours.coreRate = [];
+      paces.push({ v: 'ours', rate: rows.core.halfRate, runs: rows.ours.coreRate, label: `at the core flow's ${rows.core.halfRate}/s` });
     }
-    // asset-event-in (one msg per entry) again at the core flow's half rate: its p99 is compared
-    // with the core flow's at the same load (its own half rate is higher when it is faster).
-    const sameLoad = rows.core && rows.ours && rows.ours.halfRate !== rows.core.halfRate ? ['ours'] : [];
-    for (let run = 0; run < opts.runs && sameLoad.length; run++) {
-      for (const v of sameLoad) {
-        const rate = rows.core.halfRate;
-        const b = await burst(nr, v, n, Math.max(opts.quick ? 10 : HALF_RATE_MIN_CALLBACKS, Math.round(rate * burstSeconds)), rate);
-        (rows[v].coreRate = rows[v].coreRate || []).push(b);
-        log(`  events ${n}/callback ${v} at the core flow's ${rate}/s run ${run + 1}: p99 ${b.p99} ms, lost ${b.lost}`);
+    for (let run = 0; run < opts.runs; run++) {
+      for (const pace of rotate(paces, run)) {
+        const amount = Math.max(opts.quick ? 10 : HALF_RATE_MIN_CALLBACKS, Math.round(pace.rate * burstSeconds));
+        const b = await burst(nr, pace.v, n, amount, pace.rate);
+        pace.runs.push(b);
+        log(`  events ${n}/callback ${pace.v} ${pace.label} run ${run + 1}: p99 ${b.p99} ms, lost ${b.lost}`);
       }
     }
     for (const v of variants) {

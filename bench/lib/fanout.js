@@ -115,6 +115,7 @@ async function runFanout(ctx) {
       const m = await measurePeak(emulator.pid, async () => {
         const start = performance.now();
         const reached = receiver.until(matching, 30000);
+        reached.catch(() => undefined); // awaited below; an upload still under way must not make it unhandled
         await uploadSmall(emulator, cookie, dir, `change-${run + 1}.bin`);
         const answered = performance.now();
         const end = await reached;
