@@ -48,13 +48,18 @@ class Meter extends Transform {
 
 /**
  * Streams `source` into a new file and fsyncs it. Returns the byte count and the first bytes.
- * The file is created before the bytes flow, so a removal after a failure always finds it (a
- * write stream still opening when an upload was cut off created the file after its removal).
+ * On failure it settles only once the file stream has closed: a stream still opening the file
+ * when an upload was cut off created the file after the caller had removed it.
  */
 async function streamToFile(source: Readable, file: string): Promise<{ length: number; head: Buffer }> {
   const meter = new Meter();
-  const handle = await fsp.open(file, 'wx');
-  await pipeline(source, meter, handle.createWriteStream()); // which closes the handle, also on failure
+  const out = fs.createWriteStream(file, { flags: 'wx' });
+  try {
+    await pipeline(source, meter, out);
+  } catch (err) {
+    if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()));
+    throw err;
+  }
   // fsync through a second descriptor: it flushes the file's data all the same.
   const sync = await fsp.open(file, 'r');
   try { await sync.sync(); } finally { await sync.close(); }
