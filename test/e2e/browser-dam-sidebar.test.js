@@ -355,6 +355,7 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
     ok.kind.should.equal('ok', ok.text);
     ok.text.should.match(/login worked/);
     emulator.sessionStats().logins.should.equal(logins + 1, 'the check logged in at the emulator');
+    await page.locator('#node-config-dam-test-result').scrollIntoViewIfNeeded();
     await shoot(page, 'asset-server-test-login-ok', page.locator('.red-ui-tray').last());
 
     await page.locator('#node-config-input-password').fill(`${LOGIN.password}-wrong`);
@@ -362,6 +363,7 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
     failed.kind.should.equal('login');
     failed.text.should.match(/login failed/).and.match(/user name and password/).and.match(/user name or password refused/);
     failed.text.should.not.containEql(LOGIN.password);
+    await page.locator('#node-config-dam-test-result').scrollIntoViewIfNeeded();
     await shoot(page, 'asset-server-test-login-failed', page.locator('.red-ui-tray').last());
 
     await page.locator('#node-config-dialog-cancel').click();
