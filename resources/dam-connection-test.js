@@ -4,9 +4,11 @@
  * Served from this package's resources/ folder; nodes/asset-server.html loads it and calls
  *   DamConnectionTest.attach(node)
  * in oneditprepare. The click posts the values typed in the dialog (base URL, cookie, timeout,
- * TLS choice) to the admin route dam-assets/connection-test (runtime: src/plugin/dam-sidebar.ts),
- * so it works before a deploy. A cookie field still showing the saved placeholder sends the
- * placeholder: the runtime then uses the deployed node's cookie. The answer says what to fix.
+ * TLS choice, automatic login: its settings, user name and password) to the admin route
+ * dam-assets/connection-test (runtime: src/plugin/dam-sidebar.ts), so it works before a deploy.
+ * A cookie or password field still showing the saved placeholder sends the placeholder: the
+ * runtime then uses the deployed node's value, for the deployed node's servers only. With
+ * automatic login on, the runtime logs in first. The answer says what to fix.
  * Strings come from the DAM sidebar plugin's catalogue (keys `dam-sidebar.test.*`, `dam-sidebar.result.*`).
  */
 (function () {
@@ -15,22 +17,34 @@
     var NS = "@dam-assets/node-red/dam-sidebar:dam-sidebar.";
     function t(key, params) { return RED._(NS + key, params); }
 
+    /** The automatic-login properties of the dialog (src/nodes/server-session.ts LoginConfig). */
+    var LOGIN_SETTINGS = ["loginPreset", "loginUrl", "loginSessionUrl", "loginMethod", "loginFieldsIn", "loginFields", "sessionFrom", "sessionName", "cookieName"];
+
+    /** A password-type credential as typed; one typed earlier in this session but not deployed yet lives in node.credentials. */
+    function secret(node, name) {
+        var value = $("#node-config-input-" + name).val();
+        var earlier = node.credentials && node.credentials[name];
+        return value === "__PWRD__" && typeof earlier === "string" && earlier !== "__PWRD__" ? earlier : value;
+    }
+
     function typedValues(node) {
-        var cookie = $("#node-config-input-cookie").val();
-        // A cookie typed earlier in this session but not deployed yet lives in node.credentials.
-        if (cookie === "__PWRD__" && node.credentials && typeof node.credentials.cookie === "string" && node.credentials.cookie !== "__PWRD__") {
-            cookie = node.credentials.cookie;
-        }
         var useTls = $("#node-config-input-usetls").is(":checked");
         var tls = useTls ? $("#node-config-input-tls").val() : "";
-        return {
+        var values = {
             id: node.id,
             baseUrl: $("#node-config-input-baseUrl").val(),
-            cookie: cookie,
+            cookie: secret(node, "cookie"),
             timeout: $("#node-config-input-timeout").val(),
             rejectUnauthorized: $("#node-config-input-rejectUnauthorized").is(":checked"),
-            tls: tls && tls !== "_ADD_" ? tls : ""
+            tls: tls && tls !== "_ADD_" ? tls : "",
+            loginEnabled: $("#node-config-input-loginEnabled").is(":checked")
         };
+        if (values.loginEnabled) {
+            LOGIN_SETTINGS.forEach(function (key) { values[key] = $("#node-config-input-" + key).val(); });
+            values.username = $("#node-config-input-username").val();
+            values.password = secret(node, "password");
+        }
+        return values;
     }
 
     function attach(node) {

@@ -149,6 +149,25 @@ export function plainLoginWarning(login: LoginOptions | undefined, baseUrl: stri
     'where access logs and proxies see it: give the login URL with https:// (the utility call is usually on the management server, https://host:8443/command)';
 }
 
+/** Scheme, host and port the login request (which carries the password) goes to; undefined when the options are invalid. */
+export function loginOrigin(login: LoginOptions, baseUrl: string): string | undefined {
+  try {
+    return new URL(resolveLogin(login).url, baseUrl.trim().replace(/\/*$/, '/')).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when both describe the same login (presets filled in), user name and password included; false when either is invalid. */
+export function sameLogin(a: LoginOptions | undefined, b: LoginOptions | undefined): boolean {
+  if (!a || !b) return a === b;
+  try {
+    return JSON.stringify(resolveLogin(a)) === JSON.stringify(resolveLogin(b));
+  } catch {
+    return false;
+  }
+}
+
 function fieldListOf(fields: string | Record<string, string>): Array<[string, string]> {
   if (typeof fields === 'string') {
     const list: Array<[string, string]> = [];
@@ -164,9 +183,16 @@ function fieldListOf(fields: string | Record<string, string>): Array<[string, st
   return Object.entries(fields).map(([name, value]) => [name, String(value)]);
 }
 
-/** Why a login failed: the step, and what happened, free of secrets. */
+/** Why a login failed: the step, and what happened, free of secrets; `credentialsRefused` when the server refused the user name or password. */
 class LoginFailure {
-  constructor(readonly step: string, readonly reason: string) {}
+  constructor(readonly step: string, readonly reason: string, readonly credentialsRefused = false) {}
+}
+
+/** An `auth` error of a failed automatic login (code LOGIN_FAILED): the step that failed and why, free of secrets. */
+export class LoginError extends AssetApiError {
+  constructor(message: string, readonly step: string, readonly reason: string, readonly credentialsRefused: boolean, operation: AssetOperation) {
+    super('auth', message, { operation, status: 401, code: 'LOGIN_FAILED' });
+  }
 }
 
 /** What the client lends the session for its login request. */
@@ -309,12 +335,13 @@ export class SessionHolder {
     this.delayMs = Math.min(this.delayMs * 2, this.login?.maxRetryDelayMs ?? DEFAULT_MAX_RETRY_MS);
   }
 
-  private loginError(operation: AssetOperation, failure: LoginFailure, waitMs: number): AssetApiError {
+  private loginError(operation: AssetOperation, failure: LoginFailure, waitMs: number): LoginError {
     const next = waitMs > 0 ? `next try in ${Math.ceil(waitMs / 1000)} s` : 'next try on the next request';
-    return new AssetApiError('auth',
-      `${operation}: login failed, ${next}: ${failure.step}: ${this.redact(failure.reason)}. ` +
+    const reason = this.redact(failure.reason);
+    return new LoginError(
+      `${operation}: login failed, ${next}: ${failure.step}: ${reason}. ` +
       'Automatic login: check the user name, password and login settings of the asset-server node, or set a new cookie.',
-      { operation, status: 401, code: 'LOGIN_FAILED' });
+      failure.step, reason, failure.credentialsRefused, operation);
   }
 
   /** `text` without the password and any cookie this session sent (each becomes ***). */
@@ -370,8 +397,9 @@ export class SessionHolder {
     const okStatus = response.status >= 200 && response.status < (login.sessionFrom === 'set-cookie' ? 400 : 300);
     if (!okStatus) {
       const said = serverMessageOf(tryParseJson(String(response.data ?? ''))?.value);
-      const hint = response.status === 401 || response.status === 403 ? ' (user name or password refused)' : '';
-      throw new LoginFailure('login request', `${where} answered HTTP ${response.status}${hint}${said ? `: ${said.slice(0, 200)}` : ''}`);
+      const refused = response.status === 401 || response.status === 403;
+      const hint = refused ? ' (user name or password refused)' : '';
+      throw new LoginFailure('login request', `${where} answered HTTP ${response.status}${hint}${said ? `: ${said.slice(0, 200)}` : ''}`, refused);
     }
     return response;
   }

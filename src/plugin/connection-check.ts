@@ -14,19 +14,25 @@
  * - connection refused, DNS, TLS, timeout: the base URL cannot be reached. -> network
  * - any other status or a non-JSON answer: not the API we expect at that URL. -> http
  * The "add files" permission is not checked: only an upload can tell, and the check never writes.
+ * With automatic login ({@link checkWithLogin}) the check logs in first: a failed login, or a
+ * session the server refuses right after it, is result `login`, naming the part to fix.
  */
 import { AssetClient } from '../api/client';
 import { AssetApiError } from '../api/errors';
+import { LoginError } from '../api/session';
 
 /** Never registered by this package (asset-event-in derives `nr-<node id>`, ids with no second hyphen). */
 export const PROBE_ID = 'dam-connection-check-probe';
 
-export type CheckResult = 'ok' | 'auth' | 'permission' | 'path' | 'network' | 'http' | 'config';
+export type CheckResult = 'ok' | 'auth' | 'login' | 'permission' | 'path' | 'network' | 'http' | 'config';
 
 export interface ConnectionReport {
   result: CheckResult;
-  /** What to fix: the base URL (host/port/scheme), its path, the cookie, the user's permissions, a field. */
-  part?: 'baseUrl' | 'path' | 'cookie' | 'permission' | string;
+  /**
+   * What to fix: the base URL (host/port/scheme), its path, the cookie, the user's permissions,
+   * the login's user name and password, the other login settings, a field.
+   */
+  part?: 'baseUrl' | 'path' | 'cookie' | 'permission' | 'credentials' | 'login' | string;
   /** A sentence for the user (never holds the cookie: AssetApiError messages are built without it). */
   message: string;
   /** HTTP status when the server answered. */
@@ -38,10 +44,42 @@ function report(result: CheckResult, message: string, extra: Partial<ConnectionR
   return { result, message, ...extra, checkedAt: new Date().toISOString() };
 }
 
+/** The part to fix for a field: the login's fields (`login.<name>`) come under its credentials or its other settings. */
+function partOf(field: string): string {
+  if (field === 'login.username' || field === 'login.password') return 'credentials';
+  return field.startsWith('login.') ? 'login' : field;
+}
+
 /** Turns a configuration failure (missing base URL, cookie, bad timeout) into a report naming the field. */
 export function configReport(err: unknown): ConnectionReport {
-  if (err instanceof AssetApiError) return report('config', err.message, err.field ? { part: err.field } : {});
+  if (err instanceof AssetApiError) return report('config', err.message, err.field ? { part: partOf(err.field) } : {});
   return report('config', err instanceof Error ? err.message : String(err));
+}
+
+/** A failed automatic login, or a session the server refused right after one, as a report; undefined for other errors. */
+function loginReport(err: unknown): ConnectionReport | undefined {
+  if (err instanceof LoginError) {
+    return report('login', `login failed: ${err.step}: ${err.reason}`, { part: err.credentialsRefused ? 'credentials' : 'login', status: err.status });
+  }
+  if (err instanceof AssetApiError && err.code === 'LOGIN_REFUSED') {
+    return report('login', 'login failed: the login worked, but the server refused the session it gave (HTTP 401): ' +
+      'check where the session comes from and the cookie name it is sent as', { part: 'login', status: err.status });
+  }
+  return undefined;
+}
+
+/**
+ * For a client with automatic login: logs in now (as the node does on a 401), then runs the
+ * check with the session the login gave. The login's own timeout is the client's.
+ */
+export async function checkWithLogin(client: AssetClient, timeoutMs = 10000): Promise<ConnectionReport> {
+  try {
+    await client.login();
+  } catch (err) {
+    return loginReport(err) ?? configReport(err);
+  }
+  const verdict = await checkConnection(client, timeoutMs);
+  return verdict.result === 'login' ? verdict : { ...verdict, message: `login worked; ${verdict.message}` };
 }
 
 /** Runs the check with `client` (at most `timeoutMs`, default 10 s). */
@@ -51,6 +89,8 @@ export async function checkConnection(client: AssetClient, timeoutMs = 10000): P
     return report('ok', 'server reached, cookie accepted, events permission granted');
   } catch (err) {
     if (!(err instanceof AssetApiError)) return report('http', String((err as Error)?.message ?? err));
+    const login = loginReport(err);
+    if (login) return login;
     const status = err.status === undefined ? {} : { status: err.status };
     switch (err.kind) {
       case 'rejected':

@@ -9,6 +9,7 @@
  *   DELETE dam-assets/subscriptions/:server/:sub        asset-server.write  delete it on the server
  *   POST   dam-assets/event-in/:id/register             asset-server.write  register an owned subscription again
  *   POST   dam-assets/connection-test                   asset-server.write  the dialog's test, with the typed values
+ *                                                                           (automatic login included)
  * A user whose permissions are 'read' passes the read guard only (Node-RED answers 401 to the rest).
  * Failures on the DAM server's side are answered with HTTP 200 and `{ ok: false, error }`: a 401 from
  * these routes would make the editor ask the Node-RED user to log in again.
@@ -18,10 +19,13 @@
  */
 import { AssetClient } from '../api/client';
 import { AssetApiError, invalidInput } from '../api/errors';
-import { clientOptions, type AssetServerConfig, type AssetServerConfigNode } from '../nodes/asset-server';
+import { loginOrigin, sameLogin } from '../api/session';
+import { clientOptions, DEFAULT_TIMEOUT_S, type AssetServerConfig, type AssetServerConfigNode } from '../nodes/asset-server';
+import { isBlankSetting } from '../nodes/common';
+import { loginOptions } from '../nodes/server-session';
 import { derivedSubscriptionId } from '../nodes/asset-event-in';
 import { maskHeaderValues } from '../nodes/asset-subscribe';
-import { checkConnection, configReport, type ConnectionReport } from './connection-check';
+import { checkConnection, checkWithLogin, configReport, type ConnectionReport } from './connection-check';
 import { eventInStats, type EventInStats } from './event-in-stats';
 
 export const READ_PERMISSION = 'asset-server.read';
@@ -62,6 +66,26 @@ function subscribeFixedId(config: Record<string, any>): string | undefined {
   const type = config.subscriptionIdType || 'str';
   const id = typeof config.subscriptionId === 'string' ? config.subscriptionId.trim() : '';
   return type === 'str' && id ? id : undefined;
+}
+
+/** The asset-server's automatic-login properties besides `loginEnabled` (src/nodes/server-session.ts). */
+const LOGIN_SETTINGS = ['loginPreset', 'loginUrl', 'loginSessionUrl', 'loginMethod', 'loginFieldsIn', 'loginFields', 'sessionFrom', 'sessionName', 'cookieName'] as const;
+
+/**
+ * True when the dialog's values connect as the deployed node does: same base URL, timeout, TLS
+ * choice, cookie and login (preset defaults filled in, so a dialog that filled in a preset's
+ * fields still counts as the same).
+ */
+function sameConnection(typed: AssetServerConfig, typedCredentials: Record<string, string | undefined>,
+  deployed: AssetServerConfig, savedCredentials: Record<string, string | undefined>): boolean {
+  const seconds = (v: unknown) => isBlankSetting(v) ? DEFAULT_TIMEOUT_S : Number(v);
+  const tls = (v: unknown) => typeof v === 'string' && v !== '_ADD_' ? v : '';
+  return (typed.baseUrl || '').trim() === (deployed.baseUrl || '').trim()
+    && seconds(typed.timeout) === seconds(deployed.timeout)
+    && tls(typed.tls) === tls(deployed.tls)
+    && (tls(typed.tls) !== '' || (typed.rejectUnauthorized !== false) === (deployed.rejectUnauthorized !== false))
+    && (typedCredentials.cookie || '').trim() === (savedCredentials.cookie || '').trim()
+    && sameLogin(loginOptions(typed, typedCredentials), loginOptions(deployed, savedCredentials));
 }
 
 function errorView(err: unknown): { kind: string; message: string } {
@@ -183,6 +207,13 @@ export default function register(RED: PluginAPI): void {
     res.json(error ? { ok: false, error: { kind: 'register', message: error } } : { ok: true });
   });
 
+  /** The deployed configuration of an asset-server (as the flows hold it), or undefined. */
+  function deployedConfig(id: string): AssetServerConfig | undefined {
+    let found: AssetServerConfig | undefined;
+    if (id) RED.nodes.eachNode((config) => { if (config.id === id && config.type === 'asset-server') found = config as AssetServerConfig; });
+    return found;
+  }
+
   app.post('/dam-assets/connection-test', write, async (req: any, res: any) => {
     const body = req.body && typeof req.body === 'object' ? req.body : {};
     const text = (v: unknown) => typeof v === 'string' ? v : undefined;
@@ -191,35 +222,54 @@ export default function register(RED: PluginAPI): void {
       baseUrl: text(body.baseUrl),
       timeout: typeof body.timeout === 'number' ? body.timeout : text(body.timeout),
       rejectUnauthorized: body.rejectUnauthorized !== false,
-      tls: text(body.tls) || undefined
+      tls: text(body.tls) || undefined,
+      loginEnabled: body.loginEnabled === true,
+      ...Object.fromEntries(LOGIN_SETTINGS.map((key) => [key, text(body[key])]))
     };
-    let cookie = text(body.cookie);
-    // The dialog shows the saved placeholder when the cookie was not retyped: use the deployed one.
-    // The running node's copy has ${ENV_VAR} already replaced; a stopped one has only the stored value.
+    const typed: Record<string, string | undefined> = { cookie: text(body.cookie), username: text(body.username), password: text(body.password) };
+    const running = config.id ? liveServer(config.id) : undefined;
+    const deployed = running ? deployedConfig(config.id) : undefined;
+    // A field still showing the saved placeholder means the deployed node's value (the running
+    // node's copy has ${ENV_VAR} already replaced).
+    const saved = running?.credentials ?? {};
+    const withSaved = (name: string) => typed[name] === SAVED_PASSWORD ? saved[name] : typed[name];
+    const login = loginOptions(config, { username: typed.username, password: withSaved('password') });
+
+    // Nothing changed: the deployed node's client, with any cookie set at run time or by a login.
+    if (running?.client && deployed && sameConnection(config, { ...typed, cookie: withSaved('cookie'), password: withSaved('password') },
+      deployed, saved)) {
+      res.json(await checkConnection(running.client));
+      return;
+    }
+    // Saved secrets only go where they were saved for: the deployed node's servers. Else a user
+    // allowed to test connections could send them to a host of their choosing.
+    const deployedLogin = deployed ? loginOptions(deployed, saved) : undefined;
+    const sameBase = !!running && originOf(running.baseUrl) !== undefined && originOf(running.baseUrl) === originOf(config.baseUrl);
+    if (login && typed.password === SAVED_PASSWORD) {
+      const to = loginOrigin(login, config.baseUrl || '');
+      if (!sameBase || !deployedLogin || to === undefined || to !== loginOrigin(deployedLogin, running?.baseUrl || '')) {
+        res.json(configReport(invalidInput('password', 'type the password again: the saved password is only sent to the deployed node\'s base URL and login URL')));
+        return;
+      }
+    }
+    // With automatic login the check logs in first: the cookie is not sent.
+    let cookie = login ? undefined : typed.cookie;
     if (cookie === SAVED_PASSWORD) {
-      // The saved cookie only goes where it was saved for: the deployed node's origin. Else a
-      // user allowed to test connections could send it to a host of their choosing.
-      const running = config.id ? RED.nodes.getNode(config.id) as AssetServerConfigNode | null : null;
-      if (!running || originOf(running.baseUrl) === undefined || originOf(running.baseUrl) !== originOf(config.baseUrl)) {
+      if (!sameBase) {
         res.json(configReport(invalidInput('cookie', 'type the cookie again: the saved cookie is only sent to the deployed base URL\'s server')));
         return;
       }
-      // Same base URL: the deployed node's client, with its automatic login and any cookie set at run time.
-      if (running.client && running.baseUrl === (config.baseUrl || '').trim()) {
-        res.json(await checkConnection(running.client));
-        return;
-      }
-      cookie = running.credentials?.cookie;
+      cookie = saved.cookie;
     }
     let client: AssetClient | undefined;
     try {
-      client = new AssetClient(clientOptions(RED as any, config, { cookie }));
+      client = new AssetClient(clientOptions(RED as any, config, { cookie, username: typed.username, password: withSaved('password') }));
     } catch (err) {
       res.json(configReport(err));
       return;
     }
     try {
-      res.json(await checkConnection(client));
+      res.json(login ? await checkWithLogin(client) : await checkConnection(client));
     } finally {
       client.close();
     }

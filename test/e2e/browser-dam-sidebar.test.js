@@ -23,6 +23,8 @@ const SHOTS = path.join(__dirname, 'screenshots');
 const COOKIE = 'sidebar-good-cookie';
 const NO_EVENTS_COOKIE = 'sidebar-no-events';
 const SECRET = 'sidebar-webhook-s3cret';
+/** A user of the emulator who may log in (automatic login of a new asset-server). */
+const LOGIN = { name: 'robot', password: 'sidebar-login-pass-7' };
 const USERS = { admin: 'admin-pass-1', viewer: 'viewer-pass-1' };
 const IDS = { tab: 'dam0000000000001', server: 'dam0000000000002', eventIn: 'dam0000000000003', subscribe: 'dam0000000000004' };
 const OWNED_ID = `nr-${IDS.eventIn}`;
@@ -42,7 +44,8 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
     }
     emulator = await startEmulator({
       port: 0, retryDelayMs: 300,
-      sessions: [{ value: COOKIE, permissions: ['events', 'add'] }, { value: NO_EVENTS_COOKIE, permissions: ['add'] }]
+      sessions: [{ value: COOKIE, permissions: ['events', 'add'] }, { value: NO_EVENTS_COOKIE, permissions: ['add'] }],
+      users: [{ name: LOGIN.name, password: LOGIN.password, permissions: ['events', 'add'] }]
     });
     nr = await startNodeRed({
       settings: {
@@ -329,6 +332,39 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
     network.kind.should.equal('network');
     network.text.should.match(/base URL/i);
     await shoot(page, 'asset-server-test-network', page.locator('.red-ui-tray').last());
+
+    await page.locator('#node-config-dialog-cancel').click();
+    await page.locator('#node-config-dam-test').waitFor({ state: 'detached' });
+    should(problems.all()).eql([]);
+  });
+
+  it('tests a new asset-server with automatic login typed in its dialog (no cookie): logs in, then ok', async function () {
+    const { page, problems } = admin;
+    await page.locator('.red-ui-notification').first().waitFor({ state: 'detached', timeout: 10000 }).catch(() => {});
+    await page.evaluate(() => RED.editor.editConfig('', 'asset-server', '_ADD_'));
+    await page.locator('#node-config-dam-test').waitFor({ state: 'visible' });
+    await page.locator('#node-config-input-baseUrl').fill(emulator.url);
+    (await page.locator('#node-config-input-cookie').inputValue()).should.equal('');
+    await page.locator('#node-config-input-loginEnabled').check();
+    (await page.locator('#node-config-input-loginPreset').inputValue()).should.equal('utility');
+    await page.locator('#node-config-input-username').fill(LOGIN.name);
+    await page.locator('#node-config-input-password').fill(LOGIN.password);
+
+    const logins = emulator.sessionStats().logins;
+    const ok = await testConnection(page, {});
+    ok.kind.should.equal('ok', ok.text);
+    ok.text.should.match(/login worked/);
+    emulator.sessionStats().logins.should.equal(logins + 1, 'the check logged in at the emulator');
+    await page.locator('#node-config-dam-test-result').scrollIntoViewIfNeeded();
+    await shoot(page, 'asset-server-test-login-ok', page.locator('.red-ui-tray').last());
+
+    await page.locator('#node-config-input-password').fill(`${LOGIN.password}-wrong`);
+    const failed = await testConnection(page, {});
+    failed.kind.should.equal('login');
+    failed.text.should.match(/login failed/).and.match(/user name and password/).and.match(/user name or password refused/);
+    failed.text.should.not.containEql(LOGIN.password);
+    await page.locator('#node-config-dam-test-result').scrollIntoViewIfNeeded();
+    await shoot(page, 'asset-server-test-login-failed', page.locator('.red-ui-tray').last());
 
     await page.locator('#node-config-dialog-cancel').click();
     await page.locator('#node-config-dam-test').waitFor({ state: 'detached' });

@@ -20,7 +20,8 @@
 // its duplicate filter in a real redis-server with requirepass (the password an asset-redis
 // credential; a second asset-redis with a wrong one), and the DAM sidebar: every admin route it
 // offers (overview, connection checks, the dialog's connection test with a typed and a saved
-// cookie, subscription details, delete, register again) and its comms messages (live counters).
+// cookie, and with automatic login: a typed, a wrong and a saved password; subscription details,
+// delete, register again) and its comms messages (live counters).
 require('should');
 const crypto = require('crypto');
 const fs = require('fs');
@@ -238,7 +239,7 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
       checks[id] = (await sidebar('GET', `servers/${id}/check`)).json.result;
     }
     checks.should.eql({ 'sec-srv-good': 'ok', 'sec-srv-wrong': 'auth', 'sec-srv-viewer': 'permission', 'sec-srv-down': 'network',
-      'sec-srv-login': 'ok', 'sec-srv-badlogin': 'auth' });
+      'sec-srv-login': 'ok', 'sec-srv-badlogin': 'login' });
     // The stored subscriptions carry the secrets as header values: answered masked.
     for (const sub of [OWNED_SUB, CUSTOM_SUB]) {
       const details = await sidebar('GET', `subscriptions/sec-srv-good/${sub}`);
@@ -251,7 +252,14 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
     (await test({ cookie: WRONG })).json.result.should.equal('auth');
     (await test({ cookie: '__PWRD__' })).json.result.should.equal('ok');
     (await test({ cookie: '__PWRD__', baseUrl: `http://127.0.0.1:${downPort}` })).json.result.should.equal('config');
-    (await test({ id: 'sec-srv-login', cookie: '__PWRD__' })).json.result.should.equal('ok');
+    // ... with automatic login as the dialog sends it: unchanged (the deployed node's client), a typed password (right, wrong),
+    // the saved one with another preset, the saved one towards another host.
+    const login = (body) => test({ id: 'sec-srv-login', loginEnabled: true, loginPreset: 'utility', username: 'robot', ...body });
+    (await login({ cookie: '__PWRD__', password: '__PWRD__' })).json.result.should.equal('ok');
+    (await login({ password: LOGIN_PASSWORD })).json.result.should.equal('ok');
+    (await login({ password: WRONG_PASSWORD })).json.result.should.equal('login');
+    (await login({ password: '__PWRD__', loginPreset: 'form' })).json.result.should.equal('ok');
+    (await login({ password: '__PWRD__', baseUrl: `http://127.0.0.1:${downPort}` })).json.should.containEql({ result: 'config', part: 'password' });
     // Register again (one that works, one whose server refuses the cookie), and a delete the server refuses.
     (await sidebar('POST', `event-in/${CUSTOM_IN}/register`)).json.ok.should.be.true();
     (await sidebar('POST', 'event-in/sec-event-in-401/register')).json.ok.should.be.false();
@@ -389,8 +397,11 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
     rest.filter((l) => / (GET|POST|DELETE) /.test(l)).length.should.be.above(10, 'request lines were logged');
     rest.some((l) => /delivery \d+ of subscription/.test(l)).should.be.true('delivery lines were logged');
     // The configured cookie and then the run-time one were refused: two logins; the wrong password: one refusal.
-    rest.filter((l) => /login \(utility call\): user "robot" signed in/.test(l)).length.should.equal(2);
+    // The dialog's connection test: a typed password (utility call), the saved one (form login), a wrong one (utility call).
+    rest.filter((l) => /login \(utility call\): user "robot" signed in/.test(l)).length.should.equal(3);
+    rest.filter((l) => /login \(form login\): user "robot" signed in/.test(l)).length.should.equal(1);
     rest.filter((l) => /login \(form login\) refused for user "robot"/.test(l)).length.should.equal(1);
+    rest.filter((l) => /login \(utility call\) refused for user "robot"/.test(l)).length.should.equal(1);
     const leaking = rest.filter((line) => leaks(line).length > 0);
     leaking.should.eql([], `secret(s) in the emulator log:\n${leaking.join('\n')}`);
   });
