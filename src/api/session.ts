@@ -149,15 +149,6 @@ export function plainLoginWarning(login: LoginOptions | undefined, baseUrl: stri
     'where access logs and proxies see it: give the login URL with https:// (the utility call is usually on the management server, https://host:8443/command)';
 }
 
-/** Scheme, host and port the login request (which carries the password) goes to; undefined when the options are invalid. */
-export function loginOrigin(login: LoginOptions, baseUrl: string): string | undefined {
-  try {
-    return new URL(resolveLogin(login).url, baseUrl.trim().replace(/\/*$/, '/')).origin;
-  } catch {
-    return undefined;
-  }
-}
-
 /** True when both describe the same login (presets filled in), user name and password included; false when either is invalid. */
 export function sameLogin(a: LoginOptions | undefined, b: LoginOptions | undefined): boolean {
   if (!a || !b) return a === b;
@@ -399,7 +390,7 @@ export class SessionHolder {
       const said = serverMessageOf(tryParseJson(String(response.data ?? ''))?.value);
       const refused = response.status === 401 || response.status === 403;
       const hint = refused ? ' (user name or password refused)' : '';
-      throw new LoginFailure('login request', `${where} answered HTTP ${response.status}${hint}${said ? `: ${said.slice(0, 200)}` : ''}`, refused);
+      throw new LoginFailure('login request', `${where} answered HTTP ${response.status}${hint}${said ? `: ${this.redact(said).slice(0, 200)}` : ''}`, refused);
     }
     return response;
   }
@@ -449,7 +440,7 @@ export class SessionHolder {
     for (const key of login.sessionName.split('.')) value = isPlainObject(value) ? value[key] : undefined;
     if (typeof value !== 'string' && typeof value !== 'number') {
       const said = serverMessageOf(parsed.value);
-      throw new LoginFailure('login answer', `the JSON answer has no property ${login.sessionName}${said ? ` (server says: ${said.slice(0, 200)})` : ''}`);
+      throw new LoginFailure('login answer', `the JSON answer has no property ${login.sessionName}${said ? ` (server says: ${this.redact(said).slice(0, 200)})` : ''}`);
     }
     return checkedValue(String(value));
   }

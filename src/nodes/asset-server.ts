@@ -6,7 +6,7 @@
  */
 import { AssetClient, type AssetClientOptions } from '../api/client';
 import { AssetApiError, invalidInput } from '../api/errors';
-import { plainLoginWarning } from '../api/session';
+import { plainLoginWarning, type LoginOptions } from '../api/session';
 import { isBlankSetting } from './common';
 import type { Node, NodeAPI, TlsConfigNode } from './node-red';
 import { keptSessions, loginOptions, type LoginConfig } from './server-session';
@@ -42,6 +42,8 @@ export interface AssetServerConfigNode extends Node {
    * Used to build callback URLs (asset-event-in).
    */
   publicBaseUrl: string;
+  /** The automatic login as this node runs it (${ENV} values resolved); undefined when off. Holds the password. */
+  login?: LoginOptions;
   /** The client, or throws {@link configError}. */
   getClient(): AssetClient;
   /**
@@ -118,6 +120,7 @@ export default function register(RED: NodeAPI): void {
     try {
       const options = clientOptions(RED, config, node.credentials ?? {});
       node.client = new AssetClient(options);
+      node.login = options.login;
       keptSessions.adopt(node.id, config, node.credentials ?? {}, node.client);
       const exposed = plainLoginWarning(options.login, options.baseUrl);
       if (exposed) node.warn(exposed);

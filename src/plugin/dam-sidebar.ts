@@ -19,7 +19,7 @@
  */
 import { AssetClient } from '../api/client';
 import { AssetApiError, invalidInput } from '../api/errors';
-import { loginOrigin, sameLogin } from '../api/session';
+import { sameLogin } from '../api/session';
 import { clientOptions, DEFAULT_TIMEOUT_S, type AssetServerConfig, type AssetServerConfigNode } from '../nodes/asset-server';
 import { isBlankSetting } from '../nodes/common';
 import { loginOptions } from '../nodes/server-session';
@@ -241,14 +241,15 @@ export default function register(RED: PluginAPI): void {
       res.json(await checkConnection(running.client));
       return;
     }
-    // Saved secrets only go where they were saved for: the deployed node's servers. Else a user
-    // allowed to test connections could send them to a host of their choosing.
-    const deployedLogin = deployed ? loginOptions(deployed, saved) : undefined;
+    // Saved secrets only go where they were saved for. The saved password: only in a login exactly
+    // like the running node's (same base URL; same login URL, session page, method, fields and user
+    // name, with ${ENV} values resolved), else a user allowed to test connections could send it
+    // to another host or path, or into another field.
     const sameBase = !!running && originOf(running.baseUrl) !== undefined && originOf(running.baseUrl) === originOf(config.baseUrl);
     if (login && typed.password === SAVED_PASSWORD) {
-      const to = loginOrigin(login, config.baseUrl || '');
-      if (!sameBase || !deployedLogin || to === undefined || to !== loginOrigin(deployedLogin, running?.baseUrl || '')) {
-        res.json(configReport(invalidInput('password', 'type the password again: the saved password is only sent to the deployed node\'s base URL and login URL')));
+      const asDeployed = !!running?.login && (config.baseUrl || '').trim() === running.baseUrl && sameLogin(login, running.login);
+      if (!asDeployed) {
+        res.json(configReport(invalidInput('password', 'type the password again: the saved password is only used with the deployed base URL and login settings')));
         return;
       }
     }

