@@ -19,7 +19,7 @@
  */
 import { AssetClient } from '../api/client';
 import { AssetApiError, invalidInput } from '../api/errors';
-import { sameLogin } from '../api/session';
+import { resolveLogin, sameLogin } from '../api/session';
 import { clientOptions, DEFAULT_TIMEOUT_S, type AssetServerConfig, type AssetServerConfigNode } from '../nodes/asset-server';
 import { isBlankSetting } from '../nodes/common';
 import { loginOptions } from '../nodes/server-session';
@@ -247,11 +247,12 @@ export default function register(RED: PluginAPI): void {
     // to another host or path, or into another field.
     const sameBase = !!running && originOf(running.baseUrl) !== undefined && originOf(running.baseUrl) === originOf(config.baseUrl);
     if (login && typed.password === SAVED_PASSWORD) {
-      const asDeployed = !!running?.login && (config.baseUrl || '').trim() === running.baseUrl && sameLogin(login, running.login);
-      if (!asDeployed) {
-        res.json(configReport(invalidInput('password', 'type the password again: the saved password is only used with the deployed base URL and login settings')));
-        return;
-      }
+      const typeAgain = () => res.json(configReport(invalidInput('password',
+        'type the password again: the saved password is only used with the deployed base URL and login settings')));
+      if (!running?.login) { typeAgain(); return; }
+      // Login settings that cannot work are named first (else the answer would be "type it again").
+      try { resolveLogin(login); } catch (err) { res.json(configReport(err)); return; }
+      if ((config.baseUrl || '').trim() !== running.baseUrl || !sameLogin(login, running.login)) { typeAgain(); return; }
     }
     // With automatic login the check logs in first: the cookie is not sent.
     let cookie = login ? undefined : typed.cookie;

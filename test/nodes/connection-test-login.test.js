@@ -155,6 +155,13 @@ describe('Test connection with automatic login (admin route, real Node-RED, emul
     seenElsewhere.length = 0;
   });
 
+  it('the saved password with login settings that cannot work: the setting is named, not the password', async function () {
+    const report = await connectionTest(deployedServer({ loginPreset: '', loginUrl: '', loginMethod: 'PATCH' }));
+    report.result.should.equal('config', report.message);
+    report.part.should.not.equal('password');
+    report.message.should.not.match(/type the password again/);
+  });
+
   it('the saved password of a server that is not deployed: refused', async function () {
     const report = await connectionTest(newServer({ password: SAVED_PASSWORD }));
     report.should.containEql({ result: 'config', part: 'password' });

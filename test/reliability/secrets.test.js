@@ -253,12 +253,13 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
     (await test({ cookie: '__PWRD__' })).json.result.should.equal('ok');
     (await test({ cookie: '__PWRD__', baseUrl: `http://127.0.0.1:${downPort}` })).json.result.should.equal('config');
     // ... with automatic login as the dialog sends it: unchanged (the deployed node's client), a typed password (right, wrong),
-    // the saved one with another preset, the saved one towards another host.
+    // the saved one with another timeout (logs in as the node does), with another preset and towards another host (refused).
     const login = (body) => test({ id: 'sec-srv-login', loginEnabled: true, loginPreset: 'utility', username: 'robot', ...body });
     (await login({ cookie: '__PWRD__', password: '__PWRD__' })).json.result.should.equal('ok');
     (await login({ password: LOGIN_PASSWORD })).json.result.should.equal('ok');
     (await login({ password: WRONG_PASSWORD })).json.result.should.equal('login');
-    (await login({ password: '__PWRD__', loginPreset: 'form' })).json.result.should.equal('ok');
+    (await login({ password: '__PWRD__', timeout: 7 })).json.result.should.equal('ok');
+    (await login({ password: '__PWRD__', loginPreset: 'form' })).json.should.containEql({ result: 'config', part: 'password' });
     (await login({ password: '__PWRD__', baseUrl: `http://127.0.0.1:${downPort}` })).json.should.containEql({ result: 'config', part: 'password' });
     // Register again (one that works, one whose server refuses the cookie), and a delete the server refuses.
     (await sidebar('POST', `event-in/${CUSTOM_IN}/register`)).json.ok.should.be.true();
@@ -397,9 +398,9 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
     rest.filter((l) => / (GET|POST|DELETE) /.test(l)).length.should.be.above(10, 'request lines were logged');
     rest.some((l) => /delivery \d+ of subscription/.test(l)).should.be.true('delivery lines were logged');
     // The configured cookie and then the run-time one were refused: two logins; the wrong password: one refusal.
-    // The dialog's connection test: a typed password (utility call), the saved one (form login), a wrong one (utility call).
-    rest.filter((l) => /login \(utility call\): user "robot" signed in/.test(l)).length.should.equal(3);
-    rest.filter((l) => /login \(form login\): user "robot" signed in/.test(l)).length.should.equal(1);
+    // The dialog's connection test: a typed password and the saved one (utility call), a wrong one (utility call).
+    rest.filter((l) => /login \(utility call\): user "robot" signed in/.test(l)).length.should.equal(4);
+    rest.filter((l) => /login \(form login\): user "robot" signed in/.test(l)).length.should.equal(0);
     rest.filter((l) => /login \(form login\) refused for user "robot"/.test(l)).length.should.equal(1);
     rest.filter((l) => /login \(utility call\) refused for user "robot"/.test(l)).length.should.equal(1);
     const leaking = rest.filter((line) => leaks(line).length > 0);
