@@ -35,6 +35,9 @@ export interface LoginConfig {
   cookieName?: string;
 }
 
+/** The automatic-login properties besides `loginEnabled`, in one list (the connection test compares them too). */
+export const LOGIN_SETTINGS = ['loginPreset', 'loginUrl', 'loginSessionUrl', 'loginMethod', 'loginFieldsIn', 'loginFields', 'sessionFrom', 'sessionName', 'cookieName'] as const;
+
 /** Client login options from the node's properties and credentials; undefined when automatic login is off. */
 export function loginOptions(config: LoginConfig, credentials: Record<string, string | undefined>): LoginOptions | undefined {
   if (config.loginEnabled !== true && config.loginEnabled !== 'true') return undefined;
@@ -60,8 +63,7 @@ interface Kept { fingerprint: string; cookie: string }
 /** What was configured, as a hash (so a change in the editor is noticed without keeping it). */
 function fingerprint(config: LoginConfig, credentials: Record<string, string | undefined>): string {
   const parts = [
-    config.baseUrl, credentials.cookie, credentials.username, credentials.password, config.loginEnabled, config.loginPreset,
-    config.loginUrl, config.loginSessionUrl, config.loginMethod, config.loginFieldsIn, config.loginFields, config.sessionFrom, config.sessionName, config.cookieName
+    config.baseUrl, credentials.cookie, credentials.username, credentials.password, config.loginEnabled, ...LOGIN_SETTINGS.map((name) => config[name])
   ];
   return createHash('sha256').update(JSON.stringify(parts.map((p) => p === undefined ? null : String(p)))).digest('hex');
 }

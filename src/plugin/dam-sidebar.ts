@@ -22,7 +22,7 @@ import { AssetApiError, invalidInput } from '../api/errors';
 import { resolveLogin, sameLogin } from '../api/session';
 import { clientOptions, DEFAULT_TIMEOUT_S, type AssetServerConfig, type AssetServerConfigNode } from '../nodes/asset-server';
 import { isBlankSetting } from '../nodes/common';
-import { loginOptions } from '../nodes/server-session';
+import { LOGIN_SETTINGS, loginOptions } from '../nodes/server-session';
 import { derivedSubscriptionId } from '../nodes/asset-event-in';
 import { maskHeaderValues } from '../nodes/asset-subscribe';
 import { checkConnection, checkWithLogin, configReport, type ConnectionReport } from './connection-check';
@@ -67,9 +67,6 @@ function subscribeFixedId(config: Record<string, any>): string | undefined {
   const id = typeof config.subscriptionId === 'string' ? config.subscriptionId.trim() : '';
   return type === 'str' && id ? id : undefined;
 }
-
-/** The asset-server's automatic-login properties besides `loginEnabled` (src/nodes/server-session.ts). */
-const LOGIN_SETTINGS = ['loginPreset', 'loginUrl', 'loginSessionUrl', 'loginMethod', 'loginFieldsIn', 'loginFields', 'sessionFrom', 'sessionName', 'cookieName'] as const;
 
 /**
  * True when the dialog's values connect as the deployed node does: same base URL, timeout, TLS
