@@ -237,10 +237,12 @@ async function runEvents(ctx) {
       r.halfSamples = pooled.length;
       r.halfP50 = roundedPercentile(pooled, 50);
       r.halfP99 = roundedPercentile(pooled, 99);
-      if (v === 'core' || r.coreRate) r.coreRateP99 = v === 'core' ? r.halfP99 : roundedPercentile(pooledLatencies(r.coreRate), 99);
-      else if (v === 'ours' && rows.core) r.coreRateP99 = r.halfP99; // the same rate as the core flow's
-      r.lost = [...r.max, ...r.half, ...(r.coreRate || [])].reduce((s, b) => s + b.lost, 0);
-      r.httpFailures = [...r.max, ...r.half, ...(r.coreRate || [])].reduce((s, b) => s + b.non2xx + b.errors + b.timeouts, 0);
+      // The core flow's half rate: its own, and asset-event-in's when that is the same rate.
+      if (r.coreRate) r.coreRateP99 = roundedPercentile(pooledLatencies(r.coreRate), 99);
+      else if (rows.core && (v === 'core' || v === 'ours')) r.coreRateP99 = r.halfP99;
+      const runs = [...r.max, ...r.half, ...(r.coreRate || [])];
+      r.lost = runs.reduce((s, b) => s + b.lost, 0);
+      r.httpFailures = runs.reduce((s, b) => s + b.non2xx + b.errors + b.timeouts, 0);
       r.cpuMicrosPerEntry = median(r.max.map((b) => b.cpuMicrosPerEntry));
       results.push(r);
     }

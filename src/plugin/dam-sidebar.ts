@@ -242,7 +242,6 @@ export default function register(RED: PluginAPI): void {
     // like the running node's (same base URL; same login URL, session page, method, fields and user
     // name, with ${ENV} values resolved), else a user allowed to test connections could send it
     // to another host or path, or into another field.
-    const sameBase = !!running && originOf(running.baseUrl) !== undefined && originOf(running.baseUrl) === originOf(config.baseUrl);
     if (login && typed.password === SAVED_PASSWORD) {
       const typeAgain = () => res.json(configReport(invalidInput('password',
         'type the password again: the saved password is only used with the deployed base URL and login settings')));
@@ -254,6 +253,7 @@ export default function register(RED: PluginAPI): void {
     // With automatic login the check logs in first: the cookie is not sent.
     let cookie = login ? undefined : typed.cookie;
     if (cookie === SAVED_PASSWORD) {
+      const sameBase = !!running && originOf(running.baseUrl) !== undefined && originOf(running.baseUrl) === originOf(config.baseUrl);
       if (!sameBase) {
         res.json(configReport(invalidInput('cookie', 'type the cookie again: the saved cookie is only sent to the deployed base URL\'s server')));
         return;
