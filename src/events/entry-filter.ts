@@ -34,7 +34,11 @@ const confirmed = async (): Promise<void> => undefined;
 /** The in-memory filter behind the same interface: a key is claimed and confirmed at once. */
 export function memoryEntryFilter(filter: DuplicateFilter): EntryFilter {
   return {
-    // undo: nothing to do, a node's in-memory filter closes with it.
-    claim: async (keys) => ({ verdicts: keys.map((key) => (filter.isDuplicate(key) ? 'duplicate' : 'new')), confirm: confirmed, undo: confirmed })
+    // undo forgets the new keys (an at-least-once inbox that could not store them answers 503).
+    claim: async (keys) => {
+      const verdicts: Verdict[] = keys.map((key) => (filter.isDuplicate(key) ? 'duplicate' : 'new'));
+      const undo = async () => { keys.forEach((key, i) => { if (verdicts[i] === 'new') filter.forget(key); }); };
+      return { verdicts, confirm: confirmed, undo };
+    }
   };
 }

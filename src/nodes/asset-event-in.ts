@@ -22,6 +22,7 @@ import type { AssetRedisConfigNode } from './asset-redis';
 import type { AssetServerConfigNode } from './asset-server';
 import { STATUS_INTERVAL_MS, SettingError, localText } from './common';
 import { openRoute, reply } from './event-in-route';
+import { AtLeastOnceDelivery, InboxRefusal, deliverLeftovers, inboxFile, readDeliverySettings, userDirectory, type DeliveryConfig } from './event-in-delivery';
 import { callbackUrl, readSettings, subscriptionFields, type AssetEventInConfig, type Settings } from './event-in-settings';
 import { OwnedSubscription, releaseSubscription, sweepRegistryOnStart, type OwnedSetup } from './event-in-subscription';
 import type { Node, NodeAPI, NodeMessage, NodeStatus } from './node-red';
@@ -54,7 +55,7 @@ export default function register(RED: NodeAPI): void {
     return localText(RED, `asset-event-in.${key}`, english, params);
   }
 
-  function AssetEventInNode(this: Node, config: AssetEventInConfig) {
+  function AssetEventInNode(this: Node, config: AssetEventInConfig & DeliveryConfig) {
     RED.nodes.createNode(this, config);
     const node = this;
     const secret = node.credentials?.secret || undefined;
@@ -80,8 +81,23 @@ export default function register(RED: NodeAPI): void {
     }
 
     let filter: EntryFilter | undefined;
+    let delivery: AtLeastOnceDelivery | undefined; // "at least once": the inbox (event-in-delivery.ts)
     try {
       filter = settings.dedup ? chooseFilter(config, settings.dedup) : undefined;
+      const deliverySettings = readDeliverySettings(config, settings.method, settings.perCallback);
+      const userDir = userDirectory(RED.settings);
+      if (deliverySettings && !userDir) throw new SettingError('delivery: "at least once" keeps its inbox in Node-RED\'s user directory, and settings.userDir is not set');
+      if (deliverySettings) {
+        delivery = new AtLeastOnceDelivery(node.id, inboxFile(userDir as string, node.id), deliverySettings, {
+          send: (msg, output) => node.send(output === 0 ? msg : [null, msg]),
+          warn: (text) => node.warn(text),
+          changed: () => callbackStatus(),
+          t
+        });
+      } else if (userDir) {
+        // Switched back to "at most once": what the inbox still holds is sent once.
+        deliverLeftovers(inboxFile(userDir, node.id), (msg) => node.send(msg), (text) => node.warn(text), t).catch((err: Error) => node.warn(err.message));
+      }
     } catch (err) {
       refuse(err);
       return;
@@ -110,10 +126,12 @@ export default function register(RED: NodeAPI): void {
         node.status({ fill: 'red', shape: 'ring', text: [...parts, state.subscriptionError].join(' · ') });
         return;
       }
-      if (state.filterProblem) {
-        node.status({ fill: 'red', shape: 'ring', text: [...parts, state.filterProblem].join(' · ') });
+      if (state.filterProblem || delivery?.problem) {
+        node.status({ fill: 'red', shape: 'ring', text: [...parts, state.filterProblem || delivery?.problem].join(' · ') });
         return;
       }
+      const parked = delivery?.counts()?.parked;
+      if (parked) parts.push(t('status.parked', '__count__ parked', { count: parked }));
       if (state.subscription === 'registering') parts.push(t('status.registering', 'registering'));
       if (state.lastEventAt) parts.push(t('status.last', 'last event __time__', { time: clockTime(state.lastEventAt) }));
       if (state.duplicates) parts.push(t('status.duplicates', '__count__ dup dropped', { count: state.duplicates }));
@@ -183,6 +201,17 @@ export default function register(RED: NodeAPI): void {
       if (state.closed) {
         if (claim) await claim.undo().catch(() => undefined);
         return { sent: 0, entries: 0, busy, closing: true };
+      }
+      if (delivery) {
+        // Stored before the answer; the inbox sends them. A failed store lets the claims go, so that the retry is not a duplicate.
+        try {
+          await delivery.store(kept, subscriptionId, receivedAt);
+        } catch (err) {
+          if (claim) await claim.undo().catch(() => undefined);
+          throw err;
+        }
+        claim?.confirm().catch((err: unknown) => warnFilter(err));
+        return { sent: 0, entries: kept.length, busy };
       }
       const sent = sendEntries(kept, subscriptionId, receivedAt);
       // Confirmed in this turn, before Node-RED delivers the messages: a copy killed once its flow
@@ -278,6 +307,10 @@ export default function register(RED: NodeAPI): void {
       try {
         outcome = await emitEntries(parsed.entries, parsed.id ?? settings.subscriptionId, receivedAt.toISOString());
       } catch (err) {
+        if (err instanceof InboxRefusal) {
+          reply(res, 503, { success: false, error: `${err.message}; send again later` });
+          return;
+        }
         return filterUnavailable(res, err);
       }
       if (outcome.closing) {
@@ -292,7 +325,9 @@ export default function register(RED: NodeAPI): void {
       if (busy > 0) {
         reply(res, 503, { success: false, error: 'entries are being emitted by another instance; send again later', received: parsed.entries.length, emitted: sent });
       } else {
-        reply(res, settings.successCode, { success: true, received: parsed.entries.length, emitted: sent });
+        reply(res, settings.successCode, delivery
+          ? { success: true, received: parsed.entries.length, stored: entries }
+          : { success: true, received: parsed.entries.length, emitted: sent });
       }
       callbackStatus();
     }
@@ -394,9 +429,11 @@ export default function register(RED: NodeAPI): void {
       if (statusTimer) { clearTimeout(statusTimer); statusTimer = undefined; }
       closeRoute();
       node.status({});
-      if (!owner) { done(); return; }
+      const closingInbox = delivery ? delivery.close(removed).catch((err: Error) => node.warn(err.message)) : Promise.resolve();
+      if (!owner) { closingInbox.then(done, done); return; }
       const closing = owner;
-      closing.close(removed).then((failure) => {
+      closing.close(removed).then(async (failure) => {
+        await closingInbox;
         if (!removed) return;
         // Removed: it owns nothing any more; a deletion that failed is tried again on the next start.
         registry.forget(node.id);

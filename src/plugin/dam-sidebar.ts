@@ -10,6 +10,7 @@
  *   POST   dam-assets/event-in/:id/register             asset-server.write  register an owned subscription again
  *   POST   dam-assets/connection-test                   asset-server.write  the dialog's test, with the typed values
  *                                                                           (automatic login included)
+ *   the at-least-once inbox's parked entries: inbox-routes.ts
  * A user whose permissions are 'read' passes the read guard only (Node-RED answers 401 to the rest).
  * Failures on the DAM server's side are answered with HTTP 200 and `{ ok: false, error }`: a 401 from
  * these routes would make the editor ask the Node-RED user to log in again.
@@ -27,6 +28,8 @@ import { derivedSubscriptionId } from '../nodes/asset-event-in';
 import { maskHeaderValues } from '../nodes/asset-subscribe';
 import { checkConnection, checkWithLogin, configReport, type ConnectionReport } from './connection-check';
 import { eventInStats, type EventInStats } from './event-in-stats';
+import { registerInboxRoutes } from './inbox-routes';
+import { runningDelivery } from '../nodes/event-in-delivery';
 
 export const READ_PERMISSION = 'asset-server.read';
 export const WRITE_PERMISSION = 'asset-server.write';
@@ -128,7 +131,8 @@ export default function register(RED: PluginAPI): void {
         eventIns.push({
           id: config.id, name: config.name || '', path: config.path || '', serverId: config.server || '',
           manage: config.manage === true, subscriptionId,
-          running: !!stats, registrable: !!stats?.registerNow, ...(stats ? stats.view() : {})
+          running: !!stats, registrable: !!stats?.registerNow, ...(stats ? stats.view() : {}),
+          inbox: runningDelivery(config.id)?.counts()
         });
         use(config.server, subscriptionId, { nodeId: config.id, type: config.type, name: config.name, owned: config.manage === true });
       } else if (config.type === 'asset-subscribe') {
@@ -147,6 +151,8 @@ export default function register(RED: PluginAPI): void {
   function usedSubscription(serverId: string, id: string): SubscriptionView | undefined {
     return overview().subscriptions.find(s => s.serverId === serverId && s.id === id);
   }
+
+  registerInboxRoutes(app, read, write);
 
   app.get('/dam-assets/overview', read, (_req: any, res: any) => {
     res.json(overview());
