@@ -119,6 +119,25 @@ describe('events: at-least-once inbox (journal)', function () {
     ids(await inbox.take(10)).should.eql(['1/3']);
   });
 
+  it('the next entry of an asset goes only once the acknowledgement is on disk (a crash in between cannot reorder)', async function () {
+    const file = path.join(dir, 'ack-durable.journal');
+    const { inbox } = await open(file);
+    await inbox.store([entry(1, 1), entry(1, 2)]);
+    const a = await inbox.take(10);
+    const acking = inbox.acknowledge(a.deliveries[0].id, 1);
+    ids(await inbox.take(10)).should.eql([]); // not yet written: 1/2 waits
+    (await acking).should.be.true();
+    ids(await inbox.take(10)).should.eql(['1/2']);
+    // And a parking rejection the same way.
+    const { inbox: other } = await open(path.join(dir, 'reject-durable.journal'), { maxDeliveries: 1 });
+    await other.store([entry(2, 1), entry(2, 2)]);
+    const b = await other.take(10);
+    const rejecting = other.reject(b.deliveries[0].id, 1, 'no');
+    ids(await other.take(10)).should.eql([]);
+    (await rejecting).reason.should.equal('no');
+    ids(await other.take(10)).should.eql(['2/2']);
+  });
+
   it('bounds the entries in flight', async function () {
     const { inbox } = await open(path.join(dir, 'flight.journal'), { maxInFlight: 2 });
     await inbox.store([entry(1, 1), entry(2, 1), entry(3, 1)]);

@@ -76,13 +76,25 @@ export class InboxState {
     return { taken, parked };
   }
 
-  /** Ends a delivery: the record goes. False when unknown, parked, or in flight with another delivery. */
-  acknowledge(id: number, delivery: number): boolean {
+  /** True when `acknowledge` would take it: known, not parked, not in flight with another delivery. */
+  canAcknowledge(id: number, delivery: number): boolean {
     const record = this.records.get(id);
     if (!record || record.state === 'parked') return false;
     if (record.state === 'flight' && record.deliveries !== delivery) return false;
     // A late acknowledgement of an earlier delivery (timed out, waiting to go again) still counts.
-    if (!(delivery >= 1 && delivery <= record.deliveries)) return false;
+    return delivery >= 1 && delivery <= record.deliveries;
+  }
+
+  /** True when `reject` with this delivery would end in parking. */
+  rejectParks(id: number, delivery: number): boolean {
+    const record = this.records.get(id);
+    return !!record && record.state === 'flight' && record.deliveries === delivery && delivery >= this.options.maxDeliveries;
+  }
+
+  /** Ends a delivery: the record goes. False when unknown, parked, or in flight with another delivery. */
+  acknowledge(id: number, delivery: number): boolean {
+    if (!this.canAcknowledge(id, delivery)) return false;
+    const record = this.records.get(id)!;
     this.records.delete(id);
     this.leaveLine(record);
     return true;

@@ -140,19 +140,27 @@ export class JournalInbox implements Inbox {
     return { deliveries: taken.map(toDelivery), parked: parked.map(toParked) };
   }
 
+  /**
+   * The next entry of the asset goes only once the acknowledgement is on disk: a crash in between
+   * must not deliver this entry again after a newer one of the same asset was processed.
+   */
   async acknowledge(id: string, delivery: number): Promise<boolean> {
     const n = Number(id);
-    if (this.closed || !this.state.acknowledge(n, delivery)) return false;
-    await this.write({ a: n });
-    return true;
+    if (this.closed || !this.state.canAcknowledge(n, delivery)) return false;
+    let ok = false;
+    await this.write({ a: n }, () => { ok = this.state.acknowledge(n, delivery); });
+    return ok;
   }
 
+  /** A rejection that parks is on disk before the next entry of the asset goes (as acknowledge). */
   async reject(id: string, delivery: number, reason: string): Promise<'again' | ParkedEntry | undefined> {
     if (this.closed) return undefined;
-    const outcome = this.state.reject(Number(id), delivery, reason, this.now());
-    if (outcome === undefined || outcome === 'again') return outcome;
-    await this.write({ p: outcome.id, r: outcome.parkReason!, pa: outcome.parkedAt! });
-    return toParked(outcome);
+    const n = Number(id);
+    if (!this.state.rejectParks(n, delivery)) return this.state.reject(n, delivery, reason, this.now()) as 'again' | undefined;
+    const parkedAt = new Date(this.now()).toISOString();
+    let outcome: ReturnType<InboxState['reject']>;
+    await this.write({ p: n, r: reason, pa: parkedAt }, () => { outcome = this.state.reject(n, delivery, reason, this.now()); });
+    return outcome === undefined || outcome === 'again' ? outcome : toParked(outcome);
   }
 
   nextDueAt(): number | undefined {
@@ -200,9 +208,9 @@ export class JournalInbox implements Inbox {
   }
 
   /** Appends one record; compacts when the file holds far more records than live entries. */
-  private write(record: Rec): Promise<void> {
+  private write(record: Rec, onDurable?: () => void): Promise<void> {
     this.fileRecords++;
-    const done = this.journal.append(encodeRecord(record));
+    const done = this.journal.append(encodeRecord(record), onDurable);
     done.catch(() => undefined); // callers that do not wait must not leave an unhandled rejection
     const live = this.state.size;
     if (this.fileRecords - live > COMPACT_SLACK && this.fileRecords > 2 * live) {
