@@ -222,7 +222,7 @@ describe('example flows, packed and installed into a real Node-RED', function ()
     // At least one example per node of the package.
     const types = new Set();
     for (const name of files) for (const n of await adminGet(`/library/examples/flows/${MODULE}/${name}`)) types.add(n.type);
-    for (const type of ['asset-server', 'asset-subscribe', 'asset-event-in', 'asset-upload', 'asset-download', 'asset-export', 'catch']) {
+    for (const type of ['asset-server', 'asset-subscribe', 'asset-event-in', 'asset-event-ack', 'asset-upload', 'asset-download', 'asset-export', 'catch']) {
       types.has(type).should.be.true(`no example uses ${type}`);
     }
   });
@@ -381,6 +381,27 @@ describe('example flows, packed and installed into a real Node-RED', function ()
     (await ex.next('metadata')).payload.path.should.equal('/');
     collector.reports.slice(ex.since).filter((r) => r.debug === 'failed').should.be.empty();
     JSON.stringify(collector.reports.slice(ex.since)).should.not.containEql(COOKIE);
+    ex.noErrorsLogged();
+  });
+
+  it('09 never miss a change: at least once, the change mirrored to disk and acknowledged (the inbox ends empty)', async () => {
+    const ex = await deployExample('09-never-miss-a-change');
+    await waitFor('the owned subscription', async () =>
+      (await emulatorCall('GET', '/review/api/events/assets/subscribe/example-inbox')).body.success === true, 10000);
+    await ex.inject('upload a test file');
+    const mirrored = await ex.next('mirrored');
+    mirrored.redelivered.should.equal(0);
+    mirrored._inbox.should.have.properties(['node', 'id', 'delivery']);
+    const target = path.join(exampleDir, 'mirror', `${mirrored.payload.assetId || mirrored.fuid}.txt`);
+    mirrored.filename.should.equal(target);
+    fs.readFileSync(target, 'utf8').should.equal('A change that must reach the mirror');
+    const eventIn = ex.byName('asset-event-in', 'changes in /examples-inbox');
+    await waitFor('the inbox empty', async () => {
+      const res = await fetch(`${nodeRed.url}/dam-assets/event-in/${eventIn.id}/parked`);
+      const view = await res.json();
+      return view.counts && view.counts.stored === 0;
+    }, 10000);
+    collector.reports.slice(ex.since).filter((r) => r.debug === 'parked').should.be.empty();
     ex.noErrorsLogged();
   });
 });
