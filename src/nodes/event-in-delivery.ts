@@ -222,8 +222,10 @@ export class AtLeastOnceDelivery {
   /** The ack node: done. False when the entry is not in flight with this delivery any more. */
   async acknowledge(handle: InboxHandle): Promise<boolean> {
     const inbox = await this.opening;
-    const ok = await inbox.acknowledge(handle.id, handle.delivery);
-    this.pump();
+    const acknowledging = inbox.acknowledge(handle.id, handle.delivery);
+    this.pump(); // its in-flight slot is free already
+    const ok = await acknowledging;
+    this.pump(); // the next entry of its asset may go
     this.hooks.changed();
     return ok;
   }
@@ -231,7 +233,9 @@ export class AtLeastOnceDelivery {
   /** The ack node: not done, deliver again after a backoff (or park after the last delivery). */
   async reject(handle: InboxHandle, reason: string): Promise<'again' | 'parked' | undefined> {
     const inbox = await this.opening;
-    const outcome = await inbox.reject(handle.id, handle.delivery, reason);
+    const rejecting = inbox.reject(handle.id, handle.delivery, reason);
+    this.pump();
+    const outcome = await rejecting;
     if (outcome !== undefined && outcome !== 'again') this.parked(outcome);
     this.pump();
     this.hooks.changed();

@@ -138,6 +138,21 @@ describe('events: at-least-once inbox (journal)', function () {
     ids(await other.take(10)).should.eql(['2/2']);
   });
 
+  it('an acknowledgement frees its in-flight slot at once for other assets; its own asset waits for the write', async function () {
+    const { inbox } = await open(path.join(dir, 'slot.journal'), { maxInFlight: 1 });
+    await inbox.store([entry(1, 1), entry(1, 2), entry(2, 1)]);
+    const a = await inbox.take(10);
+    ids(a).should.eql(['1/1']);
+    const acking = inbox.acknowledge(a.deliveries[0].id, 1);
+    inbox.counts().inFlight.should.equal(0);
+    const b = await inbox.take(10);
+    ids(b).should.eql(['2/1']); // not 1/2: the acknowledgement of 1/1 is not on disk yet
+    (await acking).should.be.true();
+    (await inbox.acknowledge(a.deliveries[0].id, 1)).should.be.false(); // once only
+    await inbox.acknowledge(b.deliveries[0].id, 1);
+    ids(await inbox.take(10)).should.eql(['1/2']);
+  });
+
   it('bounds the entries in flight', async function () {
     const { inbox } = await open(path.join(dir, 'flight.journal'), { maxInFlight: 2 });
     await inbox.store([entry(1, 1), entry(2, 1), entry(3, 1)]);

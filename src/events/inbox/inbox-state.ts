@@ -11,7 +11,8 @@ export interface StoredRecord extends NewEntry {
   /** Place in its key's line (a re-delivered parked entry gets a new one: it goes to the back). */
   seq: number;
   deliveries: number;
-  state: 'waiting' | 'flight' | 'parked';
+  /** `closing`: acknowledged (or parked) but not yet on disk: out of flight, still first in its line. */
+  state: 'waiting' | 'flight' | 'closing' | 'parked';
   /** Waiting: not before this time (a rejection's backoff). */
   dueAt: number;
   /** In flight: due again at this time unless acknowledged. */
@@ -79,7 +80,7 @@ export class InboxState {
   /** True when `acknowledge` would take it: known, not parked, not in flight with another delivery. */
   canAcknowledge(id: number, delivery: number): boolean {
     const record = this.records.get(id);
-    if (!record || record.state === 'parked') return false;
+    if (!record || record.state === 'parked' || record.state === 'closing') return false;
     if (record.state === 'flight' && record.deliveries !== delivery) return false;
     // A late acknowledgement of an earlier delivery (timed out, waiting to go again) still counts.
     return delivery >= 1 && delivery <= record.deliveries;
@@ -89,6 +90,42 @@ export class InboxState {
   rejectParks(id: number, delivery: number): boolean {
     const record = this.records.get(id);
     return !!record && record.state === 'flight' && record.deliveries === delivery && delivery >= this.options.maxDeliveries;
+  }
+
+  /**
+   * An acknowledgement (or a parking rejection) being written: the in-flight slot is free at once,
+   * but the record stays first in its line, so the next entry of its key waits for the write.
+   */
+  beginClose(id: number): void {
+    const record = this.records.get(id);
+    if (!record) return;
+    this.flights.delete(record);
+    this.heads.delete(record);
+    this.delayed.delete(record);
+    record.state = 'closing';
+  }
+
+  /** The acknowledgement is on disk: the record goes and the next of its line is due. */
+  finishAcknowledge(id: number): boolean {
+    const record = this.records.get(id);
+    if (!record || record.state !== 'closing') return false;
+    this.records.delete(id);
+    this.leaveLine(record);
+    return true;
+  }
+
+  /** The parking is on disk. */
+  finishPark(id: number, reason: string, now: number): StoredRecord | undefined {
+    const record = this.records.get(id);
+    if (!record || record.state !== 'closing') return undefined;
+    this.park(record, reason, now);
+    return record;
+  }
+
+  /** The write failed: the record is due again (nothing was decided). */
+  reopen(id: number, now: number): void {
+    const record = this.records.get(id);
+    if (record && record.state === 'closing') this.wait(record, now);
   }
 
   /** Ends a delivery: the record goes. False when unknown, parked, or in flight with another delivery. */

@@ -147,9 +147,15 @@ export class JournalInbox implements Inbox {
   async acknowledge(id: string, delivery: number): Promise<boolean> {
     const n = Number(id);
     if (this.closed || !this.state.canAcknowledge(n, delivery)) return false;
-    let ok = false;
-    await this.write({ a: n }, () => { ok = this.state.acknowledge(n, delivery); });
-    return ok;
+    // Its in-flight slot is free at once (other assets go on); its line waits for the write.
+    this.state.beginClose(n);
+    try {
+      await this.write({ a: n }, () => { this.state.finishAcknowledge(n); });
+    } catch (err) {
+      this.state.reopen(n, this.now());
+      throw err;
+    }
+    return true;
   }
 
   /** A rejection that parks is on disk before the next entry of the asset goes (as acknowledge). */
@@ -157,10 +163,16 @@ export class JournalInbox implements Inbox {
     if (this.closed) return undefined;
     const n = Number(id);
     if (!this.state.rejectParks(n, delivery)) return this.state.reject(n, delivery, reason, this.now()) as 'again' | undefined;
-    const parkedAt = new Date(this.now()).toISOString();
-    let outcome: ReturnType<InboxState['reject']>;
-    await this.write({ p: n, r: reason, pa: parkedAt }, () => { outcome = this.state.reject(n, delivery, reason, this.now()); });
-    return outcome === undefined || outcome === 'again' ? outcome : toParked(outcome);
+    const now = this.now();
+    this.state.beginClose(n);
+    let parked: StoredRecord | undefined;
+    try {
+      await this.write({ p: n, r: reason, pa: new Date(now).toISOString() }, () => { parked = this.state.finishPark(n, reason, now); });
+    } catch (err) {
+      this.state.reopen(n, this.now());
+      throw err;
+    }
+    return parked ? toParked(parked) : undefined;
   }
 
   nextDueAt(): number | undefined {
