@@ -19,6 +19,10 @@ export interface StoredRecord extends NewEntry {
   deadline: number;
   parkReason?: string;
   parkedAt?: string;
+  /** In the ready queue now (a record is queued at most once). */
+  queued?: boolean;
+  /** Its store record as written (reused by compaction). */
+  line?: string;
 }
 
 export interface StateOptions {
@@ -32,12 +36,19 @@ export class InboxState {
   readonly records = new Map<number, StoredRecord>();
   /** Not-parked records of each key, in order; only the first may be in flight. */
   private readonly lines = new Map<string, StoredRecord[]>();
-  /** First records of lines that are waiting, in the order they became first. */
-  private readonly heads = new Set<StoredRecord>();
-  /** Heads waiting out a backoff. */
+  /**
+   * First records of lines, due now, in the order they became due; read from `readyAt`. An array,
+   * not a Set: V8 leaves deleted Set entries as holes that every walk from the start steps over.
+   * Records that stopped waiting meanwhile are skipped when read.
+   */
+  private ready: StoredRecord[] = [];
+  private readyAt = 0;
+  /** Heads waiting out a backoff or a visibility timeout: queued once due. */
   private readonly delayed = new Set<StoredRecord>();
   private readonly flights = new Set<StoredRecord>();
   private parkedCount = 0;
+  /** No record in flight times out before this (a lower bound): `take` and `nextDueAt` skip the scan until then. */
+  private flightDeadline = Infinity;
   nextId = 1;
   nextSeq = 1;
 
@@ -63,16 +74,23 @@ export class InboxState {
     const room = Math.min(limit, this.options.maxInFlight - this.flights.size);
     const taken: StoredRecord[] = [];
     if (room <= 0) return { taken, parked };
-    for (const record of this.heads) {
-      if (taken.length >= room) break;
-      if (record.dueAt > now) continue;
-      this.heads.delete(record);
-      this.delayed.delete(record);
+    if (this.delayed.size) {
+      for (const record of this.delayed) if (record.dueAt <= now) { this.delayed.delete(record); this.enqueue(record); }
+    }
+    while (taken.length < room && this.readyAt < this.ready.length) {
+      const record = this.ready[this.readyAt++];
+      record.queued = false;
+      if (record.state !== 'waiting' || record.dueAt > now) continue;
       record.state = 'flight';
       record.deliveries++;
       record.deadline = now + this.options.visibilityTimeoutMs;
+      if (record.deadline < this.flightDeadline) this.flightDeadline = record.deadline;
       this.flights.add(record);
       taken.push(record);
+    }
+    if (this.readyAt > 1024 && this.readyAt * 2 > this.ready.length) {
+      this.ready = this.ready.slice(this.readyAt);
+      this.readyAt = 0;
     }
     return { taken, parked };
   }
@@ -100,7 +118,6 @@ export class InboxState {
     const record = this.records.get(id);
     if (!record) return;
     this.flights.delete(record);
-    this.heads.delete(record);
     this.delayed.delete(record);
     record.state = 'closing';
   }
@@ -188,8 +205,8 @@ export class InboxState {
 
   /** The next time something becomes due (a backoff ends, a visibility timeout passes). */
   nextDueAt(): number | undefined {
-    let next: number | undefined;
-    for (const r of this.flights) if (next === undefined || r.deadline < next) next = r.deadline;
+    // flightDeadline may be early (its record was acknowledged since): a timer then wakes early and finds nothing.
+    let next: number | undefined = this.flights.size > 0 ? this.flightDeadline : undefined;
     for (const r of this.delayed) if (next === undefined || r.dueAt < next) next = r.dueAt;
     return next;
   }
@@ -197,8 +214,10 @@ export class InboxState {
   /** Records in flight past their visibility timeout: due again, or parked after the last delivery. */
   private expire(now: number): StoredRecord[] {
     const parked: StoredRecord[] = [];
+    if (now < this.flightDeadline) return parked;
+    let next = Infinity;
     for (const record of this.flights) {
-      if (record.deadline > now) continue;
+      if (record.deadline > now) { if (record.deadline < next) next = record.deadline; continue; }
       this.flights.delete(record);
       if (record.deliveries >= this.options.maxDeliveries) {
         this.park(record, `not acknowledged within the visibility timeout (${record.deliveries} deliveries)`, now);
@@ -207,15 +226,22 @@ export class InboxState {
         this.wait(record, now);
       }
     }
+    this.flightDeadline = next;
     return parked;
   }
 
   private wait(record: StoredRecord, dueAt: number): void {
     record.state = 'waiting';
     record.dueAt = dueAt;
-    this.heads.delete(record);
-    this.heads.add(record);
-    if (dueAt > 0) this.delayed.add(record); else this.delayed.delete(record);
+    if (dueAt > 0) { this.delayed.add(record); return; }
+    this.delayed.delete(record);
+    this.enqueue(record);
+  }
+
+  private enqueue(record: StoredRecord): void {
+    if (record.queued) return;
+    record.queued = true;
+    this.ready.push(record);
   }
 
   private joinLine(record: StoredRecord): void {
@@ -232,7 +258,6 @@ export class InboxState {
   /** Removes the first record of its line (acknowledged or parked); the next one becomes due. */
   private leaveLine(record: StoredRecord): void {
     this.flights.delete(record);
-    this.heads.delete(record);
     this.delayed.delete(record);
     const line = this.lines.get(record.key);
     if (!line) return;

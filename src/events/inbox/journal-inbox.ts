@@ -117,8 +117,9 @@ export class JournalInbox implements Inbox {
       const record: StoredRecord = { id, seq: id, key: e.key, entry: e.entry, receivedAt: e.receivedAt, deliveries: 0, state: 'waiting', dueAt: 0, deadline: 0 };
       const line: Rec = { s: id, k: e.key, e: e.entry, at: e.receivedAt };
       if (e.subscriptionId !== undefined) { record.subscriptionId = e.subscriptionId; line.sub = e.subscriptionId; }
+      record.line = encodeRecord(line);
       records.push(record);
-      text += encodeRecord(line);
+      text += record.line;
     }
     this.state.nextSeq = Math.max(this.state.nextSeq, this.state.nextId);
     this.reserved += entries.length;
@@ -236,6 +237,12 @@ export class JournalInbox implements Inbox {
   private snapshot(): string {
     let text = encodeRecord({ i: this.state.nextId, q: this.state.nextSeq });
     for (const r of this.state.all()) {
+      // The store record as written, and its deliveries: no need to encode the entry again.
+      if (r.line && r.seq === r.id && r.state !== 'parked') {
+        text += r.line;
+        if (r.deliveries > 0) text += encodeRecord({ d: r.id, n: r.deliveries });
+        continue;
+      }
       const line: Rec = { s: r.id, k: r.key, e: r.entry, at: r.receivedAt, q: r.seq, n: r.deliveries };
       if (r.subscriptionId !== undefined) line.sub = r.subscriptionId;
       if (r.state === 'parked') { line.p = r.parkReason ?? ''; line.pa = r.parkedAt ?? ''; }
