@@ -124,6 +124,8 @@ export class AtLeastOnceDelivery {
   private pumping = false;
   private pumpAgain = false;
   private timer: NodeJS.Timeout | undefined;
+  /** When the timer fires (a new one only when this changes: a pump per acknowledgement must not churn timers). */
+  private timerAt: number | undefined;
   private closed = false;
 
   constructor(readonly nodeId: string, file: string, private readonly settings: DeliverySettings, private readonly hooks: DeliveryHooks) {
@@ -197,10 +199,12 @@ export class AtLeastOnceDelivery {
 
   /** A timer for the next entry due (a backoff or a visibility timeout). */
   private arm(): void {
+    const due = this.closed ? undefined : this.inbox?.nextDueAt();
+    if (this.timer && due === this.timerAt) return;
     if (this.timer) { clearTimeout(this.timer); this.timer = undefined; }
-    const due = this.inbox?.nextDueAt();
-    if (this.closed || due === undefined) return;
-    this.timer = setTimeout(() => { this.timer = undefined; this.pump(); }, Math.min(MAX_TIMER_MS, Math.max(0, due - Date.now())));
+    this.timerAt = due;
+    if (due === undefined) return;
+    this.timer = setTimeout(() => { this.timer = undefined; this.timerAt = undefined; this.pump(); }, Math.min(MAX_TIMER_MS, Math.max(0, due - Date.now())));
   }
 
   private deliver(d: Delivery): void {

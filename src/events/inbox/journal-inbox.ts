@@ -136,7 +136,12 @@ export class JournalInbox implements Inbox {
     if (this.closed) return { deliveries: [], parked: [] };
     const now = this.now();
     const { taken, parked } = this.state.take(limit, now);
-    for (const r of taken) this.write({ d: r.id, n: r.deliveries });
+    // The delivery counts of one take in one append (not waited for: a lost count costs one delivery).
+    if (taken.length) {
+      let text = '';
+      for (const r of taken) text += encodeRecord({ d: r.id, n: r.deliveries });
+      this.writeText(text, taken.length);
+    }
     for (const r of parked) this.write({ p: r.id, r: r.parkReason!, pa: r.parkedAt! });
     return { deliveries: taken.map(toDelivery), parked: parked.map(toParked) };
   }
@@ -222,8 +227,12 @@ export class JournalInbox implements Inbox {
 
   /** Appends one record; compacts when the file holds far more records than live entries. */
   private write(record: Rec, onDurable?: () => void): Promise<void> {
-    this.fileRecords++;
-    const done = this.journal.append(encodeRecord(record), onDurable);
+    return this.writeText(encodeRecord(record), 1, onDurable);
+  }
+
+  private writeText(text: string, records: number, onDurable?: () => void): Promise<void> {
+    this.fileRecords += records;
+    const done = this.journal.append(text, onDurable);
     done.catch(() => undefined); // callers that do not wait must not leave an unhandled rejection
     const live = this.state.size;
     if (this.fileRecords - live > COMPACT_SLACK && this.fileRecords > 2 * live) {
