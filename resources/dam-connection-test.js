@@ -17,7 +17,7 @@
     var NS = "@dam-assets/node-red/dam-sidebar:dam-sidebar.";
     function t(key, params) { return RED._(NS + key, params); }
 
-    /** The automatic-login properties of the dialog (src/nodes/server-session.ts LoginConfig). */
+    /** The automatic-login properties of the dialog (src/nodes/asset-server/session.ts LoginConfig). */
     var LOGIN_SETTINGS = ["loginPreset", "loginUrl", "loginSessionUrl", "loginMethod", "loginFieldsIn", "loginFields", "sessionFrom", "sessionName", "cookieName"];
 
     /** A password-type credential as typed; one typed earlier in this session but not deployed yet lives in node.credentials. */

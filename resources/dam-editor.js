@@ -34,7 +34,7 @@
  *                                  default, 2) or a whole number from 1 to 32.
  *   DamEditor.isBlankSetting(value)
  *                                  true when a setting is unset, empty or only spaces: the runtime
- *                                  then uses its default (isBlankSetting of src/nodes/common.ts).
+ *                                  then uses its default (isBlankSetting of src/nodes/shared/fields.ts).
  *   DamEditor.numberSetting(value, check)
  *                                  true when the runtime's numberSetting takes the value: blank, or
  *                                  a finite number (text allowed) for which check(n) is true.

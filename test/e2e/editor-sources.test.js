@@ -115,7 +115,7 @@ describe('editor: field sources and marks (Chromium)', function () {
   });
 
   it('asset-event-in: each number setting is accepted by the editor exactly when the runtime accepts it', async function () {
-    const { readSettings, subscriptionFields } = require('../../dist/nodes/event-in-settings');
+    const { readSettings, subscriptionFields } = require('../../dist/nodes/asset-event-in/settings');
     const cases = {
       successCode: [200, 204, 299, '250', 199, 300, 200.5, 'x', -200, '2e2', '  ', ' 204 '],
       maxBodyMB: [50, 0.5, '1', 0, -1, 'x', '1e3', ' '],

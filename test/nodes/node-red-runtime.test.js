@@ -11,7 +11,7 @@ const s = require('./nodes-support');
 
 const root = path.join(__dirname, '..', '..');
 const pkg = require(path.join(root, 'package.json'));
-const { STATUS_KEYS } = require(path.join(root, 'dist', 'nodes', 'common'));
+const { STATUS_KEYS } = require(path.join(root, 'dist', 'nodes', 'shared'));
 const MODULE = pkg.name;
 const TYPES = Object.keys(pkg['node-red'].nodes);
 /** Types whose runtime uses the shared request helpers (status keys dam.status.*). */

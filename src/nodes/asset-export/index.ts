@@ -2,10 +2,10 @@
  * asset-export: exports an asset's metadata (spec 4.4); msg.payload is the parsed
  * JSON, or the text for other formats.
  */
-import type { ExportOptions } from '../api/client';
-import { clientFor } from './asset-server';
-import { asIntegerId, asString, handleInputAndClose, required, resolveField } from './common';
-import type { Node, NodeAPI } from './node-red';
+import type { ExportOptions } from '../../api/client';
+import { clientFor } from '../asset-server';
+import { asIntegerId, asString, handleInputAndClose, required, resolveField } from '../shared';
+import type { Node, NodeAPI } from '../shared/node-red';
 
 /** Editor properties. TypedInput fields come as value + `<name>Type`. */
 export interface AssetExportConfig {

@@ -1,15 +1,14 @@
 /**
- * asset-server: configuration node. Holds the base URL, the session cookie (a
- * credential), timeout and TLS settings, the optional automatic login, and ONE
- * {@link AssetClient} shared by every node that uses this configuration. The client is
- * closed when the node closes.
+ * asset-server's settings: the config and what the node offers to the nodes that use it
+ * ({@link AssetServerConfigNode}), the client options built from the settings (one rule for
+ * the node and the connection test) and {@link clientFor}.
  */
-import { AssetClient, type AssetClientOptions } from '../api/client';
-import { AssetApiError, invalidInput } from '../api/errors';
-import { plainLoginWarning, type LoginOptions } from '../api/session';
-import { isBlankSetting } from './common';
-import type { Node, NodeAPI, TlsConfigNode } from './node-red';
-import { keptSessions, loginOptions, type LoginConfig } from './server-session';
+import { AssetClient, type AssetClientOptions } from '../../api/client';
+import { AssetApiError, invalidInput } from '../../api/errors';
+import type { LoginOptions } from '../../api/session';
+import { isBlankSetting } from '../shared';
+import type { Node, NodeAPI, TlsConfigNode } from '../shared/node-red';
+import { loginOptions, type LoginConfig } from './session';
 
 /** Editor properties of an asset-server node. */
 export interface AssetServerConfig extends LoginConfig {
@@ -48,7 +47,7 @@ export interface AssetServerConfigNode extends Node {
   getClient(): AssetClient;
   /**
    * Sends this cookie from the next request on, for every node on this server (asset-session
-   * node). Kept in memory: see server-session.ts for what survives a redeploy.
+   * node). Kept in memory: see asset-server/session.ts for what survives a redeploy.
    */
   setCookie(cookie: string): void;
 }
@@ -108,40 +107,4 @@ export function clientOptions(RED: NodeAPI, config: AssetServerConfig, credentia
     options.rejectUnauthorized = config.rejectUnauthorized !== false;
   }
   return options;
-}
-
-export default function register(RED: NodeAPI): void {
-  function AssetServerNode(this: AssetServerConfigNode, config: AssetServerConfig) {
-    RED.nodes.createNode(this, config);
-    const node = this;
-    node.name = config.name;
-    node.baseUrl = (config.baseUrl || '').trim();
-    node.publicBaseUrl = (config.publicBaseUrl || '').trim();
-    try {
-      const options = clientOptions(RED, config, node.credentials ?? {});
-      node.client = new AssetClient(options);
-      node.login = options.login;
-      keptSessions.adopt(node.id, config, node.credentials ?? {}, node.client);
-      const exposed = plainLoginWarning(options.login, options.baseUrl);
-      if (exposed) node.warn(exposed);
-    } catch (err) {
-      node.configError = err instanceof AssetApiError
-        ? err
-        : new AssetApiError('invalid-input', `asset-server: ${(err as Error).message}`);
-      node.error(node.configError.message);
-    }
-    node.getClient = () => {
-      if (node.client) return node.client;
-      throw node.configError ?? invalidInput('server', 'configuration is invalid');
-    };
-    node.setCookie = (cookie: string) => node.getClient().setCookie(cookie);
-    node.on('close', (removed: boolean, done: () => void) => {
-      if (removed) keptSessions.forget(node.id);
-      try { node.client?.close(); } finally { node.client = undefined; done(); }
-    });
-  }
-
-  RED.nodes.registerType('asset-server', AssetServerNode, {
-    credentials: { cookie: { type: 'password' }, username: { type: 'text' }, password: { type: 'password' } }
-  });
 }

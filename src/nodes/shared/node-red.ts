@@ -46,6 +46,8 @@ export interface NodeAPI {
     createNode(node: object, config: object): void;
     registerType(type: string, constructor: Function, opts?: { credentials?: Record<string, { type: 'text' | 'password' }>; settings?: object }): void;
     getNode(id: string): Node | null;
+    /** Every node of the deployed flows, as configured (absent in the test helper's RED). */
+    eachNode?(cb: (config: Record<string, any>) => void): void;
   };
   util: {
     evaluateNodeProperty(value: unknown, type: string, node: Node, msg: NodeMessage | undefined,
@@ -60,6 +62,8 @@ export interface NodeAPI {
   httpNode: any;
   /** The express app of the admin API. */
   httpAdmin: any;
+  /** Guards of the admin API (absent in the test helper's RED). */
+  auth?: { needsPermission(permission: string): (req: any, res: any, next: () => void) => void };
 }
 
 /** Core `tls-config` node (05-tls.js): fills TLS options for a request. */

@@ -4,8 +4,8 @@
  * JSON answer to a callback.
  */
 import type { ServerResponse } from 'http';
-import { READ_OWN_BODY } from '../events';
-import type { NodeAPI } from './node-red';
+import { READ_OWN_BODY } from '../../events';
+import type { NodeAPI } from '../shared/node-red';
 
 /**
  * Registers `handler` for `method path` on RED.httpNode, behind httpNodeMiddleware, and guards

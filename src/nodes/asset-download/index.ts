@@ -3,11 +3,11 @@
  * Buffer, or streams it to a file written atomically. In file mode it writes only where the
  * node's File field points.
  */
-import { invalidInput } from '../api/errors';
-import { DEFAULT_MAX_BUFFER_BYTES, type DownloadInfo, type DownloadOptions } from '../api/client';
-import { clientFor } from './asset-server';
-import { asIntegerId, asString, formatBytes, handleInputAndClose, isBlank, isBlankSetting, localText, required, resolveField, resolvePath } from './common';
-import type { Node, NodeAPI, NodeMessage } from './node-red';
+import { invalidInput } from '../../api/errors';
+import { DEFAULT_MAX_BUFFER_BYTES, type DownloadInfo, type DownloadOptions } from '../../api/client';
+import { clientFor } from '../asset-server';
+import { asIntegerId, asString, formatBytes, handleInputAndClose, isBlank, isBlankSetting, localText, required, resolveField, resolvePath } from '../shared';
+import type { Node, NodeAPI, NodeMessage } from '../shared/node-red';
 
 export type DownloadOutput = 'buffer' | 'file';
 

@@ -5,9 +5,9 @@
  * by the nodes that use it, opened on first use and closed with the node. The Redis client
  * (ioredis) is loaded only when such a node exists.
  */
-import { RedisDuplicateFilter, type RedisLike } from '../events';
-import { numberSetting } from './common';
-import type { Node, NodeAPI } from './node-red';
+import { RedisDuplicateFilter, type RedisLike } from '../../events';
+import { numberSetting } from '../shared';
+import type { Node, NodeAPI } from '../shared/node-red';
 
 export interface AssetRedisConfig {
   id: string;

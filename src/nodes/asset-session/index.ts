@@ -3,12 +3,12 @@
  * Action `set`: the cookie read from the configured property is sent by every node on that
  * server from the next request on; when it came from a msg property, that property is removed
  * before the msg goes on. Action `login`: runs the server's automatic login now.
- * The cookie never appears in a status, log, msg or error (server-session.ts says where it is kept).
+ * The cookie never appears in a status, log, msg or error (asset-server/session.ts says where it is kept).
  */
-import { invalidInput } from '../api/errors';
-import type { AssetServerConfigNode } from './asset-server';
-import { evaluateProperty, handleInputAndClose, localText } from './common';
-import type { Node, NodeAPI, NodeMessage } from './node-red';
+import { invalidInput } from '../../api/errors';
+import type { AssetServerConfigNode } from '../asset-server';
+import { evaluateProperty, handleInputAndClose, localText } from '../shared';
+import type { Node, NodeAPI, NodeMessage } from '../shared/node-red';
 
 /** Editor properties. */
 export interface AssetSessionConfig {

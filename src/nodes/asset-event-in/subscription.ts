@@ -6,12 +6,12 @@
  * changed, node removed while Node-RED was stopped, server unreachable) is deleted later.
  */
 import type { EventEmitter } from 'events';
-import type { AssetClient } from '../api/client';
-import { AssetApiError } from '../api/errors';
-import type { SubscriptionFields } from '../api/types';
-import { errorStatusText } from './common';
-import type { NodeAPI } from './node-red';
-import { deleteRecorded, deleteWith, registryFor, type RegisteredSubscription } from './subscription-registry';
+import type { AssetClient } from '../../api/client';
+import { AssetApiError } from '../../api/errors';
+import type { SubscriptionFields } from '../../api/types';
+import { errorStatusText } from '../shared';
+import type { NodeAPI } from '../shared/node-red';
+import { deleteRecorded, deleteWith, registryFor, type RegisteredSubscription } from './registry';
 
 /** Backoff between registration attempts: 5 s, doubling, at most 5 min. */
 export const RETRY_FIRST_MS = 5000;

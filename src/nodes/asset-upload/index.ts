@@ -3,11 +3,11 @@
  * Readable) to the server's ingest call (spec 4.2).
  */
 import { Readable } from 'stream';
-import type { UploadOptions, UploadOutcome } from '../api/client';
-import { invalidInput } from '../api/errors';
-import { clientFor } from './asset-server';
-import { asBoolean, asInteger, asNumber, asString, handleInputAndClose, localText, resolveField, resolvePath, type FieldSource } from './common';
-import type { Node, NodeAPI, NodeMessage } from './node-red';
+import type { UploadOptions, UploadOutcome } from '../../api/client';
+import { invalidInput } from '../../api/errors';
+import { clientFor } from '../asset-server';
+import { asBoolean, asInteger, asNumber, asString, handleInputAndClose, localText, resolveField, resolvePath, type FieldSource } from '../shared';
+import type { Node, NodeAPI, NodeMessage } from '../shared/node-red';
 
 /** Editor properties. TypedInput fields come as value + `<name>Type`. */
 export interface AssetUploadConfig {
