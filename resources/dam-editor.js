@@ -32,6 +32,13 @@
  *   DamEditor.validateInFlight(value)
  *                                  true, or a short error text: "Parallel requests" is blank (the
  *                                  default, 2) or a whole number from 1 to 32.
+ *   DamEditor.baseUrl(value)      true when the client takes it as its base URL (parseBaseUrl of
+ *                                  src/api/client-options.ts): an absolute http:// or https:// URL
+ *                                  with a host, spaces around allowed, no query (?) or fragment (#).
+ *   DamEditor.timeoutSetting(value)
+ *                                  true when the asset-server takes it as its timeout (timeoutSeconds
+ *                                  of src/nodes/asset-server/options.ts): blank, or a number >= 0.
+ *                                  Both checked against the source by test/house/rules.test.js.
  *   DamEditor.isBlankSetting(value)
  *                                  true when a setting is unset, empty or only spaces: the runtime
  *                                  then uses its default (isBlankSetting of src/nodes/shared/fields.ts).
@@ -74,6 +81,17 @@
             if (type !== "str" || v === "" || v === undefined) { return true; }
             return validateSubscriptionId(v);
         };
+    }
+
+    function baseUrl(value) {
+        if (typeof value !== "string" || value.trim() === "" || /[?#]/.test(value)) { return false; }
+        var url;
+        try { url = new URL(value.trim()); } catch (e) { return false; }
+        return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
+    }
+
+    function timeoutSetting(value) {
+        return numberSetting(value, function (n) { return n >= 0; });
     }
 
     function isBlankSetting(value) {
@@ -202,6 +220,8 @@
         validateInFlight: validateInFlight,
         isBlankSetting: isBlankSetting,
         numberSetting: numberSetting,
+        baseUrl: baseUrl,
+        timeoutSetting: timeoutSetting,
         headerNameSetting: headerNameSetting,
         headerList: headerList,
         queryParamList: queryParamList,

@@ -110,7 +110,8 @@ export function parseBaseUrl(value: unknown): { base: string; origin: string } {
     throw invalidInput('baseUrl', rule);
   }
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') throw invalidInput('baseUrl', rule);
-  if (url.search !== '' || url.hash !== '') throw invalidInput('baseUrl', 'must not have a query (?) or fragment (#)');
+  // Also a bare ? or # (the URL parser drops an empty query or fragment, the text still has it).
+  if (url.search !== '' || url.hash !== '' || /[?#]/.test(value)) throw invalidInput('baseUrl', 'must not have a query (?) or fragment (#)');
   // The API paths start with the context path /review: a base URL pasted with it is used as is.
   const base = value.trim().replace(/\/+$/, '').replace(/\/review$/, '');
   return { base, origin: url.origin };

@@ -4,6 +4,7 @@
  * the node and the connection test) and {@link clientFor}.
  */
 import { AssetClient, type AssetClientOptions } from '../../api/client';
+import { parseBaseUrl } from '../../api/client-options';
 import { AssetApiError, invalidInput } from '../../api/errors';
 import type { LoginOptions } from '../../api/session';
 import { isBlankSetting } from '../shared';
@@ -67,28 +68,27 @@ export function clientFor(RED: NodeAPI, serverId: string | undefined): AssetClie
   return server.getClient();
 }
 
-function isHttpUrl(text: string): boolean {
-  try {
-    const url = new URL(text);
-    return url.protocol === 'http:' || url.protocol === 'https:';
-  } catch {
-    return false;
-  }
+/**
+ * The timeout setting in seconds: blank is {@link DEFAULT_TIMEOUT_S}; else a finite number, 0 or
+ * more (0 = none). Editor copy: DamEditor.timeoutSetting (test/house/rules.test.js compares them).
+ */
+export function timeoutSeconds(value: unknown): number {
+  const seconds = isBlankSetting(value) ? DEFAULT_TIMEOUT_S : Number(String(value));
+  if (!Number.isFinite(seconds) || seconds < 0) throw invalidInput('timeout', 'must be a number of seconds, 0 or more');
+  return seconds;
 }
 
 /** Builds the client options; throws invalid-input naming the field that is wrong. Also used by the connection test. */
 export function clientOptions(RED: NodeAPI, config: AssetServerConfig, credentials: Record<string, string | undefined>): AssetClientOptions {
   const baseUrl = (config.baseUrl || '').trim();
   if (!baseUrl) throw invalidInput('baseUrl', 'is required');
-  if (!isHttpUrl(baseUrl)) throw invalidInput('baseUrl', 'must be an http:// or https:// URL');
+  parseBaseUrl(baseUrl); // the client's rule, one place: absolute http(s) with a host, no ? or #
   const cookie = credentials.cookie || '';
   const login = loginOptions(config, credentials);
   if (!cookie.trim() && !login) {
     throw invalidInput('cookie', 'is required (the session cookie, Name=value or a bare value), unless automatic login is on');
   }
-  const timeoutText = isBlankSetting(config.timeout) ? String(DEFAULT_TIMEOUT_S) : String(config.timeout);
-  const timeoutS = Number(timeoutText);
-  if (!Number.isFinite(timeoutS) || timeoutS < 0) throw invalidInput('timeout', 'must be a number of seconds, 0 or more');
+  const timeoutS = timeoutSeconds(config.timeout);
 
   // Big transfers on a worker thread: Node-RED's heap then does not pay for their buffers' garbage collection.
   const options: AssetClientOptions = { baseUrl, cookie: cookie.trim(), timeout: Math.round(timeoutS * 1000), transferThread: 'worker' };
