@@ -89,10 +89,11 @@ export default function register(RED: NodeAPI): void {
         const before = registry.get(node.id);
         registry.set(node.id, setup.recorded);
         if (before && !sameSubscription(before, setup.recorded)) releaseSubscription(RED, t, before, (message) => node.warn(redact(message, secret)), node.id);
-        owner = new OwnedSubscription(setup, (s, error) => {
+        owner = new OwnedSubscription(setup, (s, error, detail) => {
           endpoint.subscription = s;
           endpoint.subscriptionError = error ? redact(error, secret) : '';
-          stats.subscription(s, endpoint.subscriptionError || undefined);
+          // The sidebar shows the whole error; the status under the node its short text.
+          stats.subscription(s, detail ? redact(detail, secret) : endpoint.subscriptionError || undefined);
           endpoint.showStatus();
         }, (message) => node.error(redact(message, secret)));
       } catch (err) {

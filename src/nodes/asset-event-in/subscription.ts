@@ -43,7 +43,8 @@ export class OwnedSubscription {
 
   constructor(
     readonly setup: OwnedSetup,
-    private readonly onState: (state: 'registering' | 'registered' | 'failed', error?: string) => void,
+    /** `error`: the short text for the status under the node; `detail`: the whole error, for the sidebar. */
+    private readonly onState: (state: 'registering' | 'registered' | 'failed', error?: string, detail?: string) => void,
     private readonly logError: (message: string) => void
   ) {
     setup.client.on('session-renewed', this.registerAgain);
@@ -91,7 +92,7 @@ export class OwnedSubscription {
       const retry = kind !== 'invalid-input';
       this.logError(this.setup.t('errors.register', 'registering subscription __id__ failed (__kind__): __message__', { id, kind, message })
         + (retry ? ' ' + this.setup.t('errors.retry', '(retry in __seconds__ s)', { seconds: Math.round(this.delayMs / 1000) }) : ''));
-      this.onState('failed', errorStatusText(undefined, err));
+      this.onState('failed', errorStatusText(undefined, err), `${kind}: ${message}`);
       if (retry) {
         this.timer = setTimeout(() => { this.start(); }, this.delayMs);
         this.delayMs = Math.min(this.delayMs * 2, RETRY_MAX_MS);
