@@ -76,7 +76,7 @@
     }
 
     function subscriptionIdValidator(typeField) {
-        return function (v, opt) {
+        return function (v) {
             var type = $("#node-input-" + typeField).val() || this[typeField] || "str";
             if (type !== "str" || v === "" || v === undefined) { return true; }
             return validateSubscriptionId(v);

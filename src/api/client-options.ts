@@ -2,7 +2,6 @@
  * What an {@link AssetClient} is built from: its options, their defaults, and the rules of the
  * base URL and whole-number options. client.ts re-exports all of it.
  */
-import type * as tls from 'tls';
 import type { Agent as HttpAgent } from 'http';
 import type { Agent as HttpsAgent } from 'https';
 import type { CallOptions } from './calls';

@@ -16,16 +16,14 @@ import * as http from 'http';
 import * as https from 'https';
 import * as tls from 'tls';
 import type { Readable } from 'stream';
-import type { Agent as HttpAgent } from 'http';
-import type { Agent as HttpsAgent } from 'https';
 import { ApiCalls, byteLimitOf, timeoutOf, type CallOptions } from './calls';
 import { downloadToBuffer, downloadToFile, openDownload, type BufferDownloadOptions, type DownloadInfo, type DownloadOptions } from './download';
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import { readExportAnswer } from './json-answer';
-import { SessionHolder, type LoginOptions } from './session';
+import { SessionHolder } from './session';
 import type { TransferProgress } from './transfer';
 import { TransferThread, type ThreadJob } from './transfer-thread';
-import { API_PATHS, type SubscriptionFields, type SubscriptionResult, type SubscriptionDetails, type ExportType } from './types';
+import { API_PATHS, type SubscriptionFields, type SubscriptionResult, type SubscriptionDetails } from './types';
 import { upload, uploadOnce, type UploadOptions, type UploadOutcome } from './upload';
 import { textField, validateFuid, validateRrn, validateSubscriptionFields, validateSubscriptionId } from './validate';
 

@@ -22,6 +22,7 @@ import { derivedSubscriptionId } from '../nodes/asset-event-in/settings';
 import { checkConnection, configReport, type ConnectionReport } from '../nodes/asset-server/connection-check';
 import { WRITE_PERMISSION } from '../nodes/asset-server/connection-test';
 import type { AssetServerConfigNode } from '../nodes/asset-server/options';
+import type { NodeAPI } from '../nodes/shared/node-red';
 import { eventInStats, type EventInStats } from '../nodes/shared/event-in-stats';
 import { maskHeaderValues } from '../nodes/shared/masking';
 
@@ -30,21 +31,6 @@ export { WRITE_PERMISSION };
 export const COMMS_TOPIC = 'dam-assets/event-in/';
 /** Live counters of one node go to the editor at most this often. */
 const PUBLISH_INTERVAL_MS = 1000;
-
-/** The part of Node-RED's plugin API used here. */
-interface PluginAPI {
-  plugins: { registerPlugin(id: string, definition: Record<string, unknown>): void };
-  nodes: {
-    getNode(id: string): any;
-    eachNode(cb: (config: Record<string, any>) => void): void;
-    getCredentials(id: string): Record<string, string> | undefined;
-  };
-  auth: { needsPermission(permission: string): (req: any, res: any, next: () => void) => void };
-  comms: { publish(topic: string, data: unknown, retain?: boolean): void };
-  httpAdmin: any;
-  settings: Record<string, any>;
-  log: { warn(m: unknown): void };
-}
 
 interface SubscriptionUse { nodeId: string; type: string; name?: string; owned: boolean }
 interface SubscriptionView { id: string; serverId: string; owned: boolean; usedBy: SubscriptionUse[] }
@@ -68,7 +54,7 @@ function errorView(err: unknown): { kind: string; message: string } {
   return { kind: 'error', message: err instanceof Error ? err.message : String(err) };
 }
 
-export default function register(RED: PluginAPI): void {
+export default function register(RED: NodeAPI): void {
   RED.plugins.registerPlugin('dam-sidebar', { type: 'dam-assets-sidebar' });
 
   const read = RED.auth.needsPermission(READ_PERMISSION);
@@ -88,7 +74,8 @@ export default function register(RED: PluginAPI): void {
       entry.owned = entry.owned || user.owned;
       subscriptions.set(key, entry);
     };
-    RED.nodes.eachNode((config) => {
+    RED.nodes.eachNode((def) => {
+      const config = def as typeof def & Record<string, any>; // a node's config as the flows hold it
       if (config.type === 'asset-server') {
         const live = RED.nodes.getNode(config.id) as AssetServerConfigNode | null;
         servers.push({

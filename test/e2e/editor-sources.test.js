@@ -53,7 +53,7 @@ describe('editor: field sources and marks (Chromium)', function () {
     const found = await page.evaluate(() => ({
       defaults: ['asset-upload', 'asset-download', 'asset-export', 'asset-subscribe']
         .map(type => RED.nodes.getType(type).defaults.maxInFlight && RED.nodes.getType(type).defaults.maxInFlight.value),
-      checks: ['', '1', '2', '32', '0', '33', '1.5', 'two'].map(v => DamEditor.validateInFlight(v) === true)
+      checks: ['', '1', '2', '32', '0', '33', '1.5', 'two'].map(v => window.DamEditor.validateInFlight(v) === true)
     }));
     found.defaults.should.eql([2, 2, 2, 2]);
     found.checks.should.eql([true, true, true, true, false, false, false, false]);

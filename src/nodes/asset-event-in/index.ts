@@ -20,7 +20,7 @@ import { EventInEndpoint, redact } from './endpoint';
 import { openRoute } from './route';
 import { callbackUrl, readSettings, subscriptionFields, type AssetEventInConfig, type Settings } from './settings';
 import { OwnedSubscription, releaseSubscription, sweepRegistryOnStart, type OwnedSetup } from './subscription';
-import type { Node, NodeAPI } from '../shared/node-red';
+import { createNode, registerType, type Node, type NodeAPI } from '../shared/node-red';
 import { registryFor, sameSubscription, type RegisteredSubscription } from './registry';
 
 export { DEFAULTS, callbackUrl, derivedSubscriptionId, type AssetEventInConfig } from './settings';
@@ -32,7 +32,7 @@ export default function register(RED: NodeAPI): void {
   }
 
   function AssetEventInNode(this: Node, config: AssetEventInConfig) {
-    RED.nodes.createNode(this, config);
+    createNode(RED, this, config);
     const node = this;
     const secret = node.credentials?.secret || undefined;
 
@@ -124,7 +124,7 @@ export default function register(RED: NodeAPI): void {
       if (!server.publicBaseUrl) {
         throw new SettingError('server: the asset-server node has no public base URL, so no callback URL can be built');
       }
-      const fields = subscriptionFields(config, settings, callbackUrl(server.publicBaseUrl, RED.settings.httpNodeRoot, settings.path), secret);
+      const fields = subscriptionFields(config, settings, callbackUrl(server.publicBaseUrl, RED.settings.httpNodeRoot || undefined, settings.path), secret);
       const id = settings.subscriptionId as string;
       return { client, id, fields, t, recorded: { server: server.id, baseUrl: server.baseUrl, id } };
     }
@@ -148,7 +148,5 @@ export default function register(RED: NodeAPI): void {
 
   sweepRegistryOnStart(RED, t);
 
-  RED.nodes.registerType('asset-event-in', AssetEventInNode, {
-    credentials: { secret: { type: 'password' } }
-  });
+  registerType(RED, 'asset-event-in', AssetEventInNode, { secret: { type: 'password' } });
 }

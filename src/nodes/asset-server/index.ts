@@ -7,7 +7,7 @@
 import { AssetClient } from '../../api/client';
 import { AssetApiError, invalidInput } from '../../api/errors';
 import { plainLoginWarning } from '../../api/session';
-import type { NodeAPI } from '../shared/node-red';
+import { createNode, registerType, type NodeAPI } from '../shared/node-red';
 import { registerConnectionTest } from './connection-test';
 import { clientOptions, type AssetServerConfig, type AssetServerConfigNode } from './options';
 import { keptSessions } from './session';
@@ -16,7 +16,7 @@ export * from './options';
 
 export default function register(RED: NodeAPI): void {
   function AssetServerNode(this: AssetServerConfigNode, config: AssetServerConfig) {
-    RED.nodes.createNode(this, config);
+    createNode(RED, this, config);
     const node = this;
     node.name = config.name;
     node.baseUrl = (config.baseUrl || '').trim();
@@ -46,7 +46,5 @@ export default function register(RED: NodeAPI): void {
   }
 
   registerConnectionTest(RED);
-  RED.nodes.registerType('asset-server', AssetServerNode, {
-    credentials: { cookie: { type: 'password' }, username: { type: 'text' }, password: { type: 'password' } }
-  });
+  registerType(RED, 'asset-server', AssetServerNode, { cookie: { type: 'password' }, username: { type: 'text' }, password: { type: 'password' } });
 }

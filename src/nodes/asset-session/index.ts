@@ -8,7 +8,7 @@
 import { invalidInput } from '../../api/errors';
 import type { AssetServerConfigNode } from '../asset-server';
 import { evaluateProperty, handleInputAndClose, localText } from '../shared';
-import type { Node, NodeAPI, NodeMessage } from '../shared/node-red';
+import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
 
 /** Editor properties. */
 export interface AssetSessionConfig {
@@ -35,7 +35,7 @@ function deleteMessageProperty(RED: NodeAPI, msg: NodeMessage, expression: strin
 
 export default function register(RED: NodeAPI): void {
   function AssetSessionNode(this: Node, config: AssetSessionConfig) {
-    RED.nodes.createNode(this, config);
+    createNode(RED, this, config);
     const node = this;
     const action = config.action === 'login' ? 'login' : 'set';
     const cookieType = config.cookieType || 'msg';
@@ -72,5 +72,5 @@ export default function register(RED: NodeAPI): void {
     });
   }
 
-  RED.nodes.registerType('asset-session', AssetSessionNode);
+  registerType(RED, 'asset-session', AssetSessionNode);
 }

@@ -6,7 +6,7 @@ import { invalidInput } from '../../api/errors';
 import { clientFor } from '../asset-server';
 import { asInteger, asString, handleInputAndClose, required, resolveField } from '../shared';
 import { maskHeaderValues } from '../shared/masking';
-import type { Node, NodeAPI, NodeMessage } from '../shared/node-red';
+import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
 
 export { maskHeaderValues } from '../shared/masking';
 
@@ -45,7 +45,7 @@ function nonEmptyStrings(list: unknown): string[] {
 
 export default function register(RED: NodeAPI): void {
   function AssetSubscribeNode(this: Node, config: AssetSubscribeConfig) {
-    RED.nodes.createNode(this, config);
+    createNode(RED, this, config);
     const node = this;
 
     /** Editor values + evaluated TypedInputs; msg.subscription fills in only the fields the node leaves blank. */
@@ -109,5 +109,5 @@ export default function register(RED: NodeAPI): void {
     }, { maxInFlight: config.maxInFlight });
   }
 
-  RED.nodes.registerType('asset-subscribe', AssetSubscribeNode);
+  registerType(RED, 'asset-subscribe', AssetSubscribeNode);
 }

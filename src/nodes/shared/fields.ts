@@ -43,7 +43,8 @@ const EMPTY_MEANS_UNSET = new Set(['str', 'num', 'bool', 'json', 'msg', 'flow', 
 export function evaluateProperty(RED: NodeAPI, node: Node, msg: NodeMessage, value: unknown, type: string): Promise<unknown> {
   return new Promise((resolve, reject) => {
     try {
-      RED.util.evaluateNodeProperty(value, type, node, msg, (err, result) => err ? reject(err) : resolve(result));
+      // Node-RED evaluates any value (typed `string` in @types/node-red: a json or num field arrives as stored).
+      RED.util.evaluateNodeProperty(value as string, type, node, msg, (err, result) => err ? reject(err) : resolve(result));
     } catch (err) {
       reject(err);
     }
@@ -166,7 +167,8 @@ export function asBoolean(field: ResolvedField): boolean | undefined {
  * A trailing separator is kept (it means "into this folder" to the download).
  */
 export function resolvePath(RED: NodeAPI, file: string): string {
-  const resolved = path.resolve(RED.settings.fileWorkingDirectory || process.cwd(), file);
+  const { fileWorkingDirectory } = RED.settings as { fileWorkingDirectory?: string }; // a core setting @types/node-red lacks
+  const resolved = path.resolve(fileWorkingDirectory || process.cwd(), file);
   return /[\\/]$/.test(file) && !resolved.endsWith(path.sep) ? resolved + path.sep : resolved;
 }
 

@@ -40,7 +40,7 @@ export const STATUS_KEYS = {
  */
 export function localText(RED: NodeAPI | undefined, key: string, english: string, params: Record<string, unknown> = {}): string {
   let text: string | undefined;
-  try { text = RED?._(key, params); } catch { text = undefined; }
+  try { text = RED?._(key, params as Record<string, string | number>); } catch { text = undefined; }
   // RED._ answers the key itself (or namespace:key) when the catalogue lacks it.
   if (!text || text.endsWith(key)) {
     text = english.replace(/__(\w+)__/g, (_m, p: string) => String(params[p] ?? ''));
