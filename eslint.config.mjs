@@ -5,7 +5,8 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'docs/**', 'coverage/**'] },
+  // What .gitignore leaves out, and docs.
+  { ignores: ['dist/**', 'node_modules/**', '.nr5/**', '.demo/**', '.dam-emulator/**', 'bench/results/**', 'test/e2e/screenshots/**', 'tmp/**', 'coverage/**', '.nyc_output/**', 'docs/**'] },
   {
     files: ['src/**/*.ts'],
     extends: [js.configs.recommended, ...tseslint.configs.recommended],
