@@ -8,7 +8,7 @@
  * 404 when no asset-event-in with this id runs with Delivery "at least once", or (actions) when
  * the entry is not parked there. The entries are what the callback carried: no secret.
  */
-import { runningDelivery } from '../nodes/event-in-delivery';
+import { runningDelivery } from '../nodes/asset-event-in/delivery';
 
 type Guard = (req: any, res: any, next: () => void) => void;
 

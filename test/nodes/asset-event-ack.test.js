@@ -12,7 +12,7 @@ const eventIn = require('../../nodes/asset-event-in.js');
 const eventAck = require('../../nodes/asset-event-ack.js');
 const coreNodes = ['function/15-change.js', 'function/10-function.js', 'common/60-link.js'].map((f) => require(`@node-red/nodes/core/${f}`));
 const { parseJournal } = require('../../dist/events/inbox');
-const { inboxFile } = require('../../dist/nodes/event-in-delivery');
+const { inboxFile } = require('../../dist/nodes/asset-event-in/delivery');
 
 helper.init(require.resolve('node-red'));
 

@@ -1,7 +1,7 @@
 /**
  * asset-event-ack: placed where a flow's work for a change is done. It acknowledges (or rejects)
  * the inbox entry a msg came from, found through `msg._inbox` (set by an asset-event-in whose
- * Delivery is "at least once"; see src/nodes/event-in-delivery.ts), then passes the msg on.
+ * Delivery is "at least once"; see src/nodes/asset-event-in/delivery.ts), then passes the msg on.
  *
  * - Acknowledge: the entry leaves the inbox; the next entry of the same asset may go.
  * - Reject: delivered again after the node's backoff (doubling), parked after the last delivery.
@@ -10,10 +10,10 @@
  * An acknowledgement that comes too late (the entry was delivered again meanwhile) is counted in
  * the status; the later delivery acknowledges it.
  */
-import { localText } from '../common';
-import type { InboxHandle } from '../event-in-delivery';
-import { runningDelivery } from '../event-in-delivery';
-import type { Node, NodeAPI, NodeMessage } from '../node-red';
+import { localText } from '../shared';
+import type { InboxHandle } from '../asset-event-in/delivery';
+import { runningDelivery } from '../asset-event-in/delivery';
+import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
 
 interface AssetEventAckConfig {
   id: string;
@@ -40,7 +40,7 @@ export default function register(RED: NodeAPI): void {
   const t = (key: string, english: string, params: Record<string, unknown> = {}) => localText(RED, `asset-event-ack.${key}`, english, params);
 
   function AssetEventAckNode(this: Node, config: AssetEventAckConfig) {
-    RED.nodes.createNode(this, config);
+    createNode(RED, this, config);
     const node = this;
     const rejecting = config.action === 'reject';
     const counts = { done: 0, late: 0 };
@@ -84,5 +84,5 @@ export default function register(RED: NodeAPI): void {
     });
   }
 
-  RED.nodes.registerType('asset-event-ack', AssetEventAckNode);
+  registerType(RED, 'asset-event-ack', AssetEventAckNode);
 }

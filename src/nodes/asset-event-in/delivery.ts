@@ -16,10 +16,10 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { randomBytes } from 'crypto';
-import type { CallbackEntry } from '../api/types';
-import { InboxFullError, JournalInbox, type Delivery, type Inbox, type InboxCounts, type NewEntry, type ParkedEntry } from '../events/inbox';
-import { SettingError, isBlankSetting, numberSetting } from './common';
-import type { NodeMessage } from './node-red';
+import type { CallbackEntry } from '../../api/types';
+import { InboxFullError, JournalInbox, type Delivery, type Inbox, type InboxCounts, type NewEntry, type ParkedEntry } from '../../events/inbox';
+import { SettingError, isBlankSetting, numberSetting } from '../shared';
+import type { NodeMessage } from '../shared/node-red';
 
 export const INBOX_DIRECTORY = 'dam-assets-inbox';
 
