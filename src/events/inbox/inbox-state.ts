@@ -68,7 +68,11 @@ export class InboxState {
     this.joinLine(record);
   }
 
-  /** Due records up to `limit` (and the in-flight bound), first in flight; and those parked on the way. */
+  /**
+   * Due records up to `limit` (and the in-flight bound), first in flight; and those whose last
+   * delivery timed out, now `closing` with their park reason: the caller parks them (finishPark)
+   * once that is written.
+   */
   take(limit: number, now: number): { taken: StoredRecord[]; parked: StoredRecord[] } {
     const parked = this.expire(now);
     const room = Math.min(limit, this.options.maxInFlight - this.flights.size);
@@ -220,7 +224,9 @@ export class InboxState {
       if (record.deadline > now) { if (record.deadline < next) next = record.deadline; continue; }
       this.flights.delete(record);
       if (record.deliveries >= this.options.maxDeliveries) {
-        this.park(record, `not acknowledged within the visibility timeout (${record.deliveries} deliveries)`, now);
+        // To be parked once that is on disk (finishPark): until then its line waits, as for an acknowledgement.
+        record.state = 'closing';
+        record.parkReason = `not acknowledged within the visibility timeout (${record.deliveries} deliveries)`;
         parked.push(record);
       } else {
         this.wait(record, now);

@@ -142,8 +142,20 @@ export class JournalInbox implements Inbox {
       for (const r of taken) text += encodeRecord({ d: r.id, n: r.deliveries });
       this.writeText(text, taken.length);
     }
-    for (const r of parked) this.write({ p: r.id, r: r.parkReason!, pa: r.parkedAt! });
-    return { deliveries: taken.map(toDelivery), parked: parked.map(toParked) };
+    // Parked once written: the next entry of the asset waits until then (rare: a last delivery timed out).
+    const done: StoredRecord[] = [];
+    for (const r of parked) {
+      const reason = r.parkReason!;
+      try {
+        await this.write({ p: r.id, r: reason, pa: new Date(now).toISOString() }, () => {
+          const p = this.state.finishPark(r.id, reason, now);
+          if (p) done.push(p);
+        });
+      } catch {
+        this.state.reopen(r.id, this.now()); // not written: it is due again, parked on its next timeout
+      }
+    }
+    return { deliveries: taken.map(toDelivery), parked: done.map(toParked) };
   }
 
   /**
