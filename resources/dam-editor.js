@@ -32,6 +32,10 @@
  *   DamEditor.validateInFlight(value)
  *                                  true, or a short error text: "Parallel requests" is blank (the
  *                                  default, 2) or a whole number from 1 to 32.
+ *   DamEditor.validateRetries(value)
+ *                                  true, or a short error text: "Retries" is blank (0, as flows
+ *                                  saved before the setting) or a whole number from 0 to 10
+ *                                  (retriesSetting of src/nodes/shared/retry.ts).
  *   DamEditor.isBlankSetting(value)
  *                                  true when a setting is unset, empty or only spaces: the runtime
  *                                  then uses its default (isBlankSetting of src/nodes/common.ts).
@@ -94,6 +98,12 @@
         if (isBlankSetting(value)) { return true; }
         var n = Number(value);
         return (/^\s*\d+\s*$/.test(String(value)) && n >= 1 && n <= 32) || t("errors.maxInFlight");
+    }
+
+    function validateRetries(value) {
+        if (isBlankSetting(value)) { return true; }
+        var n = Number(value);
+        return (/^\s*\d+\s*$/.test(String(value)) && n >= 0 && n <= 10) || t("errors.retries");
     }
 
     function textInput(row, cls, placeholder, value, flex) {
@@ -200,6 +210,7 @@
         validateSubscriptionId: validateSubscriptionId,
         subscriptionIdValidator: subscriptionIdValidator,
         validateInFlight: validateInFlight,
+        validateRetries: validateRetries,
         isBlankSetting: isBlankSetting,
         numberSetting: numberSetting,
         headerNameSetting: headerNameSetting,

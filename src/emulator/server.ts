@@ -16,6 +16,7 @@ import { Repository, RepoError, type Asset, type Job, type Revision } from './re
 import { bodyEncoding, declaredCharset, parseUrlEncodedBody, type FormCharset } from './charset';
 import { ClientGone, IngestCancelled, Ingester, UploadError, buildIngestRequest, receiveUpload, scanZip } from './upload';
 import { SESSION_COOKIE, SessionStore, handleLogin, parseCookieHeader, type EmulatorUser, type Session } from './sessions';
+import type { FaultPlan } from './faults';
 
 export { DEFAULT_USER, SESSION_COOKIE, SessionStore, parseCookieHeader, type Session } from './sessions';
 
@@ -211,6 +212,8 @@ export interface ServerDeps {
   log: (line: string) => void;
   /** Charset of a form or multipart body that declares none (see charset.ts). */
   formCharset: FormCharset;
+  /** Busy answers armed by a test (faults.ts). */
+  faults?: FaultPlan;
 }
 
 /** Method, raw path (no query) and query fields of a request target; absolute-form targets too. */
@@ -428,6 +431,7 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
     let route: Route | undefined;
     let match: RegExpExecArray | null = null;
     for (const r of routes) { match = r.pattern.exec(routePath); if (match) { route = r; break; } }
+    if (deps.faults?.answer(req, res, routePath)) return;
     if (!route || !match) { sendJson(res, 404, { success: false, error: `no such endpoint: ${req.method} ${routePath.slice(0, 200)}` }); return; }
     const handler = route.methods[req.method ?? ''];
     if (!handler) {

@@ -8,6 +8,7 @@ import { invalidInput } from '../api/errors';
 import { clientFor } from './asset-server';
 import { asBoolean, asInteger, asNumber, asString, handleInputAndClose, localText, resolveField, resolvePath, type FieldSource } from './common';
 import type { Node, NodeAPI, NodeMessage } from './node-red';
+import { canRepeatUpload, nodeRetry, withRetries } from './shared/retry';
 
 /** Editor properties. TypedInput fields come as value + `<name>Type`. */
 export interface AssetUploadConfig {
@@ -23,6 +24,8 @@ export interface AssetUploadConfig {
   waitInMinutes?: string; waitInMinutesType?: string;
   expandZip?: string; expandZipType?: string;
   maxInFlight?: string | number;
+  /** Tries after a transient failure (shared/retry.ts); missing in flows saved before: 0. */
+  retries?: string | number;
 }
 
 const BOTH_DESTINATIONS = 'both Destination (__destination__) and Folder fuid (__destinationFuid__) are set: the server uses Destination and ignores Folder fuid';
@@ -87,7 +90,9 @@ export default function register(RED: NodeAPI): void {
         const options = await uploadOptions(msg, file);
         options.signal = request.signal;
         options.onProgress = request.progress;
-        outcome = await clientFor(RED, config.server).upload(options);
+        const client = clientFor(RED, config.server);
+        outcome = await withRetries(() => client.upload(options),
+          nodeRetry(RED, node, config.retries, request.signal, { canRepeat: (err) => canRepeatUpload(file, err) }));
       } catch (err) {
         // A stream handed over in msg.payload must not stay open when the upload fails.
         if ('stream' in file && !file.stream.destroyed) file.stream.destroy();
