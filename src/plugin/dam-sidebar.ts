@@ -15,7 +15,8 @@
  * these routes would make the editor ask the Node-RED user to log in again.
  * Nothing secret is answered: no cookie, no webhook secret (headers and query values masked).
  *
- * Comms topic `dam-assets/event-in/<node id>`: the node's counters, at most once a second per node.
+ * Comms topic `dam-assets/event-in/<node id>`: the node's counters, at most once a second per node;
+ * `dam-assets/hot-folder/<node id>`: an asset-hot-folder's counters and last failed files, likewise.
  */
 import { AssetClient } from '../api/client';
 import { AssetApiError, invalidInput } from '../api/errors';
@@ -27,10 +28,12 @@ import { derivedSubscriptionId } from '../nodes/asset-event-in';
 import { maskHeaderValues } from '../nodes/asset-subscribe';
 import { checkConnection, checkWithLogin, configReport, type ConnectionReport } from './connection-check';
 import { eventInStats, type EventInStats } from './event-in-stats';
+import { hotFolderStats, type HotFolderView } from '../nodes/asset-hot-folder/stats';
 
 export const READ_PERMISSION = 'asset-server.read';
 export const WRITE_PERMISSION = 'asset-server.write';
 export const COMMS_TOPIC = 'dam-assets/event-in/';
+export const HOT_FOLDER_TOPIC = 'dam-assets/hot-folder/';
 /** Live counters of one node go to the editor at most this often. */
 const PUBLISH_INTERVAL_MS = 1000;
 /** The editor shows this in a password field whose value is stored (not sent back). */
@@ -106,6 +109,7 @@ export default function register(RED: PluginAPI): void {
   function overview() {
     const servers: Record<string, unknown>[] = [];
     const eventIns: Record<string, unknown>[] = [];
+    const hotFolders: Record<string, unknown>[] = [];
     const subscriptions = new Map<string, SubscriptionView>();
     const use = (serverId: unknown, id: string | undefined, user: SubscriptionUse) => {
       if (!id || typeof serverId !== 'string' || !serverId) return;
@@ -131,11 +135,14 @@ export default function register(RED: PluginAPI): void {
           running: !!stats, registrable: !!stats?.registerNow, ...(stats ? stats.view() : {})
         });
         use(config.server, subscriptionId, { nodeId: config.id, type: config.type, name: config.name, owned: config.manage === true });
+      } else if (config.type === 'asset-hot-folder') {
+        const view = hotFolderStats.get(config.id);
+        hotFolders.push({ id: config.id, name: config.name || '', folder: config.folder || '', running: !!view, ...(view ?? {}) });
       } else if (config.type === 'asset-subscribe') {
         use(config.server, subscribeFixedId(config), { nodeId: config.id, type: config.type, name: config.name, owned: false });
       }
     });
-    return { servers, subscriptions: [...subscriptions.values()], eventIns };
+    return { servers, subscriptions: [...subscriptions.values()], eventIns, hotFolders };
   }
 
   function liveServer(id: string): AssetServerConfigNode | undefined {
@@ -289,5 +296,20 @@ export default function register(RED: PluginAPI): void {
     const timer = setTimeout(() => publish(eventInStats.get(stats.nodeId) ?? stats), wait);
     timer.unref?.();
     pending.set(stats.nodeId, timer);
+  });
+  // Hot folders: the same throttle, keyed apart from the event-in nodes.
+  const publishHot = (view: HotFolderView) => {
+    pending.delete(`hot:${view.nodeId}`);
+    lastSent.set(`hot:${view.nodeId}`, Date.now());
+    RED.comms.publish(HOT_FOLDER_TOPIC + view.nodeId, hotFolderStats.get(view.nodeId) ?? view, false);
+  };
+  hotFolderStats.onChange((view) => {
+    const key = `hot:${view.nodeId}`;
+    if (pending.has(key)) return;
+    const wait = (lastSent.get(key) ?? 0) + PUBLISH_INTERVAL_MS - Date.now();
+    if (wait <= 0) { publishHot(view); return; }
+    const timer = setTimeout(() => publishHot(view), wait);
+    timer.unref?.();
+    pending.set(key, timer);
   });
 }
