@@ -73,7 +73,7 @@ describe('reliability: asset-hot-folder, SIGKILL of Node-RED during a batch of 2
           destination: dest, destinationType: 'str', wait: 'true', waitType: 'bool', x: 0, y: 0, wires: [[], []] }
       ];
       const port = await freePort();
-      const start = () => startNodeRed({ userDir, port, credentialSecret: 'hot-kill-secret', nodesDir: [ROOT], logLevel: 'warn', onLine: () => undefined });
+      const start = () => startNodeRed({ userDir, port, credentialSecret: 'hot-kill-secret', nodesDir: [ROOT], logLevel: 'info', onLine: () => undefined });
       let nodeRed = await start();
       const killAfter = 1 + crypto.randomInt(150);
       try {
