@@ -69,8 +69,13 @@ export function hotFolderSettings(config: AssetHotFolderConfig, resolve: (p: str
     'must be a number of seconds from 0.1 to 86400');
   const untouchedMs = Math.round(seconds(config.untouchedSeconds, 'untouchedSeconds (Untouched for)', DEFAULT_UNTOUCHED_S) * 1000);
   const rescanMs = Math.round(seconds(config.rescanSeconds, 'rescanSeconds (Rescan every)', DEFAULT_RESCAN_S) * 1000);
-  const maxParallel = numberSetting(config.maxParallel, 'maxParallel (Parallel)', DEFAULT_PARALLEL,
-    n => Number.isInteger(n) && n >= 1 && n <= MAX_PARALLEL, `must be a whole number from 1 to ${MAX_PARALLEL}`);
+  // Digits only (spaces around allowed), as the editor's DamEditor.validateInFlight checks.
+  const maxParallel = isBlankSetting(config.maxParallel) ? DEFAULT_PARALLEL
+    : typeof config.maxParallel === 'number' ? config.maxParallel
+      : /^\s*\d+\s*$/.test(String(config.maxParallel)) ? Number(config.maxParallel) : NaN;
+  if (!Number.isInteger(maxParallel) || maxParallel < 1 || maxParallel > MAX_PARALLEL) {
+    throw new SettingError(`maxParallel (Parallel): must be a whole number from 1 to ${MAX_PARALLEL}`);
+  }
   let retries: number;
   try { retries = retriesSetting(config.retries); } catch (err) { throw new SettingError((err as Error).message); }
 

@@ -115,7 +115,8 @@ export async function withRetries<T>(work: (attempt: number) => Promise<T>, opti
  */
 export function retriesSetting(value: unknown): number {
   if (isBlankSetting(value)) return 0;
-  const n = Number(value);
+  // Digits only (spaces around allowed), as the editor's DamEditor.validateRetries checks.
+  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
   if (Number.isInteger(n) && n >= 0 && n <= MAX_RETRIES) return n;
   throw new AssetApiError('invalid-input', `retries: Retries must be a whole number from 0 to ${MAX_RETRIES}, got ${JSON.stringify(String(value).slice(0, 20))}`,
     { field: 'retries' });
