@@ -204,6 +204,40 @@ describe('hot folder core (real file system, emulator)', function () {
     events.ingested.length.should.equal(1);
   });
 
+  it('a file without read permission goes to .failed naming the reason (run as an unprivileged user)', async function () {
+    const folder = path.join(tmp.dir, `unreadable-${++n}`);
+    fs.mkdirSync(folder);
+    fs.writeFileSync(path.join(folder, 'secret.txt'), 'nobody may read this');
+    fs.chmodSync(path.join(folder, 'secret.txt'), 0o000);
+    fs.writeFileSync(path.join(folder, 'open.txt'), 'readable');
+    const asRoot = process.getuid && process.getuid() === 0;
+    if (asRoot) {
+      // root reads anything: the hot folder runs as nobody, owning its folder (so it may move files).
+      fs.chmodSync(tmp.dir, 0o755);
+      for (const f of [folder, path.join(folder, 'open.txt')]) fs.chownSync(f, 65534, 65534);
+    }
+    const { spawn } = require('child_process');
+    const child = spawn(process.execPath, [path.join(__dirname, 'fixtures', 'hot-folder-child.js'), folder, emulator.url, s.COOKIE, '2'],
+      { stdio: ['ignore', 'pipe', 'inherit'], ...(asRoot ? { uid: 65534, gid: 65534 } : {}) });
+    let out = '';
+    child.stdout.on('data', d => { out += d; });
+    const exited = new Promise(resolve => child.on('exit', resolve));
+    let code;
+    try {
+      code = await Promise.race([exited, waitFor(() => false, 'the child to report both files').catch(e => e)]);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+    if (code instanceof Error) throw new Error(`${code.message}; it printed: ${out}`);
+    code.should.equal(0);
+    const lines = out.trim().split('\n').map(l => JSON.parse(l));
+    const failed = lines.find(l => l.failed === 'secret.txt');
+    failed.should.containDeep({ kind: 'invalid-input', attempts: 1, movedTo: path.join(folder, '.failed', 'secret.txt') });
+    failed.message.should.match(/EACCES/);
+    JSON.parse(fs.readFileSync(failed.errorFile, 'utf8')).code.should.equal('EACCES');
+    lines.find(l => l.ingested === 'open.txt').movedTo.should.equal(path.join(folder, '.done', 'open.txt'));
+  });
+
   it('delete instead of done when doneFolder is null; at most maxParallel uploads at once, oldest first', async function () {
     let running = 0;
     let most = 0;

@@ -3,7 +3,9 @@
  * the target folder gets a suffix (`report (2).pdf`). The move is a hard link plus unlink, so
  * that "already there" is decided by the file system atomically; across file systems it is an
  * exclusive copy, then the unlink. A crash between the two leaves the file in both places, never
- * in none: it is then uploaded once more (at-least-once).
+ * in none: it is then uploaded once more (at-least-once). Where a hard link is not allowed (Linux
+ * `fs.protected_hardlinks` refuses one to a file of another user that this user cannot read and
+ * write, and some file systems have none) it is a rename after checking that the name is free.
  */
 import * as fsp from 'fs/promises';
 import { constants } from 'fs';
@@ -30,18 +32,35 @@ export async function moveWithoutOverwrite(file: string, folder: string, name = 
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'EEXIST') continue;
-      if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EMLINK') throw err;
-      try {
-        await fsp.copyFile(file, target, constants.COPYFILE_EXCL);
-      } catch (copyErr) {
-        if ((copyErr as NodeJS.ErrnoException).code === 'EEXIST') continue;
-        throw copyErr;
+      if (code === 'EXDEV') {
+        try {
+          await fsp.copyFile(file, target, constants.COPYFILE_EXCL);
+        } catch (copyErr) {
+          if ((copyErr as NodeJS.ErrnoException).code === 'EEXIST') continue;
+          throw copyErr;
+        }
+      } else if (code === 'EPERM' || code === 'EACCES' || code === 'ENOTSUP' || code === 'EMLINK' || code === 'ENOSYS') {
+        if (await exists(target)) continue;
+        await fsp.rename(file, target);
+        return target;
+      } else {
+        throw err;
       }
     }
     await fsp.unlink(file);
     return target;
   }
   throw new Error(`${folder}: more than ${MAX_SUFFIX} files named ${name} already`);
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await fsp.lstat(file);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
+  }
 }
 
 /** Writes `text` to `file` through a temporary file and a rename, so a reader never sees half of it. */

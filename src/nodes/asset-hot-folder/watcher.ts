@@ -101,6 +101,8 @@ interface Tracked {
   mtimeMs: number;
   /** When this watcher last saw size or mtime change (or first saw the file). */
   since: number;
+  /** When this watcher last read size and mtime. */
+  checkedAt: number;
   state: 'settling' | 'queued' | 'uploading' | 'retry-wait';
   attempts: number;
   /** retry-wait: when the next try may start. */
@@ -111,8 +113,8 @@ interface Tracked {
   emptyReported?: boolean;
 }
 
-/** A scan soon after a file-system event (several events, one scan). */
-const EVENT_SCAN_DELAY_MS = 100;
+/** Files named by file-system events are looked at this soon (several events, one look). */
+const EVENT_DELAY_MS = 50;
 
 /** Plain fields of an error for `<name>.error.json` and messages: never a cookie (AssetApiError has none). */
 export function errorRecord(error: AssetApiError, relativePath: string, attempts: number): Record<string, unknown> {
@@ -147,6 +149,9 @@ export class HotFolder<R> extends EventEmitter {
   private eventTimer: NodeJS.Timeout | undefined;
   private scanning: Promise<void> | undefined;
   private scanAgain = false;
+  /** Paths named by file-system events since the last look; a full scan when an event names none. */
+  private readonly touched = new Set<string>();
+  private fullScanWanted = false;
 
   constructor(options: HotFolderOptions<R>) {
     super();
@@ -210,9 +215,46 @@ export class HotFolder<R> extends EventEmitter {
     return this.scanning;
   }
 
-  private onFsEvent(): void {
-    if (this.closed || this.eventTimer) return;
-    this.eventTimer = setTimeout(() => { this.eventTimer = undefined; void this.requestScan(); }, EVENT_SCAN_DELAY_MS);
+  /** An event looks at the file it names (a stat), not at the whole folder: cheap with thousands of files. */
+  private onFsEvent(filename?: string | Buffer | null): void {
+    if (this.closed) return;
+    const name = filename ? filename.toString() : '';
+    if (name) this.touched.add(name.split(path.sep).join('/'));
+    else this.fullScanWanted = true;
+    if (this.eventTimer) return;
+    this.eventTimer = setTimeout(() => { this.eventTimer = undefined; void this.lookAtTouched(); }, EVENT_DELAY_MS);
+  }
+
+  private async lookAtTouched(): Promise<void> {
+    if (this.fullScanWanted) {
+      this.fullScanWanted = false;
+      this.touched.clear();
+      await this.requestScan();
+      return;
+    }
+    const names = [...this.touched];
+    this.touched.clear();
+    for (const relativePath of names) {
+      if (this.closed) return;
+      const segments = relativePath.split('/');
+      const full = path.join(this.options.folder, ...segments);
+      if (this.isInOwnFolder(full)) continue;
+      let stat: fs.Stats;
+      try {
+        stat = await fsp.stat(full);
+      } catch {
+        const known = this.files.get(relativePath);
+        if (known && known.state !== 'uploading') this.files.delete(relativePath); // moved or removed
+        continue;
+      }
+      if (stat.isDirectory()) {
+        if (this.options.recursive) { await this.requestScan(); return; } // a folder dropped in: what is in it
+        continue;
+      }
+      if (!stat.isFile() || (segments.length > 1 && !this.options.recursive) || !this.filter.takes(relativePath)) continue;
+      this.observeStat(relativePath, stat);
+    }
+    this.checkDue();
   }
 
   private async scan(): Promise<void> {
@@ -275,6 +317,11 @@ export class HotFolder<R> extends EventEmitter {
     return full === this.options.doneFolder || full === this.options.failedFolder;
   }
 
+  private isInOwnFolder(full: string): boolean {
+    const inside = (folder: string | null) => folder !== null && (full === folder || full.startsWith(folder + path.sep));
+    return inside(this.options.doneFolder) || inside(this.options.failedFolder);
+  }
+
   private async observe(full: string, relativePath: string): Promise<void> {
     let stat: fs.Stats;
     try {
@@ -282,17 +329,23 @@ export class HotFolder<R> extends EventEmitter {
     } catch {
       return; // gone between readdir and stat
     }
+    this.observeStat(relativePath, stat);
+  }
+
+  /** Records what a stat saw: a new file, or a change that restarts its untouched interval. */
+  private observeStat(relativePath: string, stat: fs.Stats): void {
     const now = Date.now();
     const known = this.files.get(relativePath);
     if (!known) {
       this.files.set(relativePath, {
-        relativePath, size: stat.size, mtimeMs: stat.mtimeMs, since: now, state: 'settling', attempts: 0, notBefore: 0, seen: true
+        relativePath, size: stat.size, mtimeMs: stat.mtimeMs, since: now, checkedAt: now, state: 'settling', attempts: 0, notBefore: 0, seen: true
       });
       this.emitCounts();
       return;
     }
     known.seen = true;
     if (known.state === 'uploading') return;
+    known.checkedAt = now;
     if (known.size !== stat.size || known.mtimeMs !== stat.mtimeMs) {
       known.size = stat.size;
       known.mtimeMs = stat.mtimeMs;
@@ -301,9 +354,28 @@ export class HotFolder<R> extends EventEmitter {
     }
   }
 
+  /** Reads size and mtime again of the files whose untouched interval has passed, then queues those unchanged. */
+  private async recheckDue(): Promise<void> {
+    const now = Date.now();
+    const due = [...this.files.values()].filter(f => f.state === 'settling' && f.since + this.options.untouchedMs <= now);
+    // All read first, then recorded at once: files due together are queued together, oldest first.
+    const stats = await Promise.all(due.map(f =>
+      fsp.stat(path.join(this.options.folder, ...f.relativePath.split('/'))).catch(() => undefined)));
+    if (this.closed) return;
+    due.forEach((f, i) => {
+      const stat = stats[i];
+      if (stat) this.observeStat(f.relativePath, stat);
+      else if (this.files.get(f.relativePath) === f && f.state !== 'uploading') this.files.delete(f.relativePath);
+    });
+    this.checkDue();
+  }
+
   // ---------------------------------------------------------------- the untouched interval and the queue
 
-  /** Files whose untouched interval has passed are checked once more and queued; the next check is timed. */
+  /**
+   * Queues the files seen unchanged by a read made at least the untouched interval after their
+   * last change; times the next read for the others.
+   */
   private checkDue(): void {
     if (this.closed) return;
     const now = Date.now();
@@ -311,7 +383,7 @@ export class HotFolder<R> extends EventEmitter {
     for (const f of this.files.values()) {
       if (f.state === 'settling') {
         const due = f.since + this.options.untouchedMs;
-        if (due <= now) {
+        if (f.checkedAt >= due) {
           if (f.size === 0) {
             if (!f.emptyReported) { f.emptyReported = true; this.emit('empty', f.relativePath); }
             continue;
@@ -326,8 +398,9 @@ export class HotFolder<R> extends EventEmitter {
     this.startUploads();
     if (this.dueTimer) clearTimeout(this.dueTimer);
     this.dueTimer = undefined;
-    // The check itself is a stat of every file (a scan): a change just before the due time is seen.
-    if (next !== Infinity) this.dueTimer = setTimeout(() => { this.dueTimer = undefined; void this.requestScan(); }, Math.max(10, next - now));
+    if (next !== Infinity) {
+      this.dueTimer = setTimeout(() => { this.dueTimer = undefined; void this.recheckDue(); }, Math.max(10, next - now));
+    }
     this.emitCounts();
   }
 
@@ -464,7 +537,7 @@ export class HotFolder<R> extends EventEmitter {
   private ensureWatching(): void {
     if (this.options.polling || this.watchers.length > 0 || this.closed) return;
     try {
-      const watcher = fs.watch(this.options.folder, { recursive: this.options.recursive, persistent: false }, () => this.onFsEvent());
+      const watcher = fs.watch(this.options.folder, { recursive: this.options.recursive, persistent: false }, (_event, name) => this.onFsEvent(name));
       watcher.on('error', () => { this.stopWatching(); this.onFsEvent(); });
       this.watchers.push(watcher);
     } catch {
