@@ -191,6 +191,29 @@ describe('asset-hot-folder node (real Node-RED, real file system, emulator)', fu
     s.serialise(msg).should.not.containEql(s.VIEWER);
     fs.readFileSync(msg.errorFile, 'utf8').should.not.containEql(s.VIEWER);
     got.out.should.have.length(0);
+
+    // The DAM sidebar's overview (the plugin's route, its handler called as express would) lists
+    // the hot folder with its counters and the failed file, and no cookie.
+    const registerSidebar = require(path.join(root, 'dist', 'plugin', 'dam-sidebar')).default;
+    const routes = {};
+    registerSidebar({
+      plugins: { registerPlugin() {} },
+      nodes: { getNode: id => helper.getNode(id), eachNode: cb => [{ id: 'n1', type: 'asset-hot-folder', folder, name: '' }].forEach(cb), getCredentials: () => undefined },
+      auth: { needsPermission: () => (_req, _res, next) => next() },
+      comms: { publish() {} },
+      httpAdmin: { get: (p, _guard, handler) => { routes[`GET ${p}`] = handler; }, post() {}, delete() {} },
+      settings: {},
+      log: { warn() {} }
+    });
+    let overview;
+    await waitFor(() => {
+      routes['GET /dam-assets/overview']({}, { json: body => { overview = body; } });
+      return overview.hotFolders[0].counts.failed === 1;
+    }, 'the sidebar counters');
+    const entry = overview.hotFolders[0];
+    entry.should.containDeep({ id: 'n1', running: true, folder, counts: { failed: 1, done: 0 } });
+    entry.failedFiles[0].should.containDeep({ file: 'denied.pdf', kind: 'permission', movedTo: msg.filename });
+    JSON.stringify(overview).should.not.containEql(s.VIEWER);
   });
 
   it('pause, resume and rescan from msg.payload; anything else is an error naming msg.payload', async function () {
