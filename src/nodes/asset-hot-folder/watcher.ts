@@ -115,6 +115,8 @@ interface Tracked {
 
 /** Files named by file-system events are looked at this soon (several events, one look). */
 const EVENT_DELAY_MS = 50;
+/** Files due within this long of each other are re-read and queued as one batch. */
+const DUE_GROUP_MS = 50;
 
 /** Plain fields of an error for `<name>.error.json` and messages: never a cookie (AssetApiError has none). */
 export function errorRecord(error: AssetApiError, relativePath: string, attempts: number): Record<string, unknown> {
@@ -138,6 +140,10 @@ export class HotFolder<R> extends EventEmitter {
   private readonly filter: FileFilter;
   private readonly files = new Map<string, Tracked>();
   private readonly running = new Map<string, AbortController>();
+  /** Each upload's whole handling (send, then move), so that a close can wait for them. */
+  private readonly handling = new Set<Promise<void>>();
+  /** Files ready to upload, oldest modification time first (a file no longer queued is skipped when met). */
+  private queue: Tracked[] = [];
   private done = 0;
   private failed = 0;
   private paused = false;
@@ -184,13 +190,21 @@ export class HotFolder<R> extends EventEmitter {
     return { waiting, uploading, done: this.done, failed: this.failed };
   }
 
-  /** Stops everything; uploads in flight are aborted and their files stay where they are. */
-  async close(): Promise<void> {
+  /**
+   * Stops everything; uploads in flight are aborted and their files stay where they are (one the
+   * server already answered with success is still moved). Waits for them at most `waitMs`.
+   */
+  async close(waitMs = 4000): Promise<void> {
     this.closed = true;
     for (const t of [this.rescanTimer, this.dueTimer, this.eventTimer]) if (t) clearTimeout(t);
     this.stopWatching();
     for (const controller of this.running.values()) controller.abort();
-    await this.scanning?.catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.handling, this.scanning ?? Promise.resolve()]),
+      new Promise<void>(resolve => { timer = setTimeout(resolve, waitMs); })
+    ]);
+    if (timer) clearTimeout(timer);
   }
 
   // ---------------------------------------------------------------- finding files
@@ -308,6 +322,10 @@ export class HotFolder<R> extends EventEmitter {
         continue;
       }
       if (!entry.isFile() || !this.filter.takes(relativePath)) continue;
+      const known = this.files.get(relativePath);
+      // Only new files and those still settling are read: a queued or retrying file is compared
+      // with what was read when its upload ends, so a rescan of thousands of files stays cheap.
+      if (known && known.state !== 'settling') { known.seen = true; continue; }
       await this.observe(full, relativePath);
     }
   }
@@ -380,6 +398,7 @@ export class HotFolder<R> extends EventEmitter {
     if (this.closed) return;
     const now = Date.now();
     let next = Infinity;
+    const ready: Tracked[] = [];
     for (const f of this.files.values()) {
       if (f.state === 'settling') {
         const due = f.since + this.options.untouchedMs;
@@ -389,17 +408,23 @@ export class HotFolder<R> extends EventEmitter {
             continue;
           }
           f.state = 'queued';
+          ready.push(f);
         } else next = Math.min(next, due);
       } else if (f.state === 'retry-wait') {
-        if (f.notBefore <= now) f.state = 'queued';
+        if (f.notBefore <= now) { f.state = 'queued'; ready.push(f); }
         else next = Math.min(next, f.notBefore);
       }
+    }
+    if (ready.length > 0) {
+      this.queue = this.queue.filter(f => f.state === 'queued').concat(ready)
+        .sort((a, b) => a.mtimeMs - b.mtimeMs || (a.relativePath < b.relativePath ? -1 : 1));
     }
     this.startUploads();
     if (this.dueTimer) clearTimeout(this.dueTimer);
     this.dueTimer = undefined;
     if (next !== Infinity) {
-      this.dueTimer = setTimeout(() => { this.dueTimer = undefined; void this.recheckDue(); }, Math.max(10, next - now));
+      // A little after the first due time, so that files found together are queued together (oldest first).
+      this.dueTimer = setTimeout(() => { this.dueTimer = undefined; void this.recheckDue(); }, Math.max(10, next - now + DUE_GROUP_MS));
     }
     this.emitCounts();
   }
@@ -408,10 +433,16 @@ export class HotFolder<R> extends EventEmitter {
     if (this.paused || this.closed || this.folderError !== undefined) return;
     const free = this.options.maxParallel - this.running.size;
     if (free <= 0) return;
-    const queued = [...this.files.values()].filter(f => f.state === 'queued')
-      .sort((a, b) => a.mtimeMs - b.mtimeMs || (a.relativePath < b.relativePath ? -1 : 1))
-      .slice(0, free);
-    for (const f of queued) void this.uploadOne(f);
+    const queued: Tracked[] = [];
+    while (queued.length < free && this.queue.length > 0) {
+      const f = this.queue.shift()!;
+      if (f.state === 'queued' && this.files.get(f.relativePath) === f && !queued.includes(f)) queued.push(f);
+    }
+    for (const f of queued) {
+      const handled = this.uploadOne(f);
+      this.handling.add(handled);
+      void handled.finally(() => this.handling.delete(handled));
+    }
   }
 
   // ---------------------------------------------------------------- one upload
@@ -433,7 +464,7 @@ export class HotFolder<R> extends EventEmitter {
         await this.afterFailure(f, full, sent, asAssetError(err));
         return;
       }
-      if (this.closed) return; // not moved: uploaded again after the restart (at-least-once)
+      // The server has it: moved even while closing, so that it is not uploaded again.
       if (await this.changedSince(full, sent, f)) return;
       let movedTo: string | undefined;
       try {
