@@ -8,8 +8,8 @@ import * as path from 'path';
 import { AssetApiError, invalidInput } from '../../api/errors';
 import type { UploadOutcome } from '../../api/client';
 import { clientFor } from '../asset-server';
-import { errorStatusText, localText, resolvePath, SettingError, STATUS_INTERVAL_MS } from '../common';
-import type { Node, NodeAPI, NodeMessage, NodeSend, NodeDone } from '../node-red';
+import { errorStatusText, localText, resolvePath, SettingError, STATUS_INTERVAL_MS } from '../shared';
+import { createNode, registerType, type Node, type NodeAPI, type NodeMessage, type NodeSend, type NodeDone } from '../shared/node-red';
 import { uploadFieldReader } from '../shared/upload-fields';
 import { hotFolderSettings, type AssetHotFolderConfig } from './settings';
 import { hotFolderStats } from './stats';
@@ -29,7 +29,7 @@ const TEXT = {
 
 export default function register(RED: NodeAPI): void {
   function AssetHotFolderNode(this: Node, config: AssetHotFolderConfig) {
-    RED.nodes.createNode(this, config);
+    createNode(RED, this, config);
     const node = this;
     const text = (key: keyof typeof TEXT, params: Record<string, unknown> = {}) =>
       localText(RED, `asset-hot-folder.status.${key}`, TEXT[key], params);
@@ -146,5 +146,5 @@ export default function register(RED: NodeAPI): void {
     showStatus();
   }
 
-  RED.nodes.registerType('asset-hot-folder', AssetHotFolderNode);
+  registerType(RED, 'asset-hot-folder', AssetHotFolderNode);
 }

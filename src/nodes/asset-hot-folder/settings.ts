@@ -3,7 +3,7 @@
  * the setting (editor label and property) and the rule; the node then stays red and watches nothing.
  */
 import * as path from 'path';
-import { isBlankSetting, numberSetting, SettingError } from '../common';
+import { isBlankSetting, numberSetting, SettingError } from '../shared/fields';
 import { retriesSetting } from '../shared/retry';
 import type { UploadFieldsConfig } from '../shared/upload-fields';
 import { patternList } from './patterns';

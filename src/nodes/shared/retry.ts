@@ -17,8 +17,9 @@
  */
 import { AssetApiError } from '../../api/errors';
 import type { UploadOptions } from '../../api/upload';
-import { isBlankSetting, localText } from '../common';
-import type { Node, NodeAPI } from '../node-red';
+import { isBlankSetting } from './fields';
+import type { Node, NodeAPI } from './node-red';
+import { localText } from './texts';
 
 /** First wait when the server names none (ms); doubles on each further try. */
 export const RETRY_BASE_MS = 5000;

@@ -4,8 +4,9 @@
  * same name; a value set on the node is never replaced by the msg.
  */
 import type { UploadOptions } from '../../api/client';
-import { asBoolean, asInteger, asNumber, asString, localText, resolveField, type FieldSource } from '../common';
-import type { Node, NodeAPI, NodeMessage } from '../node-red';
+import { asBoolean, asInteger, asNumber, asString, resolveField, type FieldSource } from './fields';
+import type { Node, NodeAPI, NodeMessage } from './node-red';
+import { localText } from './texts';
 
 /** Editor properties of the upload fields. TypedInput fields come as value + `<name>Type`. */
 export interface UploadFieldsConfig {

@@ -3,13 +3,13 @@
  * Readable) to the server's ingest call (spec 4.2).
  */
 import { Readable } from 'stream';
-import type { UploadOptions, UploadOutcome } from '../api/client';
-import { invalidInput } from '../api/errors';
-import { clientFor } from './asset-server';
-import { asString, handleInputAndClose, resolveField, resolvePath, type FieldSource } from './common';
-import type { Node, NodeAPI, NodeMessage } from './node-red';
-import { uploadFieldReader, type UploadFieldsConfig } from './shared/upload-fields';
-import { canRepeatUpload, nodeRetry, withRetries } from './shared/retry';
+import type { UploadOptions, UploadOutcome } from '../../api/client';
+import { invalidInput } from '../../api/errors';
+import { clientFor } from '../asset-server';
+import { asString, handleInputAndClose, resolveField, resolvePath, type FieldSource } from '../shared';
+import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
+import { canRepeatUpload, nodeRetry, withRetries } from '../shared/retry';
+import { uploadFieldReader, type UploadFieldsConfig } from '../shared/upload-fields';
 
 /** Editor properties. TypedInput fields come as value + `<name>Type`. */
 export interface AssetUploadConfig extends UploadFieldsConfig {
@@ -30,7 +30,7 @@ function isReadable(value: unknown): value is Readable {
 
 export default function register(RED: NodeAPI): void {
   function AssetUploadNode(this: Node, config: AssetUploadConfig) {
-    RED.nodes.createNode(this, config);
+    createNode(RED, this, config);
     const node = this;
     const field = (msg: NodeMessage, source: FieldSource) => resolveField(RED, node, msg, source);
 
@@ -74,5 +74,5 @@ export default function register(RED: NodeAPI): void {
     }, { maxInFlight: config.maxInFlight });
   }
 
-  RED.nodes.registerType('asset-upload', AssetUploadNode);
+  registerType(RED, 'asset-upload', AssetUploadNode);
 }
