@@ -3,9 +3,8 @@
  * to `upload`, and moves it only after the server answered success.
  *
  * Rules (README "Hot folders"):
- * - Finding: file-system events (fs.watch) start a scan soon; a full rescan runs every
- *   `rescanMs` anyway (events are unreliable on network shares); `polling` uses only the rescan.
- *   Files already there at start are found by the first scan.
+ * - Finding (scanner.ts): a full scan at start and every `rescanMs`; file-system events in
+ *   between name the files to look at; `polling` uses only the rescans (network shares).
  * - Untouched: a file is taken once its size and modification time, as this watcher saw them,
  *   have not changed for `untouchedMs`. What a file's mtime says is not trusted alone: a copy
  *   that keeps the original's mtime is still being written. An empty file waits until it has
@@ -24,76 +23,17 @@
  *   state is `ok` again once the folder is back.
  */
 import { EventEmitter } from 'events';
-import * as fs from 'fs';
+import type * as fs from 'fs';
 import * as fsp from 'fs/promises';
 import * as path from 'path';
-import { AssetApiError } from '../../api/errors';
+import type { AssetApiError } from '../../api/errors';
 import { canRepeatUpload, retryDelayMs, RETRY_BASE_MS } from '../shared/retry';
-import { FileFilter } from './patterns';
 import { moveWithoutOverwrite, writeFileAtomically } from './files';
+import { FolderScanner, type ScanSink } from './scanner';
+import { asAssetError, errorRecord, type FailedFile, type HotFolderCounts, type HotFolderOptions, type IngestedFile } from './types';
 
-export interface HotFolderOptions<R> {
-  /** Absolute path of the watched folder. */
-  folder: string;
-  /** Also watch subfolders. */
-  recursive: boolean;
-  /** No file-system events: only the periodic rescan (network shares). */
-  polling: boolean;
-  /** Full rescan interval (ms). */
-  rescanMs: number;
-  /** How long size and mtime must stay the same before a file is taken (ms). */
-  untouchedMs: number;
-  include: string[];
-  exclude: string[];
-  /** Uploads at once. */
-  maxParallel: number;
-  /** Where ingested files go (absolute); null: deleted (the user chose so explicitly). */
-  doneFolder: string | null;
-  /** Where failed files go (absolute), with `<name>.error.json`. */
-  failedFolder: string;
-  /** Tries after a transient failure before the file counts as failed. */
-  retries: number;
-  /** First backoff (ms); tests make it short. Default 5 s. */
-  retryBaseMs?: number;
-  /** Sends one file; rejects with an AssetApiError on failure. */
-  upload: (file: FileJob, signal: AbortSignal) => Promise<R>;
-}
-
-/** One file handed to `upload`. */
-export interface FileJob {
-  /** Absolute path. */
-  path: string;
-  /** Path below the watched folder, `/`-separated. */
-  relativePath: string;
-  size: number;
-  /** 1 for the first try. */
-  attempt: number;
-}
-
-export interface IngestedFile<R> {
-  relativePath: string;
-  /** Where the file is now; undefined when it was deleted. */
-  movedTo?: string;
-  size: number;
-  durationMs: number;
-  attempts: number;
-  result: R;
-}
-
-export interface FailedFile {
-  relativePath: string;
-  movedTo: string;
-  errorFile: string;
-  error: AssetApiError;
-  attempts: number;
-}
-
-export interface HotFolderCounts {
-  waiting: number;
-  uploading: number;
-  done: number;
-  failed: number;
-}
+export { errorRecord } from './types';
+export type { FailedFile, FileJob, HotFolderCounts, HotFolderOptions, IngestedFile } from './types';
 
 interface Tracked {
   relativePath: string;
@@ -107,37 +47,16 @@ interface Tracked {
   attempts: number;
   /** retry-wait: when the next try may start. */
   notBefore: number;
-  /** Seen by the scan in progress. */
-  seen: boolean;
   /** An empty file was reported once. */
   emptyReported?: boolean;
 }
 
-/** Files named by file-system events are looked at this soon (several events, one look). */
-const EVENT_DELAY_MS = 50;
 /** Files due within this long of each other are re-read and queued as one batch. */
 const DUE_GROUP_MS = 50;
 
-/** Plain fields of an error for `<name>.error.json` and messages: never a cookie (AssetApiError has none). */
-export function errorRecord(error: AssetApiError, relativePath: string, attempts: number): Record<string, unknown> {
-  return {
-    file: relativePath, kind: error.kind, message: error.message, serverMessage: error.serverMessage,
-    status: error.status, code: error.code, field: error.field, operation: error.operation,
-    time: new Date().toISOString(), attempts
-  };
-}
-
-function asAssetError(err: unknown): AssetApiError {
-  if (err instanceof AssetApiError) return err;
-  const e = err as NodeJS.ErrnoException | undefined;
-  return new AssetApiError('invalid-input', `file: ${e?.message ?? String(err)}`, {
-    field: 'file', operation: 'upload', ...(typeof e?.code === 'string' ? { code: e.code } : {})
-  });
-}
-
 export class HotFolder<R> extends EventEmitter {
   readonly options: HotFolderOptions<R>;
-  private readonly filter: FileFilter;
+  private readonly scanner: FolderScanner;
   private readonly files = new Map<string, Tracked>();
   private readonly running = new Map<string, AbortController>();
   /** Each upload's whole handling (send, then move), so that a close can wait for them. */
@@ -148,37 +67,30 @@ export class HotFolder<R> extends EventEmitter {
   private failed = 0;
   private paused = false;
   private closed = false;
-  private folderError: string | undefined;
-  private watchers: fs.FSWatcher[] = [];
-  private rescanTimer: NodeJS.Timeout | undefined;
   private dueTimer: NodeJS.Timeout | undefined;
-  private eventTimer: NodeJS.Timeout | undefined;
-  private scanning: Promise<void> | undefined;
-  private scanAgain = false;
-  /** Paths named by file-system events since the last look; a full scan when an event names none. */
-  private readonly touched = new Set<string>();
-  private fullScanWanted = false;
 
   constructor(options: HotFolderOptions<R>) {
     super();
     this.options = options;
-    this.filter = new FileFilter(options.include, options.exclude);
+    this.scanner = new FolderScanner(options, this.sink());
+    this.scanner.on('folder-error', (text: string) => { this.emit('folder-error', text); this.emitCounts(); });
+    this.scanner.on('folder-ok', () => { this.emit('folder-ok'); this.startUploads(); });
+    this.scanner.on('warning', (text: string) => this.emit('warning', text));
   }
 
   /** Starts watching: a first scan at once (files already there are taken too). */
   start(): void {
-    this.requestScan();
-    this.scheduleRescan();
+    this.scanner.start();
   }
 
   pause(): void { this.paused = true; this.emitCounts(); }
   resume(): void { this.paused = false; this.startUploads(); this.emitCounts(); }
   get isPaused(): boolean { return this.paused; }
   /** undefined while the folder can be read; else why not. */
-  get error(): string | undefined { return this.folderError; }
+  get error(): string | undefined { return this.scanner.error; }
 
   /** Scans now (the node's `rescan` command). */
-  rescan(): Promise<void> { return this.requestScan(); }
+  rescan(): Promise<void> { return this.scanner.rescan(); }
 
   counts(): HotFolderCounts {
     let waiting = 0;
@@ -196,158 +108,39 @@ export class HotFolder<R> extends EventEmitter {
    */
   async close(waitMs = 4000): Promise<void> {
     this.closed = true;
-    for (const t of [this.rescanTimer, this.dueTimer, this.eventTimer]) if (t) clearTimeout(t);
-    this.stopWatching();
+    if (this.dueTimer) clearTimeout(this.dueTimer);
     for (const controller of this.running.values()) controller.abort();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      Promise.allSettled([...this.handling, this.scanning ?? Promise.resolve()]),
+      Promise.allSettled([...this.handling, this.scanner.close()]),
       new Promise<void>(resolve => { timer = setTimeout(resolve, waitMs); })
     ]);
     if (timer) clearTimeout(timer);
   }
 
-  // ---------------------------------------------------------------- finding files
+  // ---------------------------------------------------------------- what the scanner finds
 
-  private scheduleRescan(): void {
-    if (this.closed) return;
-    this.rescanTimer = setTimeout(() => {
-      this.requestScan().finally(() => this.scheduleRescan());
-    }, this.options.rescanMs);
-  }
-
-  /** One scan at a time; a request during a scan makes one more scan after it. */
-  private requestScan(): Promise<void> {
-    if (this.closed) return Promise.resolve();
-    if (this.scanning) { this.scanAgain = true; return this.scanning; }
-    this.scanning = (async () => {
-      do {
-        this.scanAgain = false;
-        await this.scan();
-      } while (this.scanAgain && !this.closed);
-    })().finally(() => { this.scanning = undefined; });
-    return this.scanning;
-  }
-
-  /** An event looks at the file it names (a stat), not at the whole folder: cheap with thousands of files. */
-  private onFsEvent(filename?: string | Buffer | null): void {
-    if (this.closed) return;
-    const name = filename ? filename.toString() : '';
-    if (name) this.touched.add(name.split(path.sep).join('/'));
-    else this.fullScanWanted = true;
-    if (this.eventTimer) return;
-    this.eventTimer = setTimeout(() => { this.eventTimer = undefined; void this.lookAtTouched(); }, EVENT_DELAY_MS);
-  }
-
-  private async lookAtTouched(): Promise<void> {
-    if (this.fullScanWanted) {
-      this.fullScanWanted = false;
-      this.touched.clear();
-      await this.requestScan();
-      return;
-    }
-    const names = [...this.touched];
-    this.touched.clear();
-    for (const relativePath of names) {
-      if (this.closed) return;
-      const segments = relativePath.split('/');
-      const full = path.join(this.options.folder, ...segments);
-      if (this.isInOwnFolder(full)) continue;
-      let stat: fs.Stats;
-      try {
-        stat = await fsp.stat(full);
-      } catch {
+  private sink(): ScanSink {
+    return {
+      // Only new files and those still settling are read on a full scan: a queued or retrying file
+      // is compared with what was read when its upload ends, so a rescan of thousands stays cheap.
+      wantsRead: (relativePath) => {
+        const state = this.files.get(relativePath)?.state;
+        return state === undefined || state === 'settling';
+      },
+      observed: (relativePath, stat) => this.observeStat(relativePath, stat),
+      gone: (relativePath) => {
         const known = this.files.get(relativePath);
-        if (known && known.state !== 'uploading') this.files.delete(relativePath); // moved or removed
-        continue;
-      }
-      if (stat.isDirectory()) {
-        if (this.options.recursive) { await this.requestScan(); return; } // a folder dropped in: what is in it
-        continue;
-      }
-      if (!stat.isFile() || (segments.length > 1 && !this.options.recursive) || !this.filter.takes(relativePath)) continue;
-      this.observeStat(relativePath, stat);
-    }
-    this.checkDue();
-  }
-
-  private async scan(): Promise<void> {
-    const root = this.options.folder;
-    try {
-      const stat = await fsp.stat(root);
-      if (!stat.isDirectory()) throw Object.assign(new Error(`${root} is not a folder`), { code: 'ENOTDIR' });
-      await fsp.access(root, fs.constants.R_OK | fs.constants.X_OK);
-    } catch (err) {
-      this.setFolderError(err);
-      return;
-    }
-    for (const f of this.files.values()) f.seen = false;
-    try {
-      await this.walk(root, '');
-    } catch (err) {
-      // The folder went away during the scan: keep what is known, report, try again later.
-      this.setFolderError(err);
-      for (const f of this.files.values()) f.seen = true;
-      return;
-    }
-    if (this.closed) return;
-    for (const [key, f] of this.files) {
-      if (!f.seen && f.state !== 'uploading') this.files.delete(key); // gone: moved or removed by someone else
-    }
-    if (this.folderError !== undefined) {
-      this.folderError = undefined;
-      this.emit('folder-ok');
-    }
-    this.ensureWatching();
-    this.checkDue();
-  }
-
-  private async walk(dir: string, relativeDir: string): Promise<void> {
-    const entries = await fsp.readdir(dir, { withFileTypes: true });
-    for (const entry of entries) {
-      if (this.closed) return;
-      const full = path.join(dir, entry.name);
-      const relativePath = relativeDir ? `${relativeDir}/${entry.name}` : entry.name;
-      if (this.isOwnFolder(full) || this.filter.ignoresName(entry.name)) continue;
-      if (entry.isDirectory()) {
-        if (this.options.recursive) {
-          try {
-            await this.walk(full, relativePath);
-          } catch (err) {
-            const code = (err as NodeJS.ErrnoException).code;
-            if (code === 'ENOENT') continue; // a subfolder removed meanwhile
-            this.emit('warning', `${full}: ${(err as Error).message}`);
-          }
+        if (known && known.state !== 'uploading') this.files.delete(relativePath);
+      },
+      scanned: (present) => {
+        for (const [key, f] of this.files) {
+          if (!present.has(key) && f.state !== 'uploading') this.files.delete(key); // moved or removed by someone else
         }
-        continue;
-      }
-      if (!entry.isFile() || !this.filter.takes(relativePath)) continue;
-      const known = this.files.get(relativePath);
-      // Only new files and those still settling are read: a queued or retrying file is compared
-      // with what was read when its upload ends, so a rescan of thousands of files stays cheap.
-      if (known && known.state !== 'settling') { known.seen = true; continue; }
-      await this.observe(full, relativePath);
-    }
-  }
-
-  /** The done and failed folders are never scanned, wherever they are. */
-  private isOwnFolder(full: string): boolean {
-    return full === this.options.doneFolder || full === this.options.failedFolder;
-  }
-
-  private isInOwnFolder(full: string): boolean {
-    const inside = (folder: string | null) => folder !== null && (full === folder || full.startsWith(folder + path.sep));
-    return inside(this.options.doneFolder) || inside(this.options.failedFolder);
-  }
-
-  private async observe(full: string, relativePath: string): Promise<void> {
-    let stat: fs.Stats;
-    try {
-      stat = await fsp.stat(full);
-    } catch {
-      return; // gone between readdir and stat
-    }
-    this.observeStat(relativePath, stat);
+        this.checkDue();
+      },
+      looked: () => this.checkDue()
+    };
   }
 
   /** Records what a stat saw: a new file, or a change that restarts its untouched interval. */
@@ -356,12 +149,11 @@ export class HotFolder<R> extends EventEmitter {
     const known = this.files.get(relativePath);
     if (!known) {
       this.files.set(relativePath, {
-        relativePath, size: stat.size, mtimeMs: stat.mtimeMs, since: now, checkedAt: now, state: 'settling', attempts: 0, notBefore: 0, seen: true
+        relativePath, size: stat.size, mtimeMs: stat.mtimeMs, since: now, checkedAt: now, state: 'settling', attempts: 0, notBefore: 0
       });
       this.emitCounts();
       return;
     }
-    known.seen = true;
     if (known.state === 'uploading') return;
     known.checkedAt = now;
     if (known.size !== stat.size || known.mtimeMs !== stat.mtimeMs) {
@@ -430,7 +222,7 @@ export class HotFolder<R> extends EventEmitter {
   }
 
   private startUploads(): void {
-    if (this.paused || this.closed || this.folderError !== undefined) return;
+    if (this.paused || this.closed || this.scanner.error !== undefined) return;
     const free = this.options.maxParallel - this.running.size;
     if (free <= 0) return;
     const queued: Tracked[] = [];
@@ -550,40 +342,10 @@ export class HotFolder<R> extends EventEmitter {
     if (this.files.get(f.relativePath) === f) this.files.delete(f.relativePath);
   }
 
-  // ---------------------------------------------------------------- folder state and events
-
-  private setFolderError(err: unknown): void {
-    const code = (err as NodeJS.ErrnoException)?.code;
-    const reason = code === 'ENOENT' ? 'does not exist'
-      : code === 'EACCES' || code === 'EPERM' ? 'cannot be read (permission denied)'
-        : code === 'ENOTDIR' ? 'is not a folder' : (err as Error)?.message ?? String(err);
-    const text = `${this.options.folder} ${reason}`;
-    this.stopWatching();
-    if (this.folderError === text) return;
-    this.folderError = text;
-    this.emit('folder-error', text);
-    this.emitCounts();
-  }
-
-  private ensureWatching(): void {
-    if (this.options.polling || this.watchers.length > 0 || this.closed) return;
-    try {
-      const watcher = fs.watch(this.options.folder, { recursive: this.options.recursive, persistent: false }, (_event, name) => this.onFsEvent(name));
-      watcher.on('error', () => { this.stopWatching(); this.onFsEvent(); });
-      this.watchers.push(watcher);
-    } catch {
-      // No events here (e.g. too many watches): the rescan still finds every file.
-    }
-  }
-
-  private stopWatching(): void {
-    for (const w of this.watchers.splice(0)) { try { w.close(); } catch { /* already closed */ } }
-  }
-
   private lastCounts = '';
   private emitCounts(): void {
     const counts = this.counts();
-    const key = JSON.stringify(counts) + this.paused + (this.folderError ?? '');
+    const key = JSON.stringify(counts) + this.paused + (this.scanner.error ?? '');
     if (key === this.lastCounts) return;
     this.lastCounts = key;
     this.emit('counts', counts);
