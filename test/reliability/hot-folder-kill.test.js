@@ -1,6 +1,7 @@
 'use strict';
 // asset-hot-folder's guarantee: a file is never lost. A real Node-RED (spawned, as `npm start`
-// runs it) watches a folder of 200 files and uploads them to the emulator; it is killed with
+// runs it) watches a folder of 200 files and uploads them to the emulator (through a proxy that
+// slows what is sent, so that bodies are in flight at the kill); it is killed with
 // SIGKILL at a random moment of the batch (after 1 to 150 files are done), then started again on
 // the same user dir. Then every file's bytes are on the server and in the done folder, none is
 // left in the watched folder, none is lost. Files uploaded twice (the kill fell between the
@@ -9,6 +10,7 @@
 require('should');
 const crypto = require('crypto');
 const fs = require('fs');
+const net = require('net');
 const os = require('os');
 const path = require('path');
 const { startEmulator } = require('../../dist/emulator');
@@ -35,15 +37,40 @@ function filesIn(dir) {
     .map(e => path.relative(dir, path.join(e.parentPath ?? e.path, e.name)));
 }
 
+/** A TCP proxy to `target` that forwards what the client sends at most `bytesPerSec` per connection. */
+async function throttlingProxy(target, bytesPerSec) {
+  const { port, hostname } = new URL(target);
+  const sockets = new Set();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(port), hostname);
+    for (const s of [client, upstream]) { sockets.add(s); s.on('close', () => sockets.delete(s)); s.on('error', () => { client.destroy(); upstream.destroy(); }); }
+    client.on('data', (chunk) => {
+      client.pause();
+      upstream.write(chunk);
+      setTimeout(() => client.resume(), Math.ceil((chunk.length / bytesPerSec) * 1000));
+    });
+    client.on('end', () => upstream.end());
+    upstream.pipe(client);
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    close: () => new Promise((resolve) => { for (const s of sockets) s.destroy(); server.close(resolve); })
+  };
+}
+
 describe('reliability: asset-hot-folder, SIGKILL of Node-RED during a batch of 200 files', function () {
   this.timeout(600000);
   let emulator;
+  let slowLink;
   let work;
   before(async function () {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-hot-kill-'));
     emulator = await startEmulator({ port: 0, sessions: [{ value: COOKIE_VALUE, permissions: ['events', 'add'] }] });
+    slowLink = await throttlingProxy(emulator.url, 32 * 1024 * 1024);
   });
   after(async function () {
+    if (slowLink) await slowLink.close();
     if (emulator) await emulator.close();
     fs.rmSync(work, { recursive: true, force: true });
   });
@@ -58,8 +85,9 @@ describe('reliability: asset-hot-folder, SIGKILL of Node-RED during a batch of 2
       const contents = new Map();
       for (let i = 0; i < FILES; i++) {
         const name = i % 10 === 0 ? `sub/file ${i}.bin` : `file-${i}.bin`;
-        // Up to 600 KiB, so that some are mid-upload at the kill.
-        const data = crypto.randomBytes(1024 + ((i * 7919) % (600 * 1024)));
+        // Most up to 600 KiB; every 10th 16 MiB, sent through a proxy at 32 MiB/s per connection, so
+        // that the kill lands while bodies are being sent (else the server has them all by then).
+        const data = crypto.randomBytes(i % 10 === 3 ? 16 * 1024 * 1024 + i : 1024 + ((i * 7919) % (600 * 1024)));
         contents.set(name, data);
         fs.mkdirSync(path.dirname(path.join(folder, name)), { recursive: true });
         fs.writeFileSync(path.join(folder, name), data);
@@ -67,7 +95,7 @@ describe('reliability: asset-hot-folder, SIGKILL of Node-RED during a batch of 2
       const Z = 'hk00000000000001';
       const flows = [
         { id: Z, type: 'tab', label: 'hot folder kill' },
-        { id: 'hk00000000000002', type: 'asset-server', name: 'dam', baseUrl: emulator.url, timeout: 30, credentials: { cookie: `JSESSIONID=${COOKIE_VALUE}` } },
+        { id: 'hk00000000000002', type: 'asset-server', name: 'dam', baseUrl: slowLink.url, timeout: 30, credentials: { cookie: `JSESSIONID=${COOKIE_VALUE}` } },
         { id: 'hk00000000000003', type: 'asset-hot-folder', z: Z, server: 'hk00000000000002', folder, recursive: true, mode: 'events',
           untouchedSeconds: 0.2, rescanSeconds: 0.5, maxParallel: 4, retries: 2, afterUpload: 'move', subfolders: 'keep',
           destination: dest, destinationType: 'str', wait: 'true', waitType: 'bool', x: 0, y: 0, wires: [[], []] }
