@@ -14,8 +14,8 @@ import type { IncomingMessage, ServerResponse } from 'http';
 import { AssetApiError, redactSecrets } from '../api/errors';
 import type { CallbackEntry } from '../api/types';
 import {
-  DuplicateFilter, contentTypeProblem, entryKey, isEmptyEntry, memoryEntryFilter, parseCallbackPayload, readJsonBody, secretMatches,
-  type Claim, type EntryFilter
+  DuplicateFilter, YIELD_EVERY, contentTypeProblem, entryKey, isEmptyEntry, memoryEntryFilter, parseCallbackPayload, readJsonBody,
+  secretMatches, yieldToEventLoop, type Claim, type EntryFilter
 } from '../events';
 import { eventInStats } from '../plugin/event-in-stats';
 import type { AssetRedisConfigNode } from './asset-redis';
@@ -155,16 +155,20 @@ export default function register(RED: NodeAPI): void {
     /** Emits the entries of one callback that the duplicate filter lets through (see {@link Emitted}). */
     async function emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<Emitted> {
       const candidates: CallbackEntry[] = [];
-      for (const entry of entries) {
-        if (isEmptyEntry(entry) && !settings.emitEmpty) { state.empties++; stats.empty(); continue; }
+      // Empty entries, and entries without a key (no rrn: see entryKey), are never dropped.
+      const keys: Array<string | undefined> = [];
+      for (let i = 0; i < entries.length; i++) {
+        if (i > 0 && i % YIELD_EVERY === 0) await yieldToEventLoop(); // a loop over outside data
+        const entry = entries[i];
+        const empty = isEmptyEntry(entry);
+        if (empty && !settings.emitEmpty) { state.empties++; stats.empty(); continue; }
         candidates.push(entry);
+        if (filter) keys.push(empty ? undefined : entryKey(subscriptionId, entry));
       }
       const kept: CallbackEntry[] = [];
       let busy = 0;
       let claim: Claim | undefined;
       if (filter) {
-        // Empty entries, and entries without a key (no rrn: see entryKey), are never dropped.
-        const keys = candidates.map((entry) => (isEmptyEntry(entry) ? undefined : entryKey(subscriptionId, entry)));
         const claimed = keys.filter((key): key is string => key !== undefined);
         const verdicts = claimed.length > 0 ? (claim = await filter.claim(claimed)).verdicts : [];
         let at = 0;
@@ -184,16 +188,20 @@ export default function register(RED: NodeAPI): void {
         if (claim) await claim.undo().catch(() => undefined);
         return { sent: 0, entries: 0, busy, closing: true };
       }
-      const sent = sendEntries(kept, subscriptionId, receivedAt);
-      // Confirmed in this turn, before Node-RED delivers the messages: a copy killed once its flow
-      // has them has confirmed them, so the server's retry is not emitted twice. Whatever the
-      // confirmation meets, the messages are out and the answer is success.
+      // Confirmed in the turn of the first send, before Node-RED delivers the messages: a copy killed
+      // once its flow has them has confirmed them, so the server's retry is not emitted twice.
+      // Whatever the confirmation meets, the messages are out and the answer is success.
       claim?.confirm().catch((err: unknown) => warnFilter(err));
+      const sent = await sendEntries(kept, subscriptionId, receivedAt);
       return { sent, entries: kept.length, busy, undo: claim?.undo };
     }
 
-    /** Sends the kept entries and returns how many messages went out. */
-    function sendEntries(kept: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): number {
+    /**
+     * Sends the kept entries and returns how many messages went out. Every YIELD_EVERY messages
+     * it lets the event loop run (Node-RED delivers them, the editor and other callbacks are
+     * answered); a node closed meanwhile sends no more (the answer is then 503).
+     */
+    async function sendEntries(kept: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<number> {
       if (kept.length === 0) return 0;
       // Plain literals, not `{ ...common, payload }`: a spread per message is a measurable cost in bursts.
       if (settings.perCallback) {
@@ -205,6 +213,10 @@ export default function register(RED: NodeAPI): void {
       const partsId = randomBytes(8).toString('hex');
       const count = kept.length;
       for (let index = 0; index < count; index++) {
+        if (index > 0 && index % YIELD_EVERY === 0) {
+          await yieldToEventLoop();
+          if (state.closed) return index;
+        }
         const entry = kept[index];
         // type/len let a core join node in automatic mode rebuild the array of entries.
         const msg: NodeMessage = { payload: entry, receivedAt, parts: { id: partsId, index, count, type: 'array', len: 1 } };
@@ -262,10 +274,10 @@ export default function register(RED: NodeAPI): void {
       }
       const typeProblem = contentTypeProblem(req.headers['content-type']);
       if (typeProblem) { req.resume(); return rejectCall(res, 400, typeProblem); }
-      const body = await readJsonBody(req, settings.maxBodyBytes);
+      const body = await readJsonBody(req, settings.maxBodyBytes, settings.maxEntries);
       if (!body.ok) return rejectCall(res, body.status, body.reason);
-      const parsed = parseCallbackPayload(body.value);
-      if (!parsed.ok) return rejectCall(res, 400, parsed.reason);
+      const parsed = parseCallbackPayload(body.value, settings.maxEntries);
+      if (!parsed.ok) return rejectCall(res, parsed.status ?? 400, parsed.reason);
       if (settings.checkId && settings.subscriptionId && parsed.id !== settings.subscriptionId) {
         return rejectCall(res, 400, 'id: does not match the subscription of this endpoint');
       }
