@@ -398,7 +398,13 @@ function parseBaseUrl(value: unknown): { base: string; origin: string } {
     throw invalidInput('baseUrl', rule);
   }
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') throw invalidInput('baseUrl', rule);
-  if (url.search !== '' || url.hash !== '') throw invalidInput('baseUrl', 'must not have a query (?) or fragment (#)');
+  // The raw text, not url.search/url.hash: a bare trailing ? or # leaves both empty, yet turns
+  // every API path appended to the base into a query or fragment (the request goes to the root).
+  if (/[?#]/.test(value)) throw invalidInput('baseUrl', 'must not have a query (?) or fragment (#)');
+  if (url.username !== '' || url.password !== '') {
+    throw invalidInput('baseUrl', 'must not hold a user name or password (user:password@): a base URL is stored and shown in plain text; ' +
+      'use the Cookie or Automatic login, whose password is kept as a credential');
+  }
   // The API paths start with the context path /review: a base URL pasted with it is used as is.
   const base = value.trim().replace(/\/+$/, '').replace(/\/review$/, '');
   return { base, origin: url.origin };

@@ -174,16 +174,46 @@ function fieldListOf(fields: string | Record<string, string>): Array<[string, st
   return Object.entries(fields).map(([name, value]) => [name, String(value)]);
 }
 
-/** Why a login failed: the step, and what happened, free of secrets; `credentialsRefused` when the server refused the user name or password. */
+/**
+ * Why a login failed: the step, and what happened in our own words, free of secrets;
+ * `credentialsRefused` when the server refused the user name or password; `said`: the login
+ * server's own message (redacted), kept apart so that a caller can leave it out.
+ */
 class LoginFailure {
-  constructor(readonly step: string, readonly reason: string, readonly credentialsRefused = false) {}
+  constructor(readonly step: string, readonly reason: string, readonly credentialsRefused = false, readonly said?: string) {}
 }
 
-/** An `auth` error of a failed automatic login (code LOGIN_FAILED): the step that failed and why, free of secrets. */
+/**
+ * An `auth` error of a failed automatic login (code LOGIN_FAILED): the step that failed and why
+ * (`reason`, our own words), free of secrets; `serverSaid`, the login server's message, redacted.
+ */
 export class LoginError extends AssetApiError {
-  constructor(message: string, readonly step: string, readonly reason: string, readonly credentialsRefused: boolean, operation: AssetOperation) {
+  constructor(message: string, readonly step: string, readonly reason: string, readonly credentialsRefused: boolean, operation: AssetOperation,
+    readonly serverSaid?: string) {
     super('auth', message, { operation, status: 401, code: 'LOGIN_FAILED' });
   }
+}
+
+/**
+ * The login URL and the session page must be on the base URL's host (any port or scheme, as for a
+ * cookie): the session they give is sent to the base URL, and a session of another host (an
+ * internal service) must never be sent there.
+ */
+export function checkLoginHost(login: LoginOptions | undefined, base: string): void {
+  if (!login) return;
+  const resolved = resolveLogin(login);
+  const baseHost = new URL(base).hostname.toLowerCase();
+  const check = (field: string, text: string | undefined) => {
+    if (!text || !/^https?:\/\//i.test(text)) return; // relative: on the base URL
+    let host: string;
+    try { host = new URL(text).hostname.toLowerCase(); } catch { throw invalidInput(`login.${field}`, 'must be a valid URL'); }
+    if (host !== baseHost) {
+      throw invalidInput(`login.${field}`, `must be on the base URL's host (${baseHost}): the session it gives is sent to the base URL, ` +
+        `never to another host than the one it came from (here ${host})`);
+    }
+  };
+  check('url', resolved.url);
+  check('sessionUrl', resolved.sessionUrl);
 }
 
 /** What the client lends the session for its login request. */
@@ -211,6 +241,7 @@ export class SessionHolder {
 
   constructor(private readonly deps: SessionDeps, cookie: unknown, login?: LoginOptions) {
     this.login = login === undefined || login === null ? undefined : resolveLogin(login);
+    checkLoginHost(this.login, deps.base);
     this.header = cookieHeaderOf(cookie);
     this.remember(cookie, this.header);
     this.delayMs = this.login?.retryDelayMs ?? DEFAULT_RETRY_MS;
@@ -329,10 +360,11 @@ export class SessionHolder {
   private loginError(operation: AssetOperation, failure: LoginFailure, waitMs: number): LoginError {
     const next = waitMs > 0 ? `next try in ${Math.ceil(waitMs / 1000)} s` : 'next try on the next request';
     const reason = this.redact(failure.reason);
+    const said = failure.said === undefined ? undefined : this.redact(failure.said);
     return new LoginError(
-      `${operation}: login failed, ${next}: ${failure.step}: ${reason}. ` +
+      `${operation}: login failed, ${next}: ${failure.step}: ${reason}${said ? ` (server says: ${said})` : ''}. ` +
       'Automatic login: check the user name, password and login settings of the asset-server node, or set a new cookie.',
-      failure.step, reason, failure.credentialsRefused, operation);
+      failure.step, reason, failure.credentialsRefused, operation, said);
   }
 
   /** `text` without the password and any cookie this session sent (each becomes ***). */
@@ -390,7 +422,7 @@ export class SessionHolder {
       const said = serverMessageOf(tryParseJson(String(response.data ?? ''))?.value);
       const refused = response.status === 401 || response.status === 403;
       const hint = refused ? ' (user name or password refused)' : '';
-      throw new LoginFailure('login request', `${where} answered HTTP ${response.status}${hint}${said ? `: ${this.redact(said).slice(0, 200)}` : ''}`, refused);
+      throw new LoginFailure('login request', `${where} answered HTTP ${response.status}${hint}`, refused, said ? this.redact(said).slice(0, 200) : undefined);
     }
     return response;
   }
@@ -440,7 +472,7 @@ export class SessionHolder {
     for (const key of login.sessionName.split('.')) value = isPlainObject(value) ? value[key] : undefined;
     if (typeof value !== 'string' && typeof value !== 'number') {
       const said = serverMessageOf(parsed.value);
-      throw new LoginFailure('login answer', `the JSON answer has no property ${login.sessionName}${said ? ` (server says: ${this.redact(said).slice(0, 200)})` : ''}`);
+      throw new LoginFailure('login answer', `the JSON answer has no property ${login.sessionName}`, false, said ? this.redact(said).slice(0, 200) : undefined);
     }
     return checkedValue(String(value));
   }
