@@ -202,9 +202,9 @@ export class AssetClient extends EventEmitter {
   }
 
   /** Logs in now with the automatic login settings; rejects with an `auth` error naming the failed step. */
-  async login(): Promise<void> {
+  async login(opts: { signal?: AbortSignal } = {}): Promise<void> {
     if (!this.session.canLogin) throw invalidInput('login', 'automatic login is not set up (asset-server node: Automatic login; client option: login)');
-    await this.session.loginNow('login');
+    await this.session.loginNow('login', opts.signal);
   }
 
   /** The Cookie header sent now (a secret: for keeping it across a restart of the caller, never for display). */
@@ -300,7 +300,7 @@ export class AssetClient extends EventEmitter {
     } catch (err) {
       // As a call on this thread does: one login for a 401, then once more.
       if (!(err instanceof AssetApiError) || err.kind !== 'auth' || err.status !== 401 || !this.session.canLogin) throw err;
-      await this.session.renew(usedHeader, 'download');
+      await this.session.renew(usedHeader, 'download', opts.signal ?? undefined);
       const again = this.threadJob('downloadToFile', opts);
       if (!again) return downloadToFile(this.calls, opts, onTemporaryFile);
       try {

@@ -72,6 +72,8 @@ export const LOGIN_PRESETS: Record<LoginPreset, LoginShape> = {
 };
 
 const DEFAULT_RETRY_MS = 5000;
+/** Longest a whole login may take when the client has no timeout (timeout 0). */
+const DEFAULT_LOGIN_DEADLINE_MS = 60000;
 const DEFAULT_MAX_RETRY_MS = 300000;
 /** How many past cookies are still redacted from text (a cookie may come back in a late error). */
 const REMEMBERED_SECRETS = 64;
@@ -278,7 +280,7 @@ export class SessionHolder {
    * once when the cookie changed meanwhile; else joins the login in flight or starts one (unless
    * a failed login's delay is still running). Rejects with an `auth` error naming the failed step.
    */
-  async renew(usedHeader: string | undefined, operation: AssetOperation): Promise<void> {
+  async renew(usedHeader: string | undefined, operation: AssetOperation, signal?: AbortSignal): Promise<void> {
     if (this.header !== usedHeader) return;
     if (!this.login) throw new AssetApiError('auth', `${operation}: automatic login is not set up`, { operation, status: 401 });
     if (!this.inFlight) {
@@ -294,7 +296,7 @@ export class SessionHolder {
       this.inFlight = this.runLogin(this.login).finally(() => { this.inFlight = undefined; });
     }
     try {
-      await this.inFlight;
+      await untilAborted(this.inFlight, signal, operation);
     } catch (err) {
       if (err instanceof LoginFailure) throw this.loginError(operation, err, this.failure ? this.failure.until - Date.now() : 0);
       throw err;
@@ -305,8 +307,8 @@ export class SessionHolder {
    * Logs in now (e.g. at start); during the wait after a failed login it rejects at once saying
    * when the next try is. Rejects with an `auth` error naming the failed step.
    */
-  async loginNow(operation: AssetOperation): Promise<void> {
-    return this.renew(this.header, operation);
+  async loginNow(operation: AssetOperation, signal?: AbortSignal): Promise<void> {
+    return this.renew(this.header, operation, signal);
   }
 
   /** The server answered a request sent with `usedHeader` with anything but 401: that session works. */
@@ -374,8 +376,12 @@ export class SessionHolder {
 
   private async runLogin(login: ResolvedLogin): Promise<void> {
     let value: string;
+    // One deadline for the whole login (session page and login request): the socket's idle timeout
+    // alone never ends an answer that trickles in a byte at a time.
+    const deadlineMs = this.deps.timeoutMs > 0 ? this.deps.timeoutMs : DEFAULT_LOGIN_DEADLINE_MS;
+    const deadline = AbortSignal.timeout(deadlineMs);
     try {
-      value = this.sessionOf(login, await this.sendLogin(login));
+      value = this.sessionOf(login, await this.sendLogin(login, deadline, deadlineMs));
     } catch (err) {
       const failure = err instanceof LoginFailure ? err : new LoginFailure('login request', String(err));
       this.fail(failure);
@@ -389,12 +395,12 @@ export class SessionHolder {
     this.emit('renewed');
   }
 
-  private async sendLogin(login: ResolvedLogin): Promise<AxiosResponse> {
+  private async sendLogin(login: ResolvedLogin, deadline: AbortSignal, deadlineMs: number): Promise<AxiosResponse> {
     const fill = (text: string) => text.split('{{username}}').join(login.username).split('{{password}}').join(login.password);
     const fields = new URLSearchParams();
     for (const [name, value] of login.fieldList) fields.append(fill(name), fill(value));
     const url = this.resolve(login.url, 'login URL');
-    const sessionCookies = login.sessionUrl ? await this.firstSession(this.resolve(login.sessionUrl, 'session page URL')) : undefined;
+    const sessionCookies = login.sessionUrl ? await this.firstSession(this.resolve(login.sessionUrl, 'session page URL'), deadline, deadlineMs) : undefined;
     const form = login.fieldsIn === 'form';
     if (!form) for (const [name, value] of fields) url.searchParams.append(name, value);
     const where = `${url.origin}${url.pathname}`;
@@ -411,9 +417,11 @@ export class SessionHolder {
         },
         responseType: 'text',
         timeout: this.deps.timeoutMs,
+        signal: deadline,
         maxRedirects: 0
       });
     } catch (err) {
+      if (deadline.aborted) throw new LoginFailure('login request', `${where} did not answer completely within ${deadlineMs} ms (timed out)`);
       const code = (err as { code?: unknown })?.code;
       throw new LoginFailure('login request', `${where} could not be reached${typeof code === 'string' ? ` (${code})` : ''}`);
     }
@@ -436,11 +444,14 @@ export class SessionHolder {
   }
 
   /** GETs the session page; the `name=value` pairs of its Set-Cookie headers, for the login request. */
-  private async firstSession(url: URL): Promise<string | undefined> {
+  private async firstSession(url: URL, deadline: AbortSignal, deadlineMs: number): Promise<string | undefined> {
     let response: AxiosResponse;
     try {
-      response = await this.deps.http.request({ method: 'GET', url: url.toString(), responseType: 'text', timeout: this.deps.timeoutMs, maxRedirects: 0 });
+      response = await this.deps.http.request({
+        method: 'GET', url: url.toString(), responseType: 'text', timeout: this.deps.timeoutMs, signal: deadline, maxRedirects: 0
+      });
     } catch (err) {
+      if (deadline.aborted) throw new LoginFailure('session page', `${url.origin}${url.pathname} did not answer completely within ${deadlineMs} ms (timed out)`);
       const code = (err as { code?: unknown })?.code;
       throw new LoginFailure('session page', `${url.origin}${url.pathname} could not be reached${typeof code === 'string' ? ` (${code})` : ''}`);
     }
@@ -476,6 +487,22 @@ export class SessionHolder {
     }
     return checkedValue(String(value));
   }
+}
+
+/**
+ * Waits for the shared login, unless the caller's signal ends first: then this caller stops
+ * waiting ('aborted'; a call maps it to its own timeout or abort), and the login goes on for the
+ * others within its own deadline.
+ */
+function untilAborted(login: Promise<void>, signal: AbortSignal | undefined, operation: AssetOperation): Promise<void> {
+  if (!signal) return login;
+  const aborted = () => new AssetApiError('aborted', `${operation}: aborted while waiting for the automatic login`, { operation });
+  if (signal.aborted) return Promise.reject(aborted());
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => reject(aborted());
+    signal.addEventListener('abort', onAbort, { once: true });
+    login.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 function setCookieLines(response: AxiosResponse): string[] {
