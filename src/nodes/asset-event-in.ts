@@ -21,6 +21,7 @@ import { eventInStats } from '../plugin/event-in-stats';
 import type { AssetRedisConfigNode } from './asset-redis';
 import type { AssetServerConfigNode } from './asset-server';
 import { STATUS_INTERVAL_MS, SettingError, localText } from './common';
+import { adminClashReason, adminRouteClash } from './event-in-admin-paths';
 import { openRoute, reply } from './event-in-route';
 import { callbackUrl, readSettings, subscriptionFields, type AssetEventInConfig, type Settings } from './event-in-settings';
 import { OwnedSubscription, releaseSubscription, sweepRegistryOnStart, type OwnedSetup } from './event-in-subscription';
@@ -69,6 +70,8 @@ export default function register(RED: NodeAPI): void {
     let settings: Settings;
     try {
       settings = readSettings(config, node.id);
+      const clash = adminRouteClash(settings.path, RED.settings.httpNodeRoot, RED.settings.httpAdminRoot);
+      if (clash) throw new SettingError(adminClashReason(clash));
     } catch (err) {
       refuse(err);
       return;
