@@ -21,6 +21,7 @@ import type { Agent as HttpsAgent } from 'https';
 import { ApiCalls, byteLimitOf, timeoutOf, type CallOptions } from './calls';
 import { downloadToBuffer, downloadToFile, openDownload, type BufferDownloadOptions, type DownloadInfo, type DownloadOptions } from './download';
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
+import type { IfExists } from './file-placement';
 import { readExportAnswer } from './json-answer';
 import { SessionHolder, type LoginOptions } from './session';
 import type { TransferProgress } from './transfer';
@@ -290,7 +291,7 @@ export class AssetClient extends EventEmitter {
    * server's (sanitized) file name, else `asset-<fuid>`. A failed download leaves no file behind.
    * `onTemporaryFile` is for the transfer thread (see download.ts); a call on the worker ignores it.
    */
-  async downloadToFile(opts: DownloadOptions & { path: string }, onTemporaryFile?: (file: string) => void): Promise<DownloadInfo & { path: string; bytes: number }> {
+  async downloadToFile(opts: DownloadOptions & { path: string; ifExists?: IfExists }, onTemporaryFile?: (file: string) => void): Promise<DownloadInfo & { path: string; bytes: number }> {
     const job = this.threadJob('downloadToFile', opts);
     if (!job) return downloadToFile(this.calls, opts, onTemporaryFile);
     type Result = DownloadInfo & { path: string; bytes: number };
