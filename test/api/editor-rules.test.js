@@ -2,7 +2,7 @@
 /**
  * The editor keeps browser copies of runtime rules in resources/dam-editor.js: the subscription
  * id and header name of src/api/values.ts (DamEditor.SUBSCRIPTION_ID, DamEditor.HEADER_NAME) and
- * "Parallel requests" of src/nodes/common.ts (DamEditor.validateInFlight). This test runs the
+ * "Parallel requests" of src/nodes/shared/request-tracker.ts (DamEditor.validateInFlight). This test runs the
  * real editor file and the compiled source on the same cases and fails when any answer differs.
  */
 const fs = require('fs');
@@ -11,8 +11,8 @@ const vm = require('vm');
 const should = require('should');
 const values = require('../../dist/api/values');
 const { validateSubscriptionId } = require('../../dist/api/validate');
-const { inFlightLimit, MAX_IN_FLIGHT_LIMIT, isBlankSetting, numberSetting } = require('../../dist/nodes/common');
-const eventInSettings = require('../../dist/nodes/event-in-settings');
+const { inFlightLimit, MAX_IN_FLIGHT_LIMIT, isBlankSetting, numberSetting } = require('../../dist/nodes/shared');
+const eventInSettings = require('../../dist/nodes/asset-event-in/settings');
 
 function loadDamEditor() {
   const source = fs.readFileSync(path.join(__dirname, '../../resources/dam-editor.js'), 'utf8');
@@ -153,7 +153,7 @@ describe('editor rules: browser copies answer as the source does', function () {
 
 describe('editor rules: asset-event-in paths on the editor\'s routes (issue 22 item 8)', function () {
   const editor = loadDamEditor();
-  const { adminRouteClash, ADMIN_ROUTE_SEGMENTS } = require('../../dist/nodes/event-in-admin-paths');
+  const { adminRouteClash, ADMIN_ROUTE_SEGMENTS } = require('../../dist/nodes/asset-event-in/admin-paths');
   const PATHS = ['/auth/token', 'auth/login', '/AUTH/Token/', '/flows', '/flows/', '//flows', '/flows/state', '/flow/abc', '/nodes', '/context/global',
     '/settings', '/settings/user', '/plugins/messages', '/diagnostics', '/icons', '/resources/x/y', '/theme', '/projects', '/locales/editor',
     '/library/a/b', '/credentials/t/i', '/red/main.js', '/vendor/x', '/types/x', '/favicon.ico', '/comms', '/inject/1', '/debug/view',
