@@ -239,7 +239,7 @@
     }
     /** The editor is served at httpAdminRoot: its page's folder. */
     function editorRoot() {
-        return typeof location === "undefined" ? "/" : location.pathname.replace(/[^\/]*$/, "");
+        return typeof location === "undefined" ? "/" : location.pathname.replace(/[^/]*$/, "");
     }
 
     window.DamEditor = {
