@@ -61,7 +61,7 @@ export async function placeFile(temporary: string, target: string, ifExists: IfE
   }
   if (ifExists === 'fail') {
     throw new AssetApiError('invalid-input',
-      `${operation}: ${target} exists and was left as it is (If the file exists: fail); choose replace or keep both, or remove the file`,
+      `${operation}: ${target} exists and was left as it is (asset-download "If it exists": fail, option ifExists); choose replace or keep both, or remove the file`,
       { operation, field: 'ifExists', code: 'EEXIST' });
   }
   throw new AssetApiError('invalid-input', `${operation}: ${target} and its copies (1) to (${MAX_SUFFIX}) all exist`, { operation, field: 'ifExists', code: 'EEXIST' });

@@ -123,7 +123,7 @@ describe('asset-download node (against the emulator)', function () {
     await s.load(s.flow('asset-download', { output: 'file', filename: folder, ifExists: 'fail' }, { baseUrl: emulator.url }));
     const caught = await s.runFailing({ fuid: first.fuid });
     caught.assetError.kind.should.equal('invalid-input');
-    caught.error.message.should.match(/exists and was left as it is \(If the file exists: fail\)/);
+    caught.error.message.should.match(/exists and was left as it is \(asset-download "If it exists": fail, option ifExists\)/);
     fs.readFileSync(path.join(folder, 'doc.txt'), 'utf8').should.equal('mine');
     await helper.unload();
     await s.load(s.flow('asset-download', { output: 'file', filename: folder, ifExists: 'replace' }, { baseUrl: emulator.url }));
