@@ -160,6 +160,7 @@ describe('emulator: restart on a repository journal with a torn line mid-file (i
       emu = await startTestEmulator({ dataDir });
       try {
         for (const name of ['one.txt', 'three.txt', 'four.txt']) (await assetAt(emu, `/torn/${name}`)).success.should.be.true(name);
+        emu.lines.some((l) => /repository journal: 1 torn line\(s\) skipped/.test(l)).should.be.true();
         (await uploadFile(emu.url, '/torn', 'five.txt', Buffer.from('five'))).json.success.should.be.true();
       } finally { await emu.close(); }
     } finally { rmDir(dataDir); }
