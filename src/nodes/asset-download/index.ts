@@ -5,6 +5,7 @@
  */
 import { invalidInput } from '../../api/errors';
 import { DEFAULT_MAX_BUFFER_BYTES, type DownloadInfo, type DownloadOptions } from '../../api/client';
+import type { IfExists } from '../../api/file-placement';
 import { clientFor } from '../asset-server';
 import { asIntegerId, asString, formatBytes, handleInputAndClose, isBlank, isBlankSetting, localText, required, resolveField, resolvePath } from '../shared';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
@@ -27,6 +28,8 @@ export interface AssetDownloadConfig {
   retries?: string | number;
   /** Buffer mode: largest file taken into memory, in MB (10^6 bytes). Default 100. */
   maxSizeMB?: string | number;
+  /** File mode into a folder: replace, keep-both (default, also for flows saved before the setting) or fail. */
+  ifExists?: string;
 }
 
 /** The Buffer mode limit in bytes; blank is the client's default (100 MB). */
@@ -87,7 +90,9 @@ export default function register(RED: NodeAPI): void {
       }
       const client = clientFor(RED, config.server);
       const target = resolvePath(RED, filename);
-      const result = await withRetry(() => client.downloadToFile({ ...options, path: target }));
+      // The editor's choice only (never a msg property); checked by the client, naming ifExists.
+      const ifExists = (config.ifExists || undefined) as IfExists | undefined;
+      const result = await withRetry(() => client.downloadToFile({ ...options, path: target, ifExists }));
       msg.filename = result.path;
       msg.payload = result.path;
       setResponseProperties(msg, result);
