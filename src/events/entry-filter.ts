@@ -4,6 +4,7 @@
  * answer it.
  */
 import type { DuplicateFilter } from './dedup';
+import { YIELD_EVERY, yieldToEventLoop } from './entry-digest';
 
 /**
  * Per entry key: `new` (emit it), `duplicate` (emitted already within the window: drop it), or
@@ -31,14 +32,27 @@ export interface EntryFilter {
 
 const confirmed = async (): Promise<void> => undefined;
 
-/** The in-memory filter behind the same interface: a key is claimed and confirmed at once. */
+/**
+ * The in-memory filter behind the same interface: a key is claimed and confirmed at once. The keys
+ * of one callback form one batch (the cap never evicts them while it runs), checked a few hundred
+ * at a time so that a large callback does not hold the event loop.
+ */
 export function memoryEntryFilter(filter: DuplicateFilter): EntryFilter {
   return {
-    // undo forgets the new keys (an at-least-once inbox that could not store them answers 503).
     claim: async (keys) => {
-      const verdicts: Verdict[] = keys.map((key) => (filter.isDuplicate(key) ? 'duplicate' : 'new'));
-      const undo = async () => { keys.forEach((key, i) => { if (verdicts[i] === 'new') filter.forget(key); }); };
-      return { verdicts, confirm: confirmed, undo };
+      const batch = filter.begin();
+      try {
+        const verdicts: Verdict[] = new Array(keys.length);
+        for (let i = 0; i < keys.length; i++) {
+          if (i > 0 && i % YIELD_EVERY === 0) await yieldToEventLoop();
+          verdicts[i] = batch.isDuplicate(keys[i]) ? 'duplicate' : 'new';
+        }
+        // undo forgets the new keys (an at-least-once inbox that could not store them answers 503).
+        const undo = async () => { keys.forEach((key, i) => { if (verdicts[i] === 'new') filter.forget(key); }); };
+        return { verdicts, confirm: confirmed, undo };
+      } finally {
+        batch.end();
+      }
     }
   };
 }
