@@ -22,6 +22,7 @@ import { ApiCalls, byteLimitOf, timeoutOf, type CallOptions } from './calls';
 import { downloadToBuffer, downloadToFile, openDownload, type BufferDownloadOptions, type DownloadInfo, type DownloadOptions } from './download';
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import { readExportAnswer } from './json-answer';
+import { ProxyRouter, proxySecrets, resolveProxy, type ProxyEnvOptions, type ProxySetting } from './proxy';
 import { SessionHolder, type LoginOptions } from './session';
 import type { TransferProgress } from './transfer';
 import { TransferThread, type ThreadJob } from './transfer-thread';
@@ -29,7 +30,7 @@ import { API_PATHS, type SubscriptionFields, type SubscriptionResult, type Subsc
 import { upload, uploadOnce, type UploadOptions, type UploadOutcome } from './upload';
 import { textField, validateFuid, validateRrn, validateSubscriptionFields, validateSubscriptionId } from './validate';
 
-export type { BufferDownloadOptions, CallOptions, DownloadInfo, DownloadOptions, TransferProgress, UploadOptions, UploadOutcome };
+export type { BufferDownloadOptions, CallOptions, DownloadInfo, DownloadOptions, ProxyEnvOptions, ProxySetting, TransferProgress, UploadOptions, UploadOutcome };
 
 /** Options of an {@link AssetClient}. */
 export interface AssetClientOptions {
@@ -84,6 +85,15 @@ export interface AssetClientOptions {
    * errors and automatic login behave the same. Not used with `agent`.
    */
   transferThread?: 'main' | 'worker';
+  /**
+   * HTTP proxy, decided per URL (the automatic login's too): `env` (default) reads `http_proxy`,
+   * `https_proxy` and `no_proxy` (either case) as Node-RED's http request node does; `none` goes
+   * direct; or `{ url, username, password, noProxy }` (a core `http proxy` config node). HTTPS goes
+   * through a CONNECT tunnel. Not used with `agent`. A 407 is an error of kind `proxy`.
+   */
+  proxy?: ProxySetting;
+  /** For `proxy: 'env'`: Node-RED's `proxyOptions` setting (favourUpperCase, lowerCaseOnly, excludeNpm). */
+  proxyOptions?: ProxyEnvOptions;
 }
 
 /** Options of {@link AssetClient.exportMetadata} (spec 4.4). */
@@ -135,6 +145,8 @@ export class AssetClient extends EventEmitter {
   private readonly session: SessionHolder;
   private readonly maxBufferBytes: number;
   private readonly ownAgents: Array<http.Agent> = [];
+  /** Direct or through the proxy, per connection; undefined with proxy `none` or a given agent. */
+  private readonly router: ProxyRouter | undefined;
   /** The worker of `transferThread: 'worker'`, and the client options it is given (the cookie is added per call). */
   private readonly thread: TransferThread | undefined;
   private readonly threadOptions: Record<string, unknown> = {};
@@ -150,27 +162,33 @@ export class AssetClient extends EventEmitter {
     if (transferThread !== 'main' && transferThread !== 'worker') throw invalidInput('transferThread', "must be 'main' or 'worker'");
     if (transferThread === 'worker' && !options.agent) {
       this.thread = new TransferThread();
-      for (const name of ['baseUrl', 'timeout', 'ca', 'cert', 'key', 'passphrase', 'rejectUnauthorized', 'maxSockets', 'maxBufferBytes', 'maxAnswerBytes'] as const) {
+      for (const name of ['baseUrl', 'timeout', 'ca', 'cert', 'key', 'passphrase', 'rejectUnauthorized', 'maxSockets', 'maxBufferBytes', 'maxAnswerBytes', 'proxy', 'proxyOptions'] as const) {
         if (options[name] !== undefined) this.threadOptions[name] = options[name];
       }
     }
 
+    const proxy = options.agent ? undefined : resolveProxy(options.proxy, options.proxyOptions);
     let httpAgent = options.agent as http.Agent | undefined;
     let httpsAgent = options.agent as https.Agent | undefined;
     if (!options.agent) {
       // Bounded: a burst of messages waits for a socket instead of opening one per message.
       const maxSockets = integerOption('maxSockets', options.maxSockets, DEFAULT_MAX_SOCKETS);
-      httpAgent = new http.Agent({ keepAlive: true, maxSockets });
-      httpsAgent = new https.Agent({
-        keepAlive: true,
-        maxSockets,
+      const tlsOptions = {
         ca: options.ca === undefined ? undefined : [...tls.rootCertificates, ...([] as Array<string | Buffer>).concat(options.ca)],
         cert: options.cert,
         key: options.key,
         passphrase: options.passphrase,
         rejectUnauthorized: options.rejectUnauthorized !== false
-      });
+      };
+      httpAgent = new http.Agent({ keepAlive: true, maxSockets });
+      httpsAgent = new https.Agent({ keepAlive: true, maxSockets, ...tlsOptions });
       this.ownAgents.push(httpAgent, httpsAgent);
+      if (proxy && proxy.mode !== 'none') {
+        // One agent for both schemes: it picks direct or the proxy for each new connection.
+        this.router = new ProxyRouter(proxy, { http: httpAgent, https: httpsAgent as https.Agent }, { keepAlive: true, maxSockets, ...tlsOptions });
+        httpAgent = this.router;
+        httpsAgent = this.router as unknown as https.Agent;
+      }
     }
     const api = axios.create({
       httpAgent,
@@ -184,9 +202,13 @@ export class AssetClient extends EventEmitter {
       // JSON answers are read whole: bounded (downloads set their own).
       maxContentLength: maxAnswerBytes,
       transformResponse: [(data: unknown) => data],
-      headers: { 'User-Agent': '@dam-assets/node-red' }
+      headers: { 'User-Agent': '@dam-assets/node-red' },
+      // Our agents decide direct or proxy; axios' own proxy handling (environment variables,
+      // no CONNECT tunnel for HTTPS on older versions) stays off.
+      proxy: false
     });
     this.session = new SessionHolder({ http: api, base, timeoutMs: timeout }, options.cookie, options.login);
+    if (proxy) for (const secret of proxySecrets(proxy)) this.session.keepSecret(secret);
     this.calls = new ApiCalls({ http: api, base, origin, session: this.session, timeout, maxAnswerBytes });
     this.session.onChange((event) => this.emit(event === 'renewed' ? 'session-renewed' : 'cookie-set'));
     // One listener per node that shares this client (e.g. every asset-event-in): no fixed limit.
@@ -344,7 +366,7 @@ export class AssetClient extends EventEmitter {
    */
   close(): void {
     this.thread?.close();
-    for (const agent of this.ownAgents) {
+    for (const agent of [...this.ownAgents, ...(this.router?.proxyAgents ?? [])]) {
       (agent as http.Agent & { keepAlive: boolean }).keepAlive = false;
       for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
     }

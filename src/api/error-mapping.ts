@@ -98,6 +98,7 @@ export function errorForStatus(ctx: ErrorContext, status: number, body?: unknown
       'Get a new session cookie and update it (in Node-RED: the Cookie of the asset-server config node, or at run time ' +
       'with an asset-session node), or set up automatic login (asset-server: Automatic login; README: Sessions).', details);
   }
+  if (status === 407) return proxyAuthError(op);
   if (status === 403) {
     return new AssetApiError('permission', `${op}: permission denied (HTTP 403).${suffix}`, details);
   }
@@ -117,6 +118,14 @@ export function errorForStatus(ctx: ErrorContext, status: number, body?: unknown
       `${op === 'upload' ? ' for uploads' : ''}: check the base URL (http/https, host, path prefix).`, details);
   }
   return new AssetApiError('http', `${op}: unexpected HTTP status ${status} from ${ctx.origin}.${suffix}`, details);
+}
+
+/** HTTP 407: the proxy wants (other) credentials. Its own kind, never `auth`: the session is not at fault. */
+export function proxyAuthError(operation: AssetOperation): AssetApiError {
+  return new AssetApiError('proxy',
+    `${operation}: proxy authentication failed (HTTP 407): the HTTP proxy refused the user name or password. ` +
+    'Set them in the http proxy config node chosen in the asset-server (or in the proxy URL of http_proxy / https_proxy).',
+    { operation, status: 407, code: 'PROXY_AUTH_FAILED' });
 }
 
 /** Error for a 2xx answer whose body is not the JSON object expected. */
@@ -157,6 +166,9 @@ function describeNetwork(code: string | undefined, message: string): string {
  */
 export function errorForFailure(ctx: ErrorContext, err: unknown, state: FailureState): AssetApiError {
   if (err instanceof AssetApiError) return err;
+  // Raised by the proxy agent (a bad proxy URL in the environment), wrapped by axios.
+  const cause = (err as { cause?: unknown } | undefined)?.cause;
+  if (cause instanceof AssetApiError) return cause;
   const op = ctx.operation;
   if (state.timedOut) {
     return new AssetApiError('timeout', `${op}: timed out: nothing received from ${ctx.origin} for ${state.timeoutMs} ms`,

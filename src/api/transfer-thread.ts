@@ -9,7 +9,7 @@
  * caller's session holds at the start of the call; the caller keeps the session (renewal after
  * a 401 happens on its side). Knows nothing of the API itself.
  */
-import { Worker } from 'worker_threads';
+import { SHARE_ENV, Worker } from 'worker_threads';
 import * as fsp from 'fs/promises';
 import * as path from 'path';
 import { AssetApiError, type AssetErrorKind, type AssetOperation } from './errors';
@@ -84,7 +84,8 @@ export class TransferThread {
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    const worker = new Worker(WORKER_FILE);
+    // The caller's environment, live: its http_proxy / no_proxy decide the worker's connections too.
+    const worker = new Worker(WORKER_FILE, { env: SHARE_ENV });
     worker.on('message', (m: ThreadMessage) => this.onMessage(m));
     // An uncaught error stops the worker: its calls fail once it has exited (nothing of theirs
     // runs any more, so a temporary file removed then stays removed).
@@ -137,7 +138,7 @@ export class TransferThread {
   }
 }
 
-const KINDS: AssetErrorKind[] = ['auth', 'permission', 'rejected', 'http', 'network', 'timeout', 'invalid-input', 'aborted', 'too-large'];
+const KINDS: AssetErrorKind[] = ['auth', 'permission', 'rejected', 'http', 'network', 'timeout', 'invalid-input', 'aborted', 'too-large', 'proxy'];
 
 /** An AssetApiError rebuilt from its JSON form (the worker's errors carry no cookie: its client redacts them). */
 export function errorFromThread(operation: AssetOperation, e: Record<string, unknown>): AssetApiError {
