@@ -100,8 +100,10 @@ export class ProxyRouter extends AgentBase {
 
   constructor(private readonly proxy: Exclude<ResolvedProxy, { mode: 'none' }>,
     private readonly direct: { http: http.Agent; https: https.Agent }, private readonly tunnel: TunnelOptions) {
-    // No pool of its own: every request goes on to the agent chosen below, which pools.
-    super({ keepAlive: false });
+    // Every request goes on to the agent chosen below, which pools. keepAlive: Node sends
+    // `Connection: close` through an agent without it. The TLS options ride along with each
+    // request: https-proxy-agent takes the target's TLS settings from the request, not its own.
+    super({ keepAlive: true, ca: tunnel.ca, cert: tunnel.cert, key: tunnel.key, passphrase: tunnel.passphrase, rejectUnauthorized: tunnel.rejectUnauthorized } as http.AgentOptions);
   }
 
   /** Every proxy agent made so far (to close their idle sockets with the client). */
