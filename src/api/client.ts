@@ -184,10 +184,10 @@ export class AssetClient extends EventEmitter {
       httpsAgent = new https.Agent({ keepAlive: true, maxSockets, ...tlsOptions });
       this.ownAgents.push(httpAgent, httpsAgent);
       if (proxy && proxy.mode !== 'none') {
-        // One agent for both schemes: it picks direct or the proxy for each new connection.
-        this.router = new ProxyRouter(proxy, { http: httpAgent, https: httpsAgent as https.Agent }, { keepAlive: true, maxSockets, ...tlsOptions });
-        httpAgent = this.router;
-        httpsAgent = this.router as unknown as https.Agent;
+        // Direct or through the proxy, decided for each request by its URL.
+        this.router = new ProxyRouter(proxy, { http: httpAgent, https: httpsAgent as https.Agent }, { maxSockets, ...tlsOptions });
+        httpAgent = this.router.http;
+        httpsAgent = this.router.https;
       }
     }
     const api = axios.create({

@@ -10,7 +10,6 @@
  */
 import * as http from 'http';
 import * as https from 'https';
-import { Agent as AgentBase, type AgentConnectOpts } from 'agent-base';
 import { HttpProxyAgent } from 'http-proxy-agent';
 import { HttpsProxyAgent } from 'https-proxy-agent';
 import { invalidInput } from './errors';
@@ -92,18 +91,36 @@ function proxyUrlOf(text: string, field: string): URL {
 export type TunnelOptions = http.AgentOptions & https.AgentOptions;
 
 /**
- * Sends each new connection direct (through the client's own agents) or through the proxy the
- * rules give for its URL. Holds one proxy agent per proxy and scheme, each with its own pool.
+ * One agent per scheme for axios (`httpAgent`, `httpsAgent`): each sends a request on to the
+ * client's own agent (direct) or to the proxy agent the rules give for its URL, which pool the
+ * connections. The choice is made in `addRequest`, synchronously when the request is created:
+ * http-proxy-agent must rewrite the path to the absolute URI before the request's header is
+ * written (later, a kept-alive connection to the proxy would get a relative path).
  */
-export class ProxyRouter extends AgentBase {
+export class ProxyRouter {
+  readonly http: http.Agent;
+  readonly https: https.Agent;
   private readonly viaProxy = new Map<string, http.Agent>();
 
   constructor(private readonly proxy: Exclude<ResolvedProxy, { mode: 'none' }>,
-    private readonly direct: { http: http.Agent; https: https.Agent }, private readonly tunnel: TunnelOptions) {
-    // Every request goes on to the agent chosen below, which pools. keepAlive: Node sends
-    // `Connection: close` through an agent without it. The TLS options ride along with each
-    // request: https-proxy-agent takes the target's TLS settings from the request, not its own.
-    super({ keepAlive: true, ca: tunnel.ca, cert: tunnel.cert, key: tunnel.key, passphrase: tunnel.passphrase, rejectUnauthorized: tunnel.rejectUnauthorized } as http.AgentOptions);
+    direct: { http: http.Agent; https: https.Agent }, private readonly tunnel: TunnelOptions) {
+    const router = this;
+    // keepAlive: Node sends `Connection: close` through an agent without it. These agents hold no
+    // socket of their own.
+    this.http = new (class extends http.Agent {
+      addRequest(req: http.ClientRequest, options: http.RequestOptions): void {
+        const agent = router.agentFor(false, options) ?? direct.http;
+        (agent as unknown as { addRequest(r: http.ClientRequest, o: http.RequestOptions): void }).addRequest(req, options);
+      }
+    })({ keepAlive: true });
+    this.https = new (class extends https.Agent {
+      addRequest(req: http.ClientRequest, options: https.RequestOptions): void {
+        const agent = router.agentFor(true, options);
+        // https-proxy-agent takes the target's TLS settings from the request, not from its own options.
+        if (agent) (agent as unknown as { addRequest(r: http.ClientRequest, o: https.RequestOptions): void }).addRequest(req, { ...router.tlsOptions(), ...options });
+        else (direct.https as unknown as { addRequest(r: http.ClientRequest, o: https.RequestOptions): void }).addRequest(req, options);
+      }
+    })({ keepAlive: true });
   }
 
   /** Every proxy agent made so far (to close their idle sockets with the client). */
@@ -111,27 +128,34 @@ export class ProxyRouter extends AgentBase {
     return [...this.viaProxy.values()];
   }
 
-  connect(_req: http.ClientRequest, opts: AgentConnectOpts): http.Agent {
-    const secure = opts.secureEndpoint;
-    const host = opts.host ?? 'localhost';
-    const target = `${secure ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${opts.port}/`;
+  private tlsOptions(): https.RequestOptions {
+    const { ca, cert, key, passphrase, rejectUnauthorized } = this.tunnel;
+    return { ca, cert, key, passphrase, rejectUnauthorized };
+  }
+
+  /** The proxy agent for this request's URL, or undefined to go direct. */
+  private agentFor(secure: boolean, options: http.RequestOptions): http.Agent | undefined {
+    const host = String(options.hostname || options.host || 'localhost');
+    const port = options.port || (secure ? 443 : 80);
+    const target = `${secure ? 'https' : 'http'}://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}/`;
     const found = this.proxy.mode === 'env'
       ? proxyForUrl(target, process.env, this.proxy.options)
       : proxyForUrl(target, this.proxy.env);
-    if (!found) return secure ? this.direct.https : this.direct.http;
+    if (!found) return undefined;
     const key = `${secure ? 'tunnel' : 'forward'} ${found}`;
     let agent = this.viaProxy.get(key);
     if (!agent) {
-      const url = this.withCredentials(found);
-      agent = secure ? new HttpsProxyAgent(url, this.tunnel) : new HttpProxyAgent(url, { keepAlive: this.tunnel.keepAlive, maxSockets: this.tunnel.maxSockets });
+      const url = this.withCredentials(found, secure);
+      const pool = { keepAlive: true, maxSockets: this.tunnel.maxSockets };
+      agent = secure ? new HttpsProxyAgent(url, pool) : new HttpProxyAgent(url, pool);
       this.viaProxy.set(key, agent);
     }
     return agent;
   }
 
   /** The proxy URL with the config node's user name and password (they win over any in the URL, as in core). */
-  private withCredentials(found: string): URL {
-    const field = this.proxy.mode === 'env' ? (found.startsWith('https') ? 'https_proxy' : 'http_proxy') : 'proxy.url';
+  private withCredentials(found: string, secure: boolean): URL {
+    const field = this.proxy.mode === 'env' ? (secure ? 'https_proxy' : 'http_proxy') : 'proxy.url';
     const url = proxyUrlOf(found, field);
     if (this.proxy.mode === 'server' && (this.proxy.username || this.proxy.password)) {
       // Encoded here, decoded by the agents: a % or : in a password survives the round trip.
