@@ -24,6 +24,7 @@ import { clientOptions, DEFAULT_TIMEOUT_S, type AssetServerConfig, type AssetSer
 import { isBlankSetting } from '../nodes/common';
 import { LOGIN_SETTINGS, loginOptions } from '../nodes/server-session';
 import { derivedSubscriptionId } from '../nodes/asset-event-in';
+import { sameProxy } from '../nodes/server-proxy';
 import { maskHeaderValues } from '../nodes/asset-subscribe';
 import { checkConnection, checkWithLogin, configReport, type ConnectionReport } from './connection-check';
 import { eventInStats, type EventInStats } from './event-in-stats';
@@ -82,6 +83,7 @@ function sameConnection(typed: AssetServerConfig, typedCredentials: Record<strin
     && tls(typed.tls) === tls(deployed.tls)
     && (tls(typed.tls) !== '' || (typed.rejectUnauthorized !== false) === (deployed.rejectUnauthorized !== false))
     && (typedCredentials.cookie || '').trim() === (savedCredentials.cookie || '').trim()
+    && sameProxy(typed, deployed)
     && sameLogin(loginOptions(typed, typedCredentials), loginOptions(deployed, savedCredentials));
 }
 
@@ -221,6 +223,8 @@ export default function register(RED: PluginAPI): void {
       rejectUnauthorized: body.rejectUnauthorized !== false,
       tls: text(body.tls) || undefined,
       loginEnabled: body.loginEnabled === true,
+      proxyMode: text(body.proxyMode) || undefined,
+      proxy: text(body.proxy) || undefined,
       ...Object.fromEntries(LOGIN_SETTINGS.map((key) => [key, text(body[key])]))
     };
     const typed: Record<string, string | undefined> = { cookie: text(body.cookie), username: text(body.username), password: text(body.password) };
@@ -248,14 +252,16 @@ export default function register(RED: PluginAPI): void {
       if (!running?.login) { typeAgain(); return; }
       // Login settings that cannot work are named first (else the answer would be "type it again").
       try { resolveLogin(login); } catch (err) { res.json(configReport(err)); return; }
-      if ((config.baseUrl || '').trim() !== running.baseUrl || !sameLogin(login, running.login)) { typeAgain(); return; }
+      // Also through the same proxy: over plain http a proxy sees the login's fields.
+      if ((config.baseUrl || '').trim() !== running.baseUrl || !sameLogin(login, running.login) || !deployed || !sameProxy(config, deployed)) { typeAgain(); return; }
     }
     // With automatic login the check logs in first: the cookie is not sent.
     let cookie = login ? undefined : typed.cookie;
     if (cookie === SAVED_PASSWORD) {
       const sameBase = !!running && originOf(running.baseUrl) !== undefined && originOf(running.baseUrl) === originOf(config.baseUrl);
-      if (!sameBase) {
-        res.json(configReport(invalidInput('cookie', 'type the cookie again: the saved cookie is only sent to the deployed base URL\'s server')));
+      // ... and through the same proxy (over plain http a proxy sees the cookie).
+      if (!sameBase || !deployed || !sameProxy(config, deployed)) {
+        res.json(configReport(invalidInput('cookie', 'type the cookie again: the saved cookie is only sent to the deployed base URL\'s server, through its proxy setting')));
         return;
       }
       cookie = saved.cookie;
