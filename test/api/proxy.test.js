@@ -11,6 +11,8 @@
 // they end, so after the request under test a marker request is sent through the proxy; once the
 // marker's line is in the log, the request under test would be there too if it had gone through.
 const fsp = require('fs/promises');
+const net = require('net');
+const { Readable } = require('stream');
 const path = require('path');
 require('should');
 const { AssetClient } = require('../../dist/api/client');
@@ -72,6 +74,38 @@ describe('api client through an HTTP proxy (real squid)', function () {
     const [line] = await squid.waitForLog((l) => l.includes('/subscribe/proxy-http-1'));
     line.should.containEql(` POST ${plain.url}/review/api/events/assets/subscribe/proxy-http-1 `);
     line.should.containEql(COOKIES.editor); // the log does record headers: the HTTPS case below is a real check
+  });
+
+  it('plain HTTP: the exact bytes the proxy gets: one request line with the absolute URI, then the streamed body once, Content-Length bytes', async () => {
+    // A bare TCP "proxy" that keeps the bytes it gets and answers once it has the whole body.
+    let received = Buffer.alloc(0);
+    const proxy = net.createServer((socket) => {
+      socket.on('data', (chunk) => {
+        received = Buffer.concat([received, chunk]);
+        const text = received.toString('latin1');
+        const end = text.indexOf('\r\n\r\n');
+        const length = Number((/content-length: (\d+)/i.exec(text) || [])[1]);
+        if (end > 0 && received.length >= end + 4 + length) {
+          const body = JSON.stringify({ success: true, fuids: [1] });
+          socket.end(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+        }
+      });
+    });
+    await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const parts = ['first part;', 'second part;', 'third part.'];
+      const stream = new Readable({ read() { setImmediate(() => this.push(parts.length ? Buffer.from(parts.shift()) : null)); } });
+      const api = client({ baseUrl: 'http://dam.example:8873', proxy: { url: `http://127.0.0.1:${proxy.address().port}` } });
+      await api.upload({ file: { stream, length: 34 }, name: 'parts.txt', destination: '/inbox' });
+      const text = received.toString('latin1');
+      text.split('POST http://dam.example:8873/review/api/asset/upload HTTP/1.1').length.should.equal(2, text.slice(0, 2000));
+      text.should.startWith('POST http://dam.example:8873/review/api/asset/upload HTTP/1.1\r\n');
+      text.should.containEql('first part;second part;third part.');
+      const [head, ...rest] = text.split('\r\n\r\n');
+      Buffer.byteLength(rest.join('\r\n\r\n'), 'latin1').should.equal(Number(/content-length: (\d+)/i.exec(head)[1]));
+    } finally {
+      proxy.close();
+    }
   });
 
   it('HTTPS: a CONNECT tunnel; the proxy sees host and port only, never the cookie or the path; the server\'s CA from the TLS settings', async () => {

@@ -41,7 +41,7 @@ async function waitForPort(port, died) {
  * Starts squid. `auth: { username, password }` requires basic authentication.
  * Returns { url, port, dir, accessLog(): Promise<string[]>, waitForLog(pred), stop() }.
  */
-async function startSquid({ auth } = {}) {
+async function startSquid({ auth, extraConfig = [] } = {}) {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'dam-squid-'));
   // Squid started by root drops to the user `proxy`: it must be able to write here.
   await fsp.chmod(dir, 0o777);
@@ -77,7 +77,7 @@ async function startSquid({ auth } = {}) {
   } else {
     lines.push('http_access allow loopback');
   }
-  lines.push('http_access deny all');
+  lines.push('http_access deny all', ...extraConfig);
   const conf = path.join(dir, 'squid.conf');
   await fsp.writeFile(conf, lines.join('\n') + '\n');
   await fsp.writeFile(path.join(dir, 'access.log'), '', { mode: 0o666 });
