@@ -37,8 +37,14 @@ export function proxyForUrl(url: string, env: ProxyEnv = process.env, options: P
   if (!parsed.host) return '';
   const scheme = parsed.protocol.split(':', 1)[0];
   // Port stripped from host (not hostname) so that an IPv6 address keeps its brackets.
-  const hostname = parsed.host.replace(/:\d*$/, '');
-  const port = parseInt(parsed.port, 10) || DEFAULT_PORTS[scheme] || 0;
+  return proxyFor(scheme, parsed.host.replace(/:\d*$/, ''), parseInt(parsed.port, 10) || DEFAULT_PORTS[scheme] || 0, env, options);
+}
+
+/**
+ * The same for a URL already taken apart (the agents know scheme, host and port; no parsing per
+ * request): `hostname` lower case, an IPv6 address in brackets.
+ */
+export function proxyFor(scheme: string, hostname: string, port: number, env: ProxyEnv = process.env, options: ProxyEnvOptions = {}): string {
   if (!shouldProxy(hostname, port, env, options)) return '';
   let proxy = read(`npm_config_${scheme}_proxy`, env, options) || read(`${scheme}_proxy`, env, options)
     || read('npm_config_proxy', env, options) || read('all_proxy', env, options);

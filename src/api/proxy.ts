@@ -19,7 +19,7 @@ import type { Duplex } from 'stream';
 import * as tls from 'tls';
 import { HttpsProxyAgent } from 'https-proxy-agent';
 import { invalidInput } from './errors';
-import { configNodeEnv, proxyForUrl, type ProxyEnv, type ProxyEnvOptions } from './proxy-rules';
+import { configNodeEnv, proxyFor, type ProxyEnv, type ProxyEnvOptions } from './proxy-rules';
 
 export type { ProxyEnvOptions };
 
@@ -141,12 +141,13 @@ export class ProxyRouter {
 
   /** The proxy agent for this request's URL, or undefined to go direct. */
   private agentFor(secure: boolean, options: http.RequestOptions): http.Agent | undefined {
-    const host = String(options.hostname || options.host || 'localhost');
-    const port = options.port || (secure ? 443 : 80);
-    const target = `${secure ? 'https' : 'http'}://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}/`;
+    const host = String(options.hostname || options.host || 'localhost').toLowerCase();
+    const port = Number(options.port) || (secure ? 443 : 80);
+    const hostname = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+    const scheme = secure ? 'https' : 'http';
     const found = this.proxy.mode === 'env'
-      ? proxyForUrl(target, process.env, this.proxy.options)
-      : proxyForUrl(target, this.proxy.env);
+      ? proxyFor(scheme, hostname, port, process.env, this.proxy.options)
+      : proxyFor(scheme, hostname, port, this.proxy.env);
     if (!found) return undefined;
     const key = `${secure ? 'tunnel' : 'forward'} ${found}`;
     let agent = this.viaProxy.get(key);
