@@ -7,6 +7,7 @@
  */
 import { AssetApiError, type AssetOperation } from './errors';
 import { parseJsonKeepingBigInts } from './json';
+import { proxyOriginOf } from './proxy';
 import { isPlainObject, readFlag } from './values';
 
 /** What the client knows when it builds an error. */
@@ -182,7 +183,15 @@ export function errorForFailure(ctx: ErrorContext, err: unknown, state: FailureS
   }
   const rawMessage = err instanceof Error ? err.message : String(err);
   const message = ctx.redact(rawMessage).slice(0, MAX_SERVER_TEXT);
-  return new AssetApiError('network', `${op}: network error with ${ctx.origin}: ${describeNetwork(code, message)}${code ? ` (${code})` : ''}`,
+  // Sent to a proxy: a refused connection or unknown host is the proxy's (the proxy answers with
+  // a status when it cannot reach the server).
+  const proxy = proxyOriginOf((err as { request?: unknown } | null)?.request);
+  if (proxy !== undefined && (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH')) {
+    return new AssetApiError('network', `${op}: network error with the HTTP proxy ${proxy} (on the way to ${ctx.origin}): ` +
+      `${describeNetwork(code, message).replace(/is the server running/, 'is the proxy running')} (${code}); check the Proxy setting of the asset-server`,
+      { operation: op, code });
+  }
+  return new AssetApiError('network', `${op}: network error with ${ctx.origin}${proxy ? ` through the HTTP proxy ${proxy}` : ''}: ${describeNetwork(code, message)}${code ? ` (${code})` : ''}`,
     { operation: op, code });
 }
 

@@ -93,6 +93,14 @@ function proxyUrlOf(text: string, field: string): URL {
   return url;
 }
 
+/** Requests sent to a proxy, and its origin (no credentials). */
+const routed = new WeakMap<object, string>();
+
+/** The origin of the proxy a request (e.g. an axios error's `request`) was sent to; undefined when it went direct. */
+export function proxyOriginOf(request: unknown): string | undefined {
+  return request !== null && typeof request === 'object' ? routed.get(request) : undefined;
+}
+
 /** Agent options the proxy agents share with the direct ones: pool size and the server's TLS settings. */
 export type TunnelOptions = http.AgentOptions & https.AgentOptions;
 
@@ -100,13 +108,14 @@ export type TunnelOptions = http.AgentOptions & https.AgentOptions;
  * One agent per scheme for axios (`httpAgent`, `httpsAgent`): each sends a request on to the
  * client's own agent (direct) or to the proxy agent the rules give for its URL, which pool the
  * connections. The choice is made in `addRequest`, synchronously when the request is created:
- * http-proxy-agent must rewrite the path to the absolute URI before the request's header is
- * written (later, a kept-alive connection to the proxy would get a relative path).
+ * the forward agent must rewrite the path to the absolute URI before the request's header is
+ * written. Each request sent to a proxy is remembered ({@link proxyOriginOf}) so that an error
+ * can say the proxy, not the server, could not be reached.
  */
 export class ProxyRouter {
   readonly http: http.Agent;
   readonly https: https.Agent;
-  private readonly viaProxy = new Map<string, http.Agent>();
+  private readonly viaProxy = new Map<string, { agent: http.Agent; origin: string }>();
 
   constructor(private readonly proxy: Exclude<ResolvedProxy, { mode: 'none' }>,
     direct: { http: http.Agent; https: https.Agent }, private readonly tunnel: TunnelOptions) {
@@ -115,13 +124,13 @@ export class ProxyRouter {
     // socket of their own.
     this.http = new (class extends http.Agent {
       addRequest(req: http.ClientRequest, options: http.RequestOptions): void {
-        const agent = router.agentFor(false, options) ?? direct.http;
+        const agent = router.agentFor(req, false, options) ?? direct.http;
         (agent as unknown as { addRequest(r: http.ClientRequest, o: http.RequestOptions): void }).addRequest(req, options);
       }
     })({ keepAlive: true });
     this.https = new (class extends https.Agent {
       addRequest(req: http.ClientRequest, options: https.RequestOptions): void {
-        const agent = router.agentFor(true, options);
+        const agent = router.agentFor(req, true, options);
         // https-proxy-agent takes the target's TLS settings from the request, not from its own options.
         if (agent) (agent as unknown as { addRequest(r: http.ClientRequest, o: https.RequestOptions): void }).addRequest(req, { ...router.tlsOptions(), ...options });
         else (direct.https as unknown as { addRequest(r: http.ClientRequest, o: https.RequestOptions): void }).addRequest(req, options);
@@ -131,7 +140,7 @@ export class ProxyRouter {
 
   /** Every proxy agent made so far (to close their idle sockets with the client). */
   get proxyAgents(): http.Agent[] {
-    return [...this.viaProxy.values()];
+    return [...this.viaProxy.values()].map((entry) => entry.agent);
   }
 
   private tlsOptions(): https.RequestOptions {
@@ -140,7 +149,7 @@ export class ProxyRouter {
   }
 
   /** The proxy agent for this request's URL, or undefined to go direct. */
-  private agentFor(secure: boolean, options: http.RequestOptions): http.Agent | undefined {
+  private agentFor(req: http.ClientRequest, secure: boolean, options: http.RequestOptions): http.Agent | undefined {
     const host = String(options.hostname || options.host || 'localhost').toLowerCase();
     const port = Number(options.port) || (secure ? 443 : 80);
     const hostname = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
@@ -150,14 +159,18 @@ export class ProxyRouter {
       : proxyFor(scheme, hostname, port, this.proxy.env);
     if (!found) return undefined;
     const key = `${secure ? 'tunnel' : 'forward'} ${found}`;
-    let agent = this.viaProxy.get(key);
-    if (!agent) {
+    let entry = this.viaProxy.get(key);
+    if (!entry) {
       const url = this.withCredentials(found, secure);
       const pool = { keepAlive: true, maxSockets: this.tunnel.maxSockets };
-      agent = secure ? new HttpsProxyAgent(url, pool) : new ForwardAgent(url, pool, this.tlsOptions() as tls.ConnectionOptions);
-      this.viaProxy.set(key, agent);
+      entry = {
+        agent: secure ? new HttpsProxyAgent(url, pool) : new ForwardAgent(url, pool, this.tlsOptions() as tls.ConnectionOptions),
+        origin: url.origin // scheme, host and port: never the credentials
+      };
+      this.viaProxy.set(key, entry);
     }
-    return agent;
+    routed.set(req, entry.origin);
+    return entry.agent;
   }
 
   /** The proxy URL with the config node's user name and password (they win over any in the URL, as in core). */

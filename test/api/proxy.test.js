@@ -179,6 +179,24 @@ describe('api client through an HTTP proxy (real squid)', function () {
     (await plain.requestsWith(COOKIES.editor)).should.be.above(bypassed.length);
   });
 
+  it('a proxy that cannot be reached is named in the error (not the server); a bad proxy URL in the environment names the variable', async () => {
+    const closed = net.createServer();
+    await new Promise((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = closed.address().port;
+    await new Promise((resolve) => closed.close(resolve));
+    for (const target of [plain, secure]) {
+      const error = await expectError(client({ baseUrl: target.url, proxy: { url: `http://127.0.0.1:${port}`, username: PROXY_USER, password: PROXY_PASSWORD } })
+        .getSubscription('proxy-down-1'), 'network');
+      error.message.should.containEql(`the HTTP proxy http://127.0.0.1:${port}`);
+      error.message.should.match(/is the proxy running/);
+      error.code.should.equal('ECONNREFUSED');
+      serialise(error).should.not.containEql(PROXY_PASSWORD);
+    }
+    process.env.http_proxy = 'http://exa mple:80';
+    const bad = await expectError(client({ baseUrl: plain.url }).getSubscription('proxy-bad-env'), 'invalid-input');
+    bad.field.should.equal('http_proxy');
+  });
+
   it('an http proxy setting\'s own no-proxy list decides, not the environment\'s', async () => {
     process.env.no_proxy = '*';
     await client({ baseUrl: plain.url, proxy: { url: squid.url, noProxy: ['intranet.example'] } })
