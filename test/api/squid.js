@@ -64,7 +64,7 @@ async function startSquid({ auth, extraConfig = [] } = {}) {
     'shutdown_lifetime 0 seconds',
     'forwarded_for delete',
     'via off',
-    'dns_v4_first on',
+    'pinger_enable off',
     'acl loopback src 127.0.0.1/32'
   ];
   if (auth) {
