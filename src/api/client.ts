@@ -22,7 +22,7 @@ import { ApiCalls, byteLimitOf, timeoutOf, type CallOptions } from './calls';
 import { downloadToBuffer, downloadToFile, openDownload, type BufferDownloadOptions, type DownloadInfo, type DownloadOptions } from './download';
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import { readExportAnswer } from './json-answer';
-import { ProxyRouter, proxySecrets, resolveProxy, type ProxyEnvOptions, type ProxySetting } from './proxy';
+import { ProxyRouter, proxySecrets, resolveProxy, usesProxy, type ProxyEnvOptions, type ProxySetting } from './proxy';
 import { SessionHolder, type LoginOptions } from './session';
 import type { TransferProgress } from './transfer';
 import { TransferThread, type ThreadJob } from './transfer-thread';
@@ -183,12 +183,8 @@ export class AssetClient extends EventEmitter {
       httpAgent = new http.Agent({ keepAlive: true, maxSockets });
       httpsAgent = new https.Agent({ keepAlive: true, maxSockets, ...tlsOptions });
       this.ownAgents.push(httpAgent, httpsAgent);
-      if (proxy && proxy.mode !== 'none') {
-        // Direct or through the proxy, decided for each request by its URL.
-        this.router = new ProxyRouter(proxy, { http: httpAgent, https: httpsAgent as https.Agent }, { maxSockets, ...tlsOptions });
-        httpAgent = this.router.http;
-        httpsAgent = this.router.https;
-      }
+      // Without any proxy in the setting (the usual case) requests go exactly as before.
+      if (proxy && proxy.mode !== 'none' && usesProxy(proxy)) this.router = new ProxyRouter(proxy, { maxSockets, ...tlsOptions });
     }
     const api = axios.create({
       httpAgent,
@@ -207,6 +203,25 @@ export class AssetClient extends EventEmitter {
       // no CONNECT tunnel for HTTPS on older versions) stays off.
       proxy: false
     });
+    const router = this.router;
+    if (router) {
+      // Direct or through the proxy, decided for each request by its URL (the login's too).
+      api.interceptors.request.use((config) => {
+        let agent: http.Agent | undefined;
+        try {
+          agent = config.url ? router.agentFor(config.url) : undefined;
+        } catch (err) {
+          // A proxy URL that is not one (e.g. in http_proxy): this request fails with that error.
+          config.adapter = () => Promise.reject(err);
+          return config;
+        }
+        if (agent) {
+          config.httpAgent = agent;
+          config.httpsAgent = agent;
+        }
+        return config;
+      }, undefined, { synchronous: true });
+    }
     this.session = new SessionHolder({ http: api, base, timeoutMs: timeout }, options.cookie, options.login);
     if (proxy) for (const secret of proxySecrets(proxy)) this.session.keepSecret(secret);
     this.calls = new ApiCalls({ http: api, base, origin, session: this.session, timeout, maxAnswerBytes });

@@ -40,17 +40,38 @@ export interface ProxyServer {
  */
 export type ProxySetting = 'env' | 'none' | ProxyServer;
 
-/** A checked setting. `env` is read at each new connection (as core does for each request). */
+/**
+ * A checked setting. `env` holds the proxy variables as they were when the client was made (an
+ * asset-server node: at deploy); core reads them at each request, which only differs when a flow
+ * changes process.env at run time.
+ */
 export type ResolvedProxy =
   | { mode: 'none' }
-  | { mode: 'env'; options: ProxyEnvOptions }
+  | { mode: 'env'; env: ProxyEnv; options: ProxyEnvOptions }
   | { mode: 'server'; env: ProxyEnv; username: string; password: string };
+
+/** The variables the rules read, in both cases. */
+const ENV_NAMES = ['http_proxy', 'https_proxy', 'all_proxy', 'no_proxy', 'npm_config_http_proxy', 'npm_config_https_proxy', 'npm_config_proxy', 'npm_config_no_proxy']
+  .flatMap((name) => [name, name.toUpperCase()]);
+
+/** The proxy variables of `env` (default process.env), set ones only. */
+export function proxyEnvironment(env: ProxyEnv = process.env): ProxyEnv {
+  const found: ProxyEnv = {};
+  for (const name of ENV_NAMES) if (env[name]) found[name] = env[name];
+  return found;
+}
+
+/** False when no request can go through a proxy: `none`, or an environment without any proxy variable. */
+export function usesProxy(proxy: ResolvedProxy): boolean {
+  if (proxy.mode === 'none') return false;
+  return Object.keys(proxy.env).some((name) => !/no_proxy$/i.test(name));
+}
 
 const URL_RULE = 'must be an http:// or https:// URL with a host, such as http://proxy.example:3128';
 
 /** Checks a proxy setting; throws invalid-input naming the field (`proxy`, `proxy.url`, ...). */
 export function resolveProxy(setting: unknown, envOptions: unknown): ResolvedProxy {
-  if (setting === undefined || setting === null || setting === 'env') return { mode: 'env', options: envOptionsOf(envOptions) };
+  if (setting === undefined || setting === null || setting === 'env') return { mode: 'env', env: proxyEnvironment(), options: envOptionsOf(envOptions) };
   if (setting === 'none') return { mode: 'none' };
   if (typeof setting !== 'object' || Array.isArray(setting)) {
     throw invalidInput('proxy', "must be 'env', 'none' or an object with url (and optional username, password, noProxy)");
@@ -105,72 +126,54 @@ export function proxyOriginOf(request: unknown): string | undefined {
 export type TunnelOptions = http.AgentOptions & https.AgentOptions;
 
 /**
- * One agent per scheme for axios (`httpAgent`, `httpsAgent`): each sends a request on to the
- * client's own agent (direct) or to the proxy agent the rules give for its URL, which pool the
- * connections. The choice is made in `addRequest`, synchronously when the request is created:
- * the forward agent must rewrite the path to the absolute URI before the request's header is
- * written. Each request sent to a proxy is remembered ({@link proxyOriginOf}) so that an error
- * can say the proxy, not the server, could not be reached.
+ * Picks, for each request, the agent for its URL: undefined to go direct (the client's own
+ * agents), else the proxy agent the rules give (one per proxy and scheme, each pooling its
+ * connections). Decisions are kept per scheme, host and port, so a request costs one lookup.
+ * Used from an axios request interceptor: the agent is chosen before the request exists.
  */
 export class ProxyRouter {
-  readonly http: http.Agent;
-  readonly https: https.Agent;
-  private readonly viaProxy = new Map<string, { agent: http.Agent; origin: string }>();
+  private readonly viaProxy = new Map<string, http.Agent>();
+  private readonly decisions = new Map<string, http.Agent | undefined>();
 
-  constructor(private readonly proxy: Exclude<ResolvedProxy, { mode: 'none' }>,
-    direct: { http: http.Agent; https: https.Agent }, private readonly tunnel: TunnelOptions) {
-    const router = this;
-    // keepAlive: Node sends `Connection: close` through an agent without it. These agents hold no
-    // socket of their own.
-    this.http = new (class extends http.Agent {
-      addRequest(req: http.ClientRequest, options: http.RequestOptions): void {
-        const agent = router.agentFor(req, false, options) ?? direct.http;
-        (agent as unknown as { addRequest(r: http.ClientRequest, o: http.RequestOptions): void }).addRequest(req, options);
-      }
-    })({ keepAlive: true });
-    this.https = new (class extends https.Agent {
-      addRequest(req: http.ClientRequest, options: https.RequestOptions): void {
-        const agent = router.agentFor(req, true, options);
-        // https-proxy-agent takes the target's TLS settings from the request, not from its own options.
-        if (agent) (agent as unknown as { addRequest(r: http.ClientRequest, o: https.RequestOptions): void }).addRequest(req, { ...router.tlsOptions(), ...options });
-        else (direct.https as unknown as { addRequest(r: http.ClientRequest, o: https.RequestOptions): void }).addRequest(req, options);
-      }
-    })({ keepAlive: true });
-  }
+  constructor(private readonly proxy: Exclude<ResolvedProxy, { mode: 'none' }>, private readonly tunnel: TunnelOptions) {}
 
   /** Every proxy agent made so far (to close their idle sockets with the client). */
   get proxyAgents(): http.Agent[] {
-    return [...this.viaProxy.values()].map((entry) => entry.agent);
+    return [...this.viaProxy.values()];
   }
 
-  private tlsOptions(): https.RequestOptions {
-    const { ca, cert, key, passphrase, rejectUnauthorized } = this.tunnel;
-    return { ca, cert, key, passphrase, rejectUnauthorized };
+  /** The proxy agent for an absolute http(s) URL, or undefined to go direct. */
+  agentFor(url: string): http.Agent | undefined {
+    const origin = /^(https?):\/\/([^/?#]*)/i.exec(url);
+    if (!origin) return undefined;
+    const key = origin[0].toLowerCase();
+    if (this.decisions.has(key)) return this.decisions.get(key);
+    const agent = this.decide(key);
+    // Bounded: a client talks to its server and perhaps a login host.
+    if (this.decisions.size >= 64) this.decisions.clear();
+    this.decisions.set(key, agent);
+    return agent;
   }
 
-  /** The proxy agent for this request's URL, or undefined to go direct. */
-  private agentFor(req: http.ClientRequest, secure: boolean, options: http.RequestOptions): http.Agent | undefined {
-    const host = String(options.hostname || options.host || 'localhost').toLowerCase();
-    const port = Number(options.port) || (secure ? 443 : 80);
-    const hostname = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  private decide(origin: string): http.Agent | undefined {
+    const parsed = new URL(origin);
+    const secure = parsed.protocol === 'https:';
     const scheme = secure ? 'https' : 'http';
-    const found = this.proxy.mode === 'env'
-      ? proxyFor(scheme, hostname, port, process.env, this.proxy.options)
-      : proxyFor(scheme, hostname, port, this.proxy.env);
+    const hostname = parsed.host.replace(/:\d*$/, '');
+    const port = Number(parsed.port) || (secure ? 443 : 80);
+    const found = proxyFor(scheme, hostname, port, this.proxy.env, this.proxy.mode === 'env' ? this.proxy.options : {});
     if (!found) return undefined;
-    const key = `${secure ? 'tunnel' : 'forward'} ${found}`;
-    let entry = this.viaProxy.get(key);
-    if (!entry) {
+    const key = `${scheme} ${found}`;
+    let agent = this.viaProxy.get(key);
+    if (!agent) {
       const url = this.withCredentials(found, secure);
       const pool = { keepAlive: true, maxSockets: this.tunnel.maxSockets };
-      entry = {
-        agent: secure ? new HttpsProxyAgent(url, pool) : new ForwardAgent(url, pool, this.tlsOptions() as tls.ConnectionOptions),
-        origin: url.origin // scheme, host and port: never the credentials
-      };
-      this.viaProxy.set(key, entry);
+      const { ca, cert, key: tlsKey, passphrase, rejectUnauthorized } = this.tunnel;
+      const tlsOptions = { ca, cert, key: tlsKey, passphrase, rejectUnauthorized } as tls.ConnectionOptions;
+      agent = secure ? new TunnelAgent(url, pool, tlsOptions) : new ForwardAgent(url, pool, tlsOptions);
+      this.viaProxy.set(key, agent);
     }
-    routed.set(req, entry.origin);
-    return entry.agent;
+    return agent;
   }
 
   /** The proxy URL with the config node's user name and password (they win over any in the URL, as in core). */
@@ -183,6 +186,25 @@ export class ProxyRouter {
       url.password = encodeURIComponent(this.proxy.password);
     }
     return url;
+  }
+}
+
+/**
+ * HTTPS through the proxy: https-proxy-agent's CONNECT tunnel, then TLS to the server with the
+ * client's TLS settings (https-proxy-agent reads them from the request's options, not its own).
+ */
+class TunnelAgent extends HttpsProxyAgent<string> {
+  private readonly origin: string;
+
+  constructor(proxyUrl: URL, pool: http.AgentOptions, private readonly tlsToServer: tls.ConnectionOptions) {
+    super(proxyUrl as unknown as string, pool);
+    this.origin = proxyUrl.origin;
+  }
+
+  addRequest(req: http.ClientRequest, options: https.RequestOptions): void {
+    routed.set(req, this.origin);
+    (HttpsProxyAgent.prototype as unknown as { addRequest(r: http.ClientRequest, o: https.RequestOptions): void })
+      .addRequest.call(this, req, { ...this.tlsToServer, ...options });
   }
 }
 
@@ -200,10 +222,7 @@ export function proxySecrets(proxy: ResolvedProxy): string[] {
     if (proxy.password) secrets.push(proxy.password);
     fromUrl(proxy.env.http_proxy);
   } else if (proxy.mode === 'env') {
-    for (const name of ['http_proxy', 'https_proxy', 'all_proxy', 'npm_config_proxy', 'npm_config_http_proxy', 'npm_config_https_proxy']) {
-      fromUrl(process.env[name]);
-      fromUrl(process.env[name.toUpperCase()]);
-    }
+    for (const value of Object.values(proxy.env)) fromUrl(value);
   }
   return secrets;
 }
@@ -226,6 +245,7 @@ class ForwardAgent extends http.Agent {
   }
 
   addRequest(req: http.ClientRequest, options: http.RequestOptions): void {
+    routed.set(req, this.proxyUrl.origin);
     const host = String(options.hostname || options.host || 'localhost');
     const port = Number(options.port) || 80;
     const authority = `${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}${port === 80 ? '' : `:${port}`}`;
