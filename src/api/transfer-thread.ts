@@ -9,7 +9,7 @@
  * caller's session holds at the start of the call; the caller keeps the session (renewal after
  * a 401 happens on its side). Knows nothing of the API itself.
  */
-import { SHARE_ENV, Worker } from 'worker_threads';
+import { Worker } from 'worker_threads';
 import * as fsp from 'fs/promises';
 import * as path from 'path';
 import { AssetApiError, type AssetErrorKind, type AssetOperation } from './errors';
@@ -84,8 +84,9 @@ export class TransferThread {
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    // The caller's environment, live: its http_proxy / no_proxy decide the worker's connections too.
-    const worker = new Worker(WORKER_FILE, { env: SHARE_ENV });
+    // (The worker gets a copy of the caller's environment as it is now: a client made there reads
+    // its http_proxy / no_proxy then, as the caller's client did when it was made.)
+    const worker = new Worker(WORKER_FILE);
     worker.on('message', (m: ThreadMessage) => this.onMessage(m));
     // An uncaught error stops the worker: its calls fail once it has exited (nothing of theirs
     // runs any more, so a temporary file removed then stays removed).
