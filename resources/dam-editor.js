@@ -7,6 +7,10 @@
  *
  * API (all list values are the strings sent to the server, spec 2.1):
  *
+ *   DamEditor.adminPathClash(path, httpNodeRoot, httpAdminRoot)
+ *                                  the editor route an asset-event-in path would take over, or
+ *                                  undefined (copy of src/nodes/asset-event-in/admin-paths.ts);
+ *                                  DamEditor.editorRoot() is httpAdminRoot as the editor sees it.
  *   DamEditor.SUBSCRIPTION_ID      RegExp of a subscription id: 8 to 40 of a-z A-Z 0-9 and hyphen.
  *   DamEditor.HEADER_NAME          RegExp of an HTTP header name (an RFC 9110 token).
  *                                  Both are browser copies of src/api/values.ts;
@@ -32,9 +36,16 @@
  *   DamEditor.validateInFlight(value)
  *                                  true, or a short error text: "Parallel requests" is blank (the
  *                                  default, 2) or a whole number from 1 to 32.
+ *   DamEditor.baseUrl(value)      true when the client takes it as its base URL (parseBaseUrl of
+ *                                  src/api/client-options.ts): an absolute http:// or https:// URL
+ *                                  with a host, spaces around allowed, no query (?) or fragment (#).
+ *   DamEditor.timeoutSetting(value)
+ *                                  true when the asset-server takes it as its timeout (timeoutSeconds
+ *                                  of src/nodes/asset-server/options.ts): blank, or a number >= 0.
+ *                                  Both checked against the source by test/house/rules.test.js.
  *   DamEditor.isBlankSetting(value)
  *                                  true when a setting is unset, empty or only spaces: the runtime
- *                                  then uses its default (isBlankSetting of src/nodes/common.ts).
+ *                                  then uses its default (isBlankSetting of src/nodes/shared/fields.ts).
  *   DamEditor.numberSetting(value, check)
  *                                  true when the runtime's numberSetting takes the value: blank, or
  *                                  a finite number (text allowed) for which check(n) is true.
@@ -69,11 +80,23 @@
     }
 
     function subscriptionIdValidator(typeField) {
-        return function (v, opt) {
+        return function (v) {
             var type = $("#node-input-" + typeField).val() || this[typeField] || "str";
             if (type !== "str" || v === "" || v === undefined) { return true; }
             return validateSubscriptionId(v);
         };
+    }
+
+    function baseUrl(value) {
+        if (typeof value !== "string" || value.trim() === "" || /[?#]/.test(value)) { return false; }
+        var url;
+        try { url = new URL(value.trim()); } catch (e) { return false; }
+        // No user:password@: it would be stored and shown in plain text (issue 22).
+        return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "" && url.username === "" && url.password === "";
+    }
+
+    function timeoutSetting(value) {
+        return numberSetting(value, function (n) { return n >= 0; });
     }
 
     function isBlankSetting(value) {
@@ -192,7 +215,37 @@
         });
     }
 
+    // Browser copy of src/nodes/asset-event-in/admin-paths.ts (test/api/editor-rules.test.js compares them).
+    var ADMIN_ROUTE_SEGMENTS = [
+        "auth", "flows", "flow", "nodes", "context", "settings", "plugins", "diagnostics",
+        "icons", "resources", "theme", "projects", "locales", "library", "credentials",
+        "red", "vendor", "types", "favicon.ico", "comms",
+        "inject", "debug", "udp-ports", "dam-assets"
+    ];
+    function normaliseRoutePath(path) {
+        return ("/" + path).replace(/\/{2,}/g, "/").replace(/(.)\/$/, "$1").toLowerCase();
+    }
+    /** The editor route an asset-event-in path would take over (httpAdminRoot + segment), or undefined. */
+    function adminPathClash(path, httpNodeRoot, httpAdminRoot) {
+        if (httpAdminRoot === false || httpNodeRoot === false) { return undefined; }
+        var adminRoot = normaliseRoutePath(httpAdminRoot || "/");
+        var full = normaliseRoutePath((httpNodeRoot || "/") + "/" + path);
+        var prefix = adminRoot === "/" ? "/" : adminRoot + "/";
+        if (full !== adminRoot && full.indexOf(prefix) !== 0) { return undefined; }
+        var first = full.slice(prefix.length).split("/")[0];
+        if (first === "") { return adminRoot + " (the editor)"; }
+        if (/[:*(?+]/.test(first) || ADMIN_ROUTE_SEGMENTS.indexOf(first) >= 0) { return prefix + first; }
+        return undefined;
+    }
+    /** The editor is served at httpAdminRoot: its page's folder. */
+    function editorRoot() {
+        return typeof location === "undefined" ? "/" : location.pathname.replace(/[^/]*$/, "");
+    }
+
     window.DamEditor = {
+        ADMIN_ROUTE_SEGMENTS: ADMIN_ROUTE_SEGMENTS,
+        adminPathClash: adminPathClash,
+        editorRoot: editorRoot,
         fieldTypes: FIELD_TYPES,
         typedField: typedField,
         SUBSCRIPTION_ID: SUBSCRIPTION_ID,
@@ -202,6 +255,8 @@
         validateInFlight: validateInFlight,
         isBlankSetting: isBlankSetting,
         numberSetting: numberSetting,
+        baseUrl: baseUrl,
+        timeoutSetting: timeoutSetting,
         headerNameSetting: headerNameSetting,
         headerList: headerList,
         queryParamList: queryParamList,

@@ -11,6 +11,7 @@
 // they end, so after the request under test a marker request is sent through the proxy; once the
 // marker's line is in the log, the request under test would be there too if it had gone through.
 const fsp = require('fs/promises');
+const http = require('http');
 const net = require('net');
 const { Readable } = require('stream');
 const path = require('path');
@@ -214,14 +215,28 @@ describe('api client through an HTTP proxy (real squid)', function () {
     await api.registerSubscription('proxy-login-1', { callback: 'http://127.0.0.1:1/x' });
     const [loginLine] = await authSquid.waitForLog((l) => l.includes('/command?'));
     loginLine.should.containEql(` GET ${plain.url}/command?`);
-    // Login on "localhost" (the same emulator), which the no-proxy list sends direct; the API calls still go through.
-    const port = new URL(plain.url).port;
-    const split = client({ baseUrl: plain.url, cookie: '', proxy: { url: authSquid.url, username: PROXY_USER, password: PROXY_PASSWORD, noProxy: ['localhost'] },
-      login: { preset: 'utility', url: `http://localhost:${port}/command`, username: LOGIN.name, password: LOGIN.password } });
-    await split.registerSubscription('proxy-login-2', { callback: 'http://127.0.0.1:1/x' });
-    await authSquid.waitForLog((l) => l.includes('/subscribe/proxy-login-2'));
-    await markerThrough(authSquid);
-    (await authSquid.accessLog()).filter((l) => l.includes('localhost')).should.eql([]);
+    // The login on another port of the host (as the vendor's management server on 8443): a stand-in
+    // answering the utility call with a session the emulator knows. The no-proxy list names that
+    // port: the login goes direct, the API calls still through the proxy.
+    let loginCalls = 0;
+    const management = http.createServer((req, res) => {
+      loginCalls += 1;
+      res.setHeader('Content-Type', 'application/json');
+      res.end(JSON.stringify({ success: true, zm_cookie: COOKIES.editor }));
+    });
+    await new Promise((resolve) => management.listen(0, '127.0.0.1', resolve));
+    try {
+      const loginPort = management.address().port;
+      const split = client({ baseUrl: plain.url, cookie: '', proxy: { url: authSquid.url, username: PROXY_USER, password: PROXY_PASSWORD, noProxy: [`127.0.0.1:${loginPort}`] },
+        login: { preset: 'utility', url: `http://127.0.0.1:${loginPort}/command`, username: LOGIN.name, password: LOGIN.password } });
+      await split.registerSubscription('proxy-login-2', { callback: 'http://127.0.0.1:1/x' });
+      loginCalls.should.equal(1);
+      await authSquid.waitForLog((l) => l.includes('/subscribe/proxy-login-2'));
+      await markerThrough(authSquid);
+      (await authSquid.accessLog()).filter((l) => l.includes(`:${loginPort}/`)).should.eql([]);
+    } finally {
+      management.close();
+    }
     // A proxy refusing the login's request is kind proxy, not a failed login (no login backoff).
     const refused = client({ baseUrl: plain.url, cookie: '', proxy: { url: authSquid.url, username: PROXY_USER, password: 'bad-Proxy-Pw-1' },
       login: { preset: 'utility', username: LOGIN.name, password: LOGIN.password } });

@@ -9,8 +9,8 @@ const helper = require('node-red-node-test-helper');
 const request = require('supertest');
 const { AssetClient } = require('../../dist/api/client');
 const { startEmulator } = require('../../dist/emulator');
-const { checkConnection, PROBE_ID } = require('../../dist/plugin/connection-check');
-const { eventInStats } = require('../../dist/plugin/event-in-stats');
+const { checkConnection, PROBE_ID } = require('../../dist/nodes/asset-server/connection-check');
+const { eventInStats } = require('../../dist/nodes/shared/event-in-stats');
 const eventIn = require('../../nodes/asset-event-in.js');
 const { freePort } = require('../e2e/support');
 
@@ -65,7 +65,7 @@ describe('DAM sidebar: connection check', function () {
   it('permission: a valid cookie without the events permission', async () => {
     const report = await checkConnection(client(emulator.url, NO_EVENTS));
     report.should.containEql({ result: 'permission', part: 'permission' });
-    report.message.should.match(/permission denied for events/);
+    report.message.should.match(/no permission for events/); // our own words, not the server's (issue 22)
   });
 
   it('path: the base URL has a wrong path prefix (HTTP 404)', async () => {

@@ -4,9 +4,9 @@
  * no-proxy list and credentials), as Node-RED's http request node reads them. Node-RED's
  * `proxyOptions` setting (settings.js) applies to the environment's variables, as in core.
  */
-import type { AssetClientOptions } from '../api/client';
-import { invalidInput } from '../api/errors';
-import type { Node, NodeAPI } from './node-red';
+import type { AssetClientOptions } from '../../api/client';
+import { invalidInput } from '../../api/errors';
+import type { Node, NodeAPI } from '../shared/node-red';
 
 /** The editor properties of the Proxy setting. */
 export interface ProxyConfig {
@@ -20,15 +20,14 @@ export interface ProxyConfig {
 interface HttpProxyNode extends Node {
   url?: string;
   noproxy?: string[];
-  credentials?: { username?: string; password?: string };
 }
 
 /** The client's `proxy` and `proxyOptions`; throws invalid-input naming the field. */
 export function proxyOptions(RED: NodeAPI, config: ProxyConfig): Pick<AssetClientOptions, 'proxy' | 'proxyOptions'> {
   const mode = config.proxyMode || 'env';
   if (mode === 'env') {
-    const settings = RED.settings?.proxyOptions;
-    return settings && typeof settings === 'object' ? { proxy: 'env', proxyOptions: settings } : { proxy: 'env' };
+    const settings = (RED.settings as { proxyOptions?: unknown } | undefined)?.proxyOptions;
+    return settings && typeof settings === 'object' ? { proxy: 'env', proxyOptions: settings as AssetClientOptions['proxyOptions'] } : { proxy: 'env' };
   }
   if (mode === 'none') return { proxy: 'none' };
   if (mode !== 'node') throw invalidInput('proxyMode', 'must be env (from the environment), none, or node (an http proxy configuration)');
