@@ -6,8 +6,9 @@
 //   with a certificate made here, trusted through a core tls-config node: a CONNECT tunnel, no
 //   cookie in the log), a host named in no_proxy reached direct; Test connection through it too;
 // - with a core `http proxy` config node (its credentials, basic auth on squid): the nodes and the
-//   automatic login go through it; a wrong password makes Test connection answer `proxy`; the
-//   password appears in no log line of Node-RED and in no exported flow.
+//   automatic login go through it; a wrong password makes Test connection answer `proxy`, a Catch
+//   node get kind `proxy` and the node's status read "proxy: authentication failed"; the password
+//   appears in no log line of Node-RED and in no exported flow.
 const fs = require('fs');
 const fsp = require('fs/promises');
 const os = require('os');
@@ -170,14 +171,17 @@ describe('Node-RED through an HTTP proxy (real Node-RED, real squid)', function 
       { ...server('bad-server', plain.url, { proxyMode: 'node', proxy: 'bad-proxy' }), credentials: { cookie: COOKIE } },
       ...register('sub-bad', 'bad-server', 'nr-node-bad-1'),
       { id: 'catch', type: 'catch', z: Z, scope: null, uncaught: false, x: 0, y: 0, wires: [['catch-debug']] },
-      { id: 'catch-debug', type: 'debug', z: Z, active: true, tosidebar: false, console: true, tostatus: false, complete: 'true', targetType: 'full', x: 0, y: 0, wires: [] }
+      { id: 'catch-debug', type: 'debug', z: Z, active: true, tosidebar: false, console: true, tostatus: false, complete: 'true', targetType: 'full', x: 0, y: 0, wires: [] },
+      { id: 'status', type: 'status', z: Z, scope: ['sub-bad'], x: 0, y: 0, wires: [['status-debug']] },
+      { id: 'status-debug', type: 'debug', z: Z, active: true, tosidebar: false, console: true, tostatus: false, complete: 'status.text', targetType: 'msg', x: 0, y: 0, wires: [] }
     ]);
     const before = nodeRed.lines.length;
     await nodeRed.inject('sub-bad-inject');
     for (;;) {
       const text = nodeRed.lines.slice(before).join('\n');
       // The Catch node's msg, printed by the debug node: msg.assetError.kind and the message.
-      if (/proxy authentication failed/.test(text) && /kind: 'proxy'/.test(text)) break;
+      // ... and the node's status (a Status node's msg), short: "proxy: authentication failed".
+      if (/proxy authentication failed/.test(text) && /kind: 'proxy'/.test(text) && /proxy: authentication failed/.test(text)) break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     nodeRed.lines.join('\n').should.not.match(/kind: 'auth'/);
