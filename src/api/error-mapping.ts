@@ -129,6 +129,18 @@ export function proxyAuthError(operation: AssetOperation): AssetApiError {
     { operation, status: 407, code: 'PROXY_AUTH_FAILED' });
 }
 
+/**
+ * The HTTP proxy refused to open a tunnel to the server (its answer to CONNECT, other than 407):
+ * kind `network`, as the server was not reached. Proxies often allow CONNECT to port 443 only.
+ */
+export function tunnelRefusedError(ctx: ErrorContext, status: number, proxy: string): AssetApiError {
+  if (status === 407) return proxyAuthError(ctx.operation);
+  return new AssetApiError('network',
+    `${ctx.operation}: the HTTP proxy ${proxy} refused to open a tunnel (CONNECT) to ${ctx.origin} (HTTP ${status}): ` +
+    'it cannot reach the server, or does not allow it (many proxies allow CONNECT to port 443 only); ask its administrator, or set the Proxy setting',
+    { operation: ctx.operation, status, code: 'PROXY_TUNNEL_REFUSED' });
+}
+
 /** Error for a 2xx answer whose body is not the JSON object expected. */
 export function errorForMalformedAnswer(ctx: ErrorContext, status: number, contentType: string | undefined): AssetApiError {
   return new AssetApiError('http',

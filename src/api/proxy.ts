@@ -116,6 +116,13 @@ function proxyUrlOf(text: string, field: string): URL {
 
 /** Requests sent to a proxy, and its origin (no credentials). */
 const routed = new WeakMap<object, string>();
+/** Requests whose CONNECT the proxy refused: their answer is the proxy's. */
+const tunnelRefused = new WeakSet<object>();
+
+/** The proxy's origin when the answer to this request (an axios response's `request`) came from the proxy refusing a CONNECT. */
+export function refusedTunnelOf(request: unknown): string | undefined {
+  return request !== null && typeof request === 'object' && tunnelRefused.has(request) ? routed.get(request) : undefined;
+}
 
 /** The origin of the proxy a request (e.g. an axios error's `request`) was sent to; undefined when it went direct. */
 export function proxyOriginOf(request: unknown): string | undefined {
@@ -203,6 +210,11 @@ class TunnelAgent extends HttpsProxyAgent<string> {
 
   addRequest(req: http.ClientRequest, options: https.RequestOptions): void {
     routed.set(req, this.origin);
+    // A CONNECT the proxy refuses is answered by the proxy itself (the agent replays its answer as
+    // the request's): remembered so that the error says so, not "the server answered".
+    req.once('proxyConnect', (connect: { statusCode?: number }) => {
+      if (connect.statusCode !== 200) tunnelRefused.add(req);
+    });
     (HttpsProxyAgent.prototype as unknown as { addRequest(r: http.ClientRequest, o: https.RequestOptions): void })
       .addRequest.call(this, req, { ...this.tlsToServer, ...options });
   }

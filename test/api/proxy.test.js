@@ -198,6 +198,20 @@ describe('api client through an HTTP proxy (real squid)', function () {
     bad.field.should.equal('http_proxy');
   });
 
+  it('a proxy that refuses the CONNECT (as many do for ports other than 443) gives a network error saying so, not "the server answered"', async () => {
+    const strict = await startSquid({ accessFirst: ['acl SSL_ports port 443', 'http_access deny CONNECT !SSL_ports'] });
+    try {
+      const error = await expectError(client({ baseUrl: secure.url, proxy: { url: strict.url } }).getSubscription('proxy-tunnel-1'), 'network');
+      error.code.should.equal('PROXY_TUNNEL_REFUSED');
+      error.status.should.equal(403);
+      error.message.should.containEql(`the HTTP proxy ${strict.url} refused to open a tunnel (CONNECT) to ${secure.url}`);
+      const download = await expectError(client({ baseUrl: secure.url, proxy: { url: strict.url } }).downloadToBuffer({ fuid: 1 }), 'network');
+      download.code.should.equal('PROXY_TUNNEL_REFUSED');
+    } finally {
+      await strict.stop();
+    }
+  });
+
   it('an http proxy setting\'s own no-proxy list decides, not the environment\'s', async () => {
     process.env.no_proxy = '*';
     await client({ baseUrl: plain.url, proxy: { url: squid.url, noProxy: ['intranet.example'] } })

@@ -38,10 +38,11 @@ async function waitForPort(port, died) {
 }
 
 /**
- * Starts squid. `auth: { username, password }` requires basic authentication.
+ * Starts squid. `auth: { username, password }` requires basic authentication; `accessFirst`:
+ * access rules placed before the others; `extraConfig`: lines at the end.
  * Returns { url, port, dir, accessLog(): Promise<string[]>, waitForLog(pred), stop() }.
  */
-async function startSquid({ auth, extraConfig = [] } = {}) {
+async function startSquid({ auth, extraConfig = [], accessFirst = [] } = {}) {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'dam-squid-'));
   // Squid started by root drops to the user `proxy`: it must be able to write here.
   await fsp.chmod(dir, 0o777);
@@ -67,6 +68,8 @@ async function startSquid({ auth, extraConfig = [] } = {}) {
     'pinger_enable off',
     'acl loopback src 127.0.0.1/32'
   ];
+  // Access rules before the ones below (e.g. a CONNECT allowed to port 443 only, as many proxies do).
+  lines.push(...accessFirst);
   if (auth) {
     if (!NCSA_AUTH) throw new Error('basic_ncsa_auth not found (Debian package squid: /usr/lib/squid/basic_ncsa_auth)');
     const hash = execFileSync('openssl', ['passwd', '-apr1', auth.password]).toString().trim();
