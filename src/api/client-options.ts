@@ -6,6 +6,7 @@ import type { Agent as HttpAgent } from 'http';
 import type { Agent as HttpsAgent } from 'https';
 import type { CallOptions } from './calls';
 import { invalidInput } from './errors';
+import type { ProxyEnvOptions, ProxySetting } from './proxy';
 import type { LoginOptions } from './session';
 import type { ExportType } from './types';
 
@@ -62,6 +63,16 @@ export interface AssetClientOptions {
    * errors and automatic login behave the same. Not used with `agent`.
    */
   transferThread?: 'main' | 'worker';
+  /**
+   * HTTP proxy, decided per URL (the automatic login's too): `env` (default) reads `http_proxy`,
+   * `https_proxy` and `no_proxy` (either case) as Node-RED's http request node does, when the client
+   * is made; `none` goes direct; or `{ url, username, password, noProxy }` (a core `http proxy`
+   * config node). HTTPS goes through a CONNECT tunnel. Not used with `agent`. A 407 is an error of
+   * kind `proxy`.
+   */
+  proxy?: ProxySetting;
+  /** For `proxy: 'env'`: Node-RED's `proxyOptions` setting (favourUpperCase, lowerCaseOnly, excludeNpm). */
+  proxyOptions?: ProxyEnvOptions;
 }
 
 /** Options of {@link AssetClient.exportMetadata} (spec 4.4). */

@@ -10,9 +10,10 @@ import type { LoginOptions } from '../../api/session';
 import { isBlankSetting } from '../shared';
 import type { Node, NodeAPI, TlsConfigNode } from '../shared/node-red';
 import { loginOptions, type LoginConfig } from './session';
+import { proxyOptions, type ProxyConfig } from './proxy';
 
 /** Editor properties of an asset-server node. */
-export interface AssetServerConfig extends LoginConfig {
+export interface AssetServerConfig extends LoginConfig, ProxyConfig {
   id: string;
   name?: string;
   baseUrl?: string;
@@ -93,6 +94,7 @@ export function clientOptions(RED: NodeAPI, config: AssetServerConfig, credentia
   // Big transfers on a worker thread: Node-RED's heap then does not pay for their buffers' garbage collection.
   const options: AssetClientOptions = { baseUrl, cookie: cookie.trim(), timeout: Math.round(timeoutS * 1000), transferThread: 'worker' };
   if (login) options.login = login;
+  Object.assign(options, proxyOptions(RED, config));
   if (config.tls) {
     const tlsNode = RED.nodes.getNode(config.tls) as TlsConfigNode | null;
     if (!tlsNode || typeof tlsNode.addTLSOptions !== 'function') throw invalidInput('tls', 'the selected TLS configuration node is missing');
