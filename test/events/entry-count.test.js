@@ -28,6 +28,17 @@ describe('events: entries per callback (issue 22)', function () {
     entriesInText('{"s":"{[\\"data\\":","data":{"entry":[{"p":"}]{{"},{}]}}', 100).should.equal(2);
   });
 
+  // Every element of data.entry costs the parser memory, whatever its type: 16 million `[]`
+  // (48 MB, under the default body limit) take more than a 256 MB heap to parse.
+  it('counts every element of data.entry, not only objects (arrays, numbers, strings, null)', function () {
+    entriesInText(body(['[]', '[]', '[]']), 100).should.equal(3);
+    entriesInText(body(['0', ' 1 ', '"x"', 'null', 'true', '[{}]', '{}']), 100).should.equal(7);
+    entriesInText(body(Array(1000).fill('[]')), 10).should.equal(11);
+    entriesInText(body([]), 100).should.equal(0);
+    entriesInText('{"data":{"entry":[ ]}}', 100).should.equal(0);
+    entriesInText('{"data":{"entry":[\n[],\n[]\n]}}', 100).should.equal(2);
+  });
+
   it('stops counting just past the limit', function () {
     entriesInText(body(Array(1000).fill('{"a":1}')), 10).should.equal(11);
   });
