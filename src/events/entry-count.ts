@@ -13,6 +13,44 @@ const SPACE = 0x20, TAB = 0x09, LF = 0x0a, CR = 0x0d;
 const QUOTE = 0x22, BACKSLASH = 0x5c, OPEN_OBJECT = 0x7b, CLOSE_OBJECT = 0x7d, OPEN_ARRAY = 0x5b, CLOSE_ARRAY = 0x5d, COMMA = 0x2c;
 
 /**
+ * Arrays and objects a callback may hold anywhere, per entry of the cap: an entry with its
+ * metadata has a few; a body of millions of `[]` under any key (16 million in 48 MB) would take
+ * more heap to parse than a small Node-RED has. 20 per entry, 100,000 at least (a small Max
+ * entries must not refuse rich entries): 2 million at the default cap, about 90 MB of heap for
+ * empty ones.
+ */
+export const CONTAINERS_PER_ENTRY = 20;
+const MIN_CONTAINERS = 100000;
+
+/** Most arrays and objects in one callback for a Max entries of `maxEntries`. */
+export function containerCap(maxEntries: number): number {
+  return Math.max(MIN_CONTAINERS, maxEntries * CONTAINERS_PER_ENTRY);
+}
+
+/** The reason a callback with too many arrays and objects is refused with (413). */
+export function tooManyContainers(maxEntries: number): string {
+  return `body: more than ${containerCap(maxEntries)} arrays and objects (${CONTAINERS_PER_ENTRY} per entry of the setting Max entries, maxEntries)`;
+}
+
+/** Arrays and objects in the JSON text (not inside strings), counting no further than `limit + 1`. */
+export function containersInText(text: string, limit: number): number {
+  let count = 0;
+  for (let i = 0, n = text.length; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      for (i++; i < n; i++) {
+        const s = text.charCodeAt(i);
+        if (s === BACKSLASH) i++;
+        else if (s === QUOTE) break;
+      }
+    } else if ((c === OPEN_OBJECT || c === OPEN_ARRAY) && ++count > limit) {
+      return count;
+    }
+  }
+  return count;
+}
+
+/**
  * How many entries (values in the array `data.entry`, or a lone object there) the JSON text of a callback
  * body holds, counting no further than `limit + 1`. Keys are read (escapes decoded) only as deep
  * as `data.entry`; everything deeper is only walked. A repeated key (`"data"` twice) counts both:

@@ -2,6 +2,7 @@
 // Issue 22 item 1: the cap on entries per callback, counted on the JSON text before parsing.
 require('should');
 const { entriesInText, tooManyEntries, readJsonBody, parseCallbackPayload } = require('../../dist/events');
+const { containerCap, containersInText, tooManyContainers } = require('../../dist/events/entry-count');
 const { Readable } = require('stream');
 
 function body(entries, extra = '') {
@@ -48,6 +49,24 @@ describe('events: entries per callback (issue 22)', function () {
     outcome.should.eql({ ok: false, status: 413, reason: tooManyEntries(10) });
     outcome.reason.should.match(/Max entries/).and.match(/maxEntries/).and.match(/more than 10 entries/);
     (await readJsonBody(request(body(Array(10).fill('{"a":1}'))), 1e6, 10)).ok.should.be.true();
+  });
+
+  // Arrays and objects anywhere in the body cost the parser memory: 16 million `[]` under any key
+  // take more than a 256 MB heap; the cap on entries alone does not see them.
+  it('counts the arrays and objects of the whole body (not in strings), stopping just past the limit', function () {
+    containersInText('{"a":[[],{}],"s":"[{[{"}', 100).should.equal(4);
+    containersInText(`{"junk":[${Array(1000).fill('[]').join(',')}]}`, 10).should.equal(11);
+  });
+
+  it('a body with more arrays and objects than 20 per entry of Max entries (100,000 at least) is refused with 413, before parsing', async function () {
+    containerCap(10).should.equal(100000);
+    containerCap(100000).should.equal(2000000);
+    const cap = containerCap(10);
+    const junk = (n) => `,"junk":[${Array(n).fill('[]').join(',')}]`;
+    const outcome = await readJsonBody(request(body(['{"a":1}'], junk(cap))), 1e6, 10);
+    outcome.should.eql({ ok: false, status: 413, reason: tooManyContainers(10) });
+    outcome.reason.should.match(/Max entries/).and.match(/maxEntries/);
+    (await readJsonBody(request(body(['{"a":1}'], junk(cap - 5))), 1e6, 10)).ok.should.be.true();
   });
 
   it('an already parsed body is checked by the payload reader', function () {
