@@ -40,6 +40,12 @@ describe('DAM sidebar: subscription details never pass on the server\'s error te
       method: 'POST', headers: { 'Content-Type': 'application/json', 'Node-RED-Deployment-Type': 'full' }, body: JSON.stringify(flows)
     });
     [200, 204].should.containEql(res.status);
+    // The admin API answers before the flows run: wait until every asset-server is running.
+    for (;;) {
+      const overview = await (await fetch(new URL('dam-assets/overview', nr.url))).json();
+      if (overview.servers.length === Object.keys(ANSWERS).length && overview.servers.every((s) => s.running)) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   });
 
   after(async function () {
