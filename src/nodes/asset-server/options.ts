@@ -43,6 +43,8 @@ export interface AssetServerConfigNode extends Node {
    * Used to build callback URLs (asset-event-in).
    */
   publicBaseUrl: string;
+  /** Why the public base URL setting cannot be used (publicBaseUrl is then ''). */
+  publicBaseUrlError?: AssetApiError;
   /** The automatic login as this node runs it (${ENV} values resolved); undefined when off. Holds the password. */
   login?: LoginOptions;
   /** The client, or throws {@link configError}. */
@@ -77,6 +79,17 @@ export function timeoutSeconds(value: unknown): number {
   const seconds = isBlankSetting(value) ? DEFAULT_TIMEOUT_S : Number(String(value));
   if (!Number.isFinite(seconds) || seconds < 0) throw invalidInput('timeout', 'must be a number of seconds, 0 or more');
   return seconds;
+}
+
+/**
+ * The public URL setting, trimmed; '' when blank. The base URL's rule (parseBaseUrl): it becomes
+ * the callback URL the server stores and calls, so no ? or # (they would cut the path off) and no
+ * user:password@ (stored and shown in plain text). Editor copy: asset-server.html (rules.test.js).
+ */
+export function publicBaseUrl(value: unknown): string {
+  if (isBlankSetting(value)) return '';
+  parseBaseUrl(value, 'publicBaseUrl');
+  return String(value).trim();
 }
 
 /** Builds the client options; throws invalid-input naming the field that is wrong. Also used by the connection test. */
