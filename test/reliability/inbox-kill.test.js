@@ -127,7 +127,7 @@ describe('reliability: at-least-once inbox under SIGKILL (one Node-RED)', functi
         },
         {
           id: record, type: 'function', ...at, name: 'record', outputs: 1, libs: fsLibs,
-          func: `fs.appendFileSync(${JSON.stringify(processed)}, JSON.stringify({ ...msg.change, d: msg.redelivered, i: msg._inbox && msg._inbox.id, pid: process.pid }) + "\\n");\nreturn msg;`,
+          func: `fs.appendFileSync(${JSON.stringify(processed)}, JSON.stringify({ ...msg.change, d: msg.redelivered, i: msg._inbox && msg._inbox.id }) + "\\n");\nreturn msg;`,
           wires: [[ack]]
         },
         { id: ack, type: 'asset-event-ack', ...at, action: 'ack', wires: [[]] },
@@ -248,7 +248,7 @@ describe('reliability: at-least-once inbox under SIGKILL (one Node-RED)', functi
         if (lastRrn.has(l.a) && Number(l.r) < lastRrn.get(l.a)) {
           // What the inbox and the emulator did with that asset, for the report.
           const history = await fetch(`${emulator.url}/emulator/deliveries?subscription=${subscriptionId}`, { headers: { cookie: `JSESSIONID=${COOKIE}` } }).then((r) => r.json());
-          console.log(`      order broken for asset ${l.a}; processed (entry id i, pid):\n${records.filter((x) => x.a === l.a).map((x) => JSON.stringify(x)).join('\n')}`);
+          console.log(`      order broken for asset ${l.a}; processed (entry id i):\n${records.filter((x) => x.a === l.a).map((x) => JSON.stringify(x)).join('\n')}`);
           console.log(`      deliveries with it:\n${history.deliveries.filter((d) => d.entries.some((e) => e.assetId === l.a))
             .map((d) => JSON.stringify({ id: d.id, state: d.state, attempts: d.attempts, results: d.lastResult, rrns: d.entries.filter((e) => e.assetId === l.a).map((e) => e.rrn), created: d.createdAt, last: d.lastAttemptAt })).join('\n')}`);
           console.log(`      kills: ${JSON.stringify(kills)}`);
