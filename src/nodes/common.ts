@@ -511,7 +511,9 @@ export function handleInputAndClose(RED: NodeAPI, node: Node, work: InputWork, o
 
   function fail(msg: NodeMessage, done: NodeDone, err: unknown): void {
     if (err instanceof AssetApiError) msg.assetError = err.toJSON();
-    done(err instanceof Error ? err : new Error(String(err)));
+    // The message as a string, as core nodes report errors: the debug sidebar shows an Error
+    // object cut at about 80 characters, and the advice at the end of ours would be lost.
+    done(err instanceof Error ? err.message : String(err));
   }
 
   node.on('input', (msg: NodeMessage, send: NodeSend, done: NodeDone) => {

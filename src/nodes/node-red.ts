@@ -21,7 +21,7 @@ export interface NodeMessage {
 /** The `send` callback of an input handler. */
 export type NodeSend = (msg: NodeMessage | Array<NodeMessage | NodeMessage[] | null>) => void;
 /** The `done` callback of an input handler: with an error, Catch nodes receive the msg. */
-export type NodeDone = (err?: Error) => void;
+export type NodeDone = (err?: Error | string) => void;
 
 /** A node instance, as created by `RED.nodes.createNode`. */
 export interface Node extends EventEmitter {
