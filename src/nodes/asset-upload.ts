@@ -4,7 +4,7 @@
  */
 import { Readable } from 'stream';
 import type { UploadOptions, UploadOutcome } from '../api/client';
-import { invalidInput } from '../api/errors';
+import { AssetApiError, invalidInput } from '../api/errors';
 import { clientFor } from './asset-server';
 import { asBoolean, asInteger, asNumber, asString, handleInputAndClose, localText, resolveField, resolvePath, type FieldSource } from './common';
 import type { Node, NodeAPI, NodeMessage } from './node-red';
@@ -25,6 +25,15 @@ export interface AssetUploadConfig {
   maxInFlight?: string | number;
 }
 
+/** Editor labels of the request fields (catalogue `asset-upload.label.*`), for error messages. */
+const FIELD_LABELS: Record<string, string> = {
+  filename: 'File', name: 'Asset name', destination: 'Destination', destinationFuid: 'Folder fuid', collectionId: 'Collection',
+  wait: 'Wait', waitInMinutes: 'Wait minutes', expandZip: 'Expand zip'
+};
+/** The catalogue key of a field whose msg property has another name. */
+const LABEL_KEYS: Record<string, string> = { name: 'assetName' };
+const NO_DESTINATION = 'Destination (msg.destination) or Folder fuid (msg.destinationFuid) is required: the server folder to upload into, e.g. /inbox';
+
 const BOTH_DESTINATIONS = 'both Destination (__destination__) and Folder fuid (__destinationFuid__) are set: the server uses Destination and ignores Folder fuid';
 
 function isReadable(value: unknown): value is Readable {
@@ -37,7 +46,9 @@ export default function register(RED: NodeAPI): void {
   function AssetUploadNode(this: Node, config: AssetUploadConfig) {
     RED.nodes.createNode(this, config);
     const node = this;
-    const field = (msg: NodeMessage, source: FieldSource) => resolveField(RED, node, msg, source);
+    // Errors name a field by its editor label (English when the catalogue is not loaded).
+    const field = (msg: NodeMessage, source: FieldSource) => resolveField(RED, node, msg,
+      { ...source, label: localText(RED, `asset-upload.label.${LABEL_KEYS[source.field] ?? source.field}`, FIELD_LABELS[source.field] ?? source.field) });
 
     let warnedBoth = false;
     /** Spec 4.2: with both, the server uses destination. Said once per node, not per file. */
@@ -77,6 +88,9 @@ export default function register(RED: NodeAPI): void {
       const expandZip = asBoolean(await field(msg, { field: 'expandZip', blankReads: 'expandZip', value: config.expandZip, type: config.expandZipType || 'bool' }));
       if (expandZip !== undefined) options.expandZip = expandZip;
       if (options.destination !== undefined && options.destinationFuid !== undefined) warnBothDestinations(options);
+      if (options.destination === undefined && options.destinationFuid === undefined) {
+        throw new AssetApiError('invalid-input', localText(RED, 'asset-upload.errors.noDestination', NO_DESTINATION), { field: 'destination' });
+      }
       return options;
     }
 

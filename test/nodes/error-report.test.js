@@ -42,4 +42,41 @@ describe('errors reported as whole strings (debug sidebar, Catch nodes)', functi
     caught.error.message.should.match(/automatic login/);
     caught.assetError.should.containEql({ kind: 'auth', status: 401 });
   });
+
+  describe('errors name a field by its editor label and its msg property (issue 23 #7)', () => {
+    async function failure(type, props, msg) {
+      await helper.unload();
+      await s.load(s.flow(type, props, { baseUrl: emulator.url }));
+      const caught = await s.runFailing(msg);
+      caught.assetError.kind.should.equal('invalid-input');
+      return caught;
+    }
+
+    it('upload without a destination: Destination (msg.destination) or Folder fuid (msg.destinationFuid)', async () => {
+      const caught = await failure('asset-upload', { destination: '', destinationType: 'str', filename: '', filenameType: 'str' }, { payload: 'x' });
+      caught.error.message.should.startWith('Destination (msg.destination) or Folder fuid (msg.destinationFuid) is required');
+      caught.assetError.field.should.equal('destination');
+    });
+
+    it('a blank Folder fuid reading a wrong msg.destinationFuid', async () => {
+      const caught = await failure('asset-upload', { destination: '', destinationFuid: '', destinationFuidType: 'num' }, { payload: 'x', destinationFuid: 'inbox' });
+      caught.error.message.should.startWith('Folder fuid (msg.destinationFuid): must be an integer');
+      caught.assetError.field.should.equal('msg.destinationFuid');
+    });
+
+    it('download: Asset fuid pointing at msg.fuid, missing or wrong', async () => {
+      (await failure('asset-download', { fuid: 'fuid', fuidType: 'msg' }, {})).error.message.should.startWith('Asset fuid (msg.fuid): is required');
+      (await failure('asset-download', { fuid: 'fuid', fuidType: 'msg' }, { fuid: 'abc' })).error.message.should.startWith('Asset fuid (msg.fuid): must be an integer');
+    });
+
+    it('export: a fixed Revision that is not a number names the field without a msg property', async () => {
+      const caught = await failure('asset-export', { fuid: '1', fuidType: 'num', rrn: 'latest', rrnType: 'str' }, {});
+      caught.error.message.should.startWith('Revision: must be an integer');
+    });
+
+    it('subscribe: Callback (msg.subscription.callback) is required to register', async () => {
+      const caught = await failure('asset-subscribe', { action: 'register', subscriptionId: 'label-test-1', subscriptionIdType: 'str', callback: '' }, {});
+      caught.error.message.should.startWith('Callback (msg.subscription.callback) is required to register');
+    });
+  });
 });

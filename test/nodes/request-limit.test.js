@@ -88,8 +88,8 @@ describe('request limit and queue (asset-upload)', function () {
     outputs.should.equal(0);
     errors.map(e => e.msg.seq).should.eql([2, 3, 4]);
     for (const { err, msg } of errors) {
-      err.kind.should.equal('aborted');
-      err.message.should.match(/dropped/);
+      err.should.be.a.String(); // the whole message, as core nodes report errors
+      err.should.match(/dropped/);
       msg.assetError.kind.should.equal('aborted');
     }
     warnings.should.eql(['dropped 3 queued message(s) on close', 'aborted 2 request(s) in flight on close']);
@@ -162,8 +162,7 @@ describe('a failure that settles during the close (asset-session log in now)', f
     await unloaded;
     errors.length.should.equal(1, 'the failure reached done(err)');
     errors[0].msg.seq.should.equal(7);
-    errors[0].err.kind.should.equal('auth');
-    errors[0].err.message.should.match(/login failed/);
+    errors[0].err.should.match(/login failed/);
     errors[0].msg.assetError.kind.should.equal('auth');
   });
 });
