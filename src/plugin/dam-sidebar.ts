@@ -27,6 +27,7 @@ import { derivedSubscriptionId } from '../nodes/asset-event-in';
 import { maskHeaderValues } from '../nodes/asset-subscribe';
 import { checkConnection, checkWithLogin, configReport, type ConnectionReport } from './connection-check';
 import { eventInStats, type EventInStats } from './event-in-stats';
+import { callbackMethodMismatch, type EventInRoute } from './callback-method';
 
 export const READ_PERMISSION = 'asset-server.read';
 export const WRITE_PERMISSION = 'asset-server.write';
@@ -172,12 +173,25 @@ export default function register(RED: PluginAPI): void {
     return undefined;
   }
 
+  /** The stored subscription's callback reaches an asset-event-in of these flows with another method. */
+  function methodMismatchOf(details: unknown) {
+    const stored = (details as { subscription?: { callback?: unknown; method?: unknown } } | null)?.subscription;
+    if (!stored) return undefined;
+    const eventIns: EventInRoute[] = [];
+    const publicBaseUrls: string[] = [];
+    RED.nodes.eachNode((config) => {
+      if (config.type === 'asset-event-in') eventIns.push({ id: config.id, name: config.name, path: config.path, method: config.method });
+      if (config.type === 'asset-server' && typeof config.publicBaseUrl === 'string') publicBaseUrls.push(config.publicBaseUrl);
+    });
+    return callbackMethodMismatch(stored, eventIns, { httpNodeRoot: RED.settings.httpNodeRoot, uiPort: RED.settings.uiPort, publicBaseUrls });
+  }
+
   app.get('/dam-assets/subscriptions/:server/:id', read, async (req: any, res: any) => {
     const server = serverOfUsedSubscription(req, res);
     if (!server) return;
     try {
       const details = await server.getClient().getSubscription(req.params.id, { timeout: 10000 });
-      res.json({ ok: true, details: maskHeaderValues(details) });
+      res.json({ ok: true, details: maskHeaderValues(details), methodMismatch: methodMismatchOf(details) });
     } catch (err) {
       res.json({ ok: false, error: errorView(err) });
     }
