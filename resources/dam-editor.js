@@ -54,6 +54,10 @@
  *   DamEditor.subscribeMethodWarning(callback, callbackType, method)
  *                                  the asset-subscribe dialog's warning text, or "" (uses the
  *                                  editor's asset-event-in and asset-server nodes).
+ *   DamEditor.selectOnlyServer(node)
+ *                                  a new node's `onadd`: when its Server is blank and exactly one
+ *                                  asset-server exists, picks it (else a node dropped in and
+ *                                  deployed without opening its dialog is "not properly configured").
  *   DamEditor.readList(container)  the list's values as an array of strings, empty rows left out.
  *                                  Works for all four lists. (readPathList, readHeaderList,
  *                                  readQueryParamList and readMetadataList are the same function.)
@@ -260,7 +264,15 @@
         return RED._(NS + "warnings.methodMismatch", { node: m.nodeName || m.path, path: m.path, listens: m.eventInMethod, sends: m.subscriptionMethod });
     }
 
+    function selectOnlyServer(node) {
+        if (!node || node.server) { return; }
+        var servers = [];
+        RED.nodes.eachConfig(function (n) { if (n.type === "asset-server") { servers.push(n.id); } });
+        if (servers.length === 1) { node.server = servers[0]; }
+    }
+
     window.DamEditor = {
+        selectOnlyServer: selectOnlyServer,
         callbackMethodMismatch: callbackMethodMismatch,
         subscribeMethodWarning: subscribeMethodWarning,
         fieldTypes: FIELD_TYPES,
