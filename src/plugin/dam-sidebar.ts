@@ -28,6 +28,7 @@ import { maskHeaderValues } from '../nodes/asset-subscribe';
 import { checkConnection, checkWithLogin, configReport, type ConnectionReport } from './connection-check';
 import { eventInStats, type EventInStats } from './event-in-stats';
 import { callbackMethodMismatch, type EventInRoute } from './callback-method';
+import { baseUrlProblem } from './reachability';
 
 export const READ_PERMISSION = 'asset-server.read';
 export const WRITE_PERMISSION = 'asset-server.write';
@@ -238,6 +239,9 @@ export default function register(RED: PluginAPI): void {
       ...Object.fromEntries(LOGIN_SETTINGS.map((key) => [key, text(body[key])]))
     };
     const typed: Record<string, string | undefined> = { cookie: text(body.cookie), username: text(body.username), password: text(body.password) };
+    // Reachability first, without cookie or login: a wrong base URL is named as such.
+    const unreachable = await baseUrlProblem(RED as any, config);
+    if (unreachable) { res.json(unreachable); return; }
     const running = config.id ? liveServer(config.id) : undefined;
     const deployed = running ? deployedConfig(config.id) : undefined;
     // A field still showing the saved placeholder means the deployed node's value (the running

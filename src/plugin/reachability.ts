@@ -1,0 +1,39 @@
+/**
+ * First step of "Test connection": is the typed base URL reachable at all? One request to the
+ * probe id without cookie and without login: any HTTP answer (a 401 included) means reachable.
+ * Without this step a typo in the host (`http://locahost:8873`) was reported as a cookie
+ * problem ("type the cookie again") when the saved cookie may only go to the deployed base URL,
+ * and the real problem showed only after retyping the cookie (issue 23 #5).
+ */
+import { AssetClient } from '../api/client';
+import { AssetApiError } from '../api/errors';
+import { clientOptions, type AssetServerConfig } from '../nodes/asset-server';
+import type { NodeAPI } from '../nodes/node-red';
+import { configReport, PROBE_ID, type ConnectionReport } from './connection-check';
+
+/** Base URLs are reached within this (or the dialog's timeout when shorter). */
+const REACH_TIMEOUT_MS = 10000;
+
+/** A report saying what is wrong with the base URL, or undefined when the server answered. */
+export async function baseUrlProblem(RED: NodeAPI, config: AssetServerConfig): Promise<ConnectionReport | undefined> {
+  let client: AssetClient;
+  try {
+    // A placeholder cookie lets clientOptions check the rest; it is removed before anything is sent.
+    const options = clientOptions(RED, { ...config, loginEnabled: false }, { cookie: 'unused' });
+    client = new AssetClient({ ...options, cookie: '', transferThread: undefined });
+  } catch (err) {
+    return configReport(err);
+  }
+  try {
+    await client.getSubscription(PROBE_ID, { timeout: REACH_TIMEOUT_MS });
+    return undefined;
+  } catch (err) {
+    if (err instanceof AssetApiError && (err.kind === 'network' || err.kind === 'timeout')) {
+      const what = err.message.replace(/^getSubscription: /, '');
+      return { result: 'network', part: 'baseUrl', message: `the base URL ${(config.baseUrl || '').trim()} cannot be reached: ${what}`, checkedAt: new Date().toISOString() };
+    }
+    return undefined; // an answer, whatever it says: the server is there
+  } finally {
+    client.close();
+  }
+}
