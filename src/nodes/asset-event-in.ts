@@ -48,6 +48,14 @@ function clockTime(date: Date): string {
  */
 type Emitted = { sent: number; entries: number; busy: number; closing?: boolean; undo?: () => Promise<void> };
 
+/** Longest status text under the node; the whole text is in the log (and the DAM tab). */
+const STATUS_MAX = 60;
+
+/** The text, cut with an ellipsis when longer than {@link STATUS_MAX}, so a cut is seen as one. */
+export function shortStatus(text: string): string {
+  return text.length > STATUS_MAX ? text.slice(0, STATUS_MAX - 1).trimEnd() + '…' : text;
+}
+
 export default function register(RED: NodeAPI): void {
   /** Locale string with an English fallback (the test helper's RED._ returns the key). */
   function t(key: string, english: string, params: Record<string, unknown> = {}): string {
@@ -63,7 +71,7 @@ export default function register(RED: NodeAPI): void {
     function refuse(err: unknown): void {
       const message = err instanceof Error ? err.message : String(err);
       node.error(t('errors.config', 'configuration: __message__', { message }));
-      node.status({ fill: 'red', shape: 'ring', text: message.slice(0, 60) });
+      node.status({ fill: 'red', shape: 'ring', text: shortStatus(message) });
     }
 
     let settings: Settings;
@@ -107,11 +115,11 @@ export default function register(RED: NodeAPI): void {
       const parts: string[] = [];
       if (settings.subscriptionId) parts.push(settings.subscriptionId);
       if (state.subscription === 'failed') {
-        node.status({ fill: 'red', shape: 'ring', text: [...parts, state.subscriptionError].join(' · ') });
+        node.status({ fill: 'red', shape: 'ring', text: shortStatus([...parts, state.subscriptionError].join(' · ')) });
         return;
       }
       if (state.filterProblem) {
-        node.status({ fill: 'red', shape: 'ring', text: [...parts, state.filterProblem].join(' · ') });
+        node.status({ fill: 'red', shape: 'ring', text: shortStatus([...parts, state.filterProblem].join(' · ')) });
         return;
       }
       if (state.subscription === 'registering') parts.push(t('status.registering', 'registering'));
@@ -122,7 +130,7 @@ export default function register(RED: NodeAPI): void {
       if (!parts.length) { node.status({}); return; }
       const fill = state.subscription === 'registering' ? 'yellow' : 'green';
       const shape = state.subscription === 'registering' ? 'ring' : 'dot';
-      node.status({ fill, shape, text: parts.join(' · ') } as NodeStatus);
+      node.status({ fill, shape, text: shortStatus(parts.join(' · ')) } as NodeStatus);
     }
 
     /**
