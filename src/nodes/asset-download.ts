@@ -6,7 +6,7 @@
 import { invalidInput } from '../api/errors';
 import { DEFAULT_MAX_BUFFER_BYTES, type DownloadInfo, type DownloadOptions } from '../api/client';
 import { clientFor } from './asset-server';
-import { asIntegerId, asString, formatBytes, handleInputAndClose, isBlank, isBlankSetting, localText, required, resolveField, resolvePath, type FieldSource } from './common';
+import { asIntegerId, asString, formatBytes, handleInputAndClose, nameOf, isBlank, isBlankSetting, localText, required, resolveField, resolvePath, type FieldSource } from './common';
 import type { Node, NodeAPI, NodeMessage } from './node-red';
 
 export type DownloadOutput = 'buffer' | 'file';
@@ -94,7 +94,7 @@ export default function register(RED: NodeAPI): void {
       msg.payload = result.path;
       setResponseProperties(msg, result);
       return RED._('asset-download.status.saved', { size: formatBytes(result.bytes) });
-    }, { maxInFlight: config.maxInFlight });
+    }, { maxInFlight: config.maxInFlight, describe: (msg) => nameOf('fuid', msg.fuid) });
   }
 
   RED.nodes.registerType('asset-download', AssetDownloadNode);

@@ -4,7 +4,7 @@
  */
 import type { ExportOptions } from '../api/client';
 import { clientFor } from './asset-server';
-import { asIntegerId, asString, handleInputAndClose, localText, required, resolveField, type FieldSource } from './common';
+import { asIntegerId, asString, handleInputAndClose, nameOf, localText, required, resolveField, type FieldSource } from './common';
 import type { Node, NodeAPI, NodeMessage } from './node-red';
 
 /** Editor properties. TypedInput fields come as value + `<name>Type`. */
@@ -46,7 +46,7 @@ export default function register(RED: NodeAPI): void {
       msg.payload = outcome.data;
       msg.contentType = outcome.contentType;
       return RED._('asset-export.status.exported');
-    }, { maxInFlight: config.maxInFlight });
+    }, { maxInFlight: config.maxInFlight, describe: (msg) => nameOf('fuid', msg.fuid) });
   }
 
   RED.nodes.registerType('asset-export', AssetExportNode);

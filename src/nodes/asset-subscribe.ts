@@ -4,7 +4,7 @@
 import type { SubscriptionFields } from '../api/types';
 import { AssetApiError, invalidInput } from '../api/errors';
 import { clientFor } from './asset-server';
-import { asInteger, asString, handleInputAndClose, localText, required, resolveField, type FieldSource } from './common';
+import { asInteger, asString, handleInputAndClose, nameOf, localText, required, resolveField, type FieldSource } from './common';
 import type { Node, NodeAPI, NodeMessage } from './node-red';
 
 export type SubscribeAction = 'register' | 'get' | 'delete';
@@ -161,7 +161,7 @@ export default function register(RED: NodeAPI): void {
       msg.subscriptionId = id;
       msg.action = action;
       return RED._(`asset-subscribe.status.${action}`);
-    }, { maxInFlight: config.maxInFlight });
+    }, { maxInFlight: config.maxInFlight, describe: (msg) => nameOf('subscriptionId', msg.subscriptionId) });
   }
 
   RED.nodes.registerType('asset-subscribe', AssetSubscribeNode);

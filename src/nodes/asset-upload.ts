@@ -6,7 +6,7 @@ import { Readable } from 'stream';
 import type { UploadOptions, UploadOutcome } from '../api/client';
 import { AssetApiError, invalidInput } from '../api/errors';
 import { clientFor } from './asset-server';
-import { asBoolean, asInteger, asNumber, asString, handleInputAndClose, localText, resolveField, resolvePath, type FieldSource } from './common';
+import { asBoolean, asInteger, asNumber, asString, handleInputAndClose, nameOf, localText, resolveField, resolvePath, type FieldSource } from './common';
 import type { Node, NodeAPI, NodeMessage } from './node-red';
 
 /** Editor properties. TypedInput fields come as value + `<name>Type`. */
@@ -116,7 +116,7 @@ export default function register(RED: NodeAPI): void {
       return outcome.fuids.length
         ? RED._('asset-upload.status.uploaded', { fuid: outcome.fuids.join(', ') })
         : RED._('asset-upload.status.accepted');
-    }, { maxInFlight: config.maxInFlight });
+    }, { maxInFlight: config.maxInFlight, describe: (msg) => nameOf('filename', msg.filename) ?? nameOf('name', msg.name) });
   }
 
   RED.nodes.registerType('asset-upload', AssetUploadNode);

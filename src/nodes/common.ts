@@ -34,6 +34,10 @@ export const STATUS_KEYS = {
   aborted: 'aborted __count__ request(s) in flight on close',
   dropped: 'dropped __count__ queued message(s) on close',
   droppedError: 'dropped: the node closed before this message\'s turn (__queued__ were queued); send it again',
+  // Work lost on close, named (msg.filename, msg.fuid, ...) so that a flow or a person can send it again.
+  abortedNames: 'aborted __count__ request(s) in flight on close: __names__',
+  droppedNames: 'dropped __count__ queued message(s) on close: __names__',
+  abortedError: 'aborted: the node closed (redeploy, removal or stop) while this message was worked on; send it again',
   badLimit: 'Parallel requests must be a whole number from 1 to __max__; using __default__',
   // Short reasons for the status under a node (errorStatusText); the full text is in msg.error.
   reasonAuth: 'auth: cookie rejected',
@@ -374,17 +378,21 @@ export class RequestTracker {
    * `aborted`), aborts what is in flight, waits for those requests to settle (at most
    * `waitMs`, default 4 s, inside Node-RED's close timeout), clears the status.
    */
-  async close(waitMs = 4000): Promise<void> {
+  async close(waitMs = 4000, names?: { running: string[]; queued: string[] }): Promise<void> {
     this.closing = true;
     const dropped = this.waiting.splice(0);
     if (dropped.length > 0) {
-      this.node.warn(statusText(this.RED, 'dropped', { count: dropped.length }));
+      this.node.warn(names?.queued.length ? statusText(this.RED, 'droppedNames', { count: dropped.length, names: nameList(names.queued) })
+        : statusText(this.RED, 'dropped', { count: dropped.length }));
       const err = this.droppedError(dropped.length);
       for (const work of dropped) work.drop(err);
     }
     const pending = [...this.active].map(e => e.settled);
     const n = this.abortAll();
-    if (n > 0) this.node.warn(statusText(this.RED, 'aborted', { count: n }));
+    if (n > 0) {
+      this.node.warn(names?.running.length ? statusText(this.RED, 'abortedNames', { count: n, names: nameList(names.running) })
+        : statusText(this.RED, 'aborted', { count: n }));
+    }
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.all(pending),
@@ -417,6 +425,23 @@ export class RequestTracker {
     entry.lastUpdate = now;
     this.node.status({ fill: 'blue', shape: 'dot', text });
   }
+}
+
+/** At most this many messages are named in one warning; the rest are counted. */
+const NAMES_SHOWN = 5;
+
+/** "a, b, c and 4 more". */
+function nameList(names: string[]): string {
+  const shown = names.slice(0, NAMES_SHOWN).join(', ');
+  return names.length > NAMES_SHOWN ? `${shown} and ${names.length - NAMES_SHOWN} more` : shown;
+}
+
+/** `msg.filename "…/a.txt"`: a msg property and its value, short, for warnings about lost work. */
+export function nameOf(property: string, value: unknown): string | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  if (typeof value === 'number' || typeof value === 'bigint') return `msg.${property} ${String(value)}`;
+  if (typeof value !== 'string') return undefined;
+  return `msg.${property} "${value.length > 60 ? '…' + value.slice(-59) : value}"`;
 }
 
 /**
@@ -511,6 +536,11 @@ export interface InputOptions {
   maxInFlight?: unknown;
   /** Runs after the requests are settled on close (e.g. to release resources). */
   onClose?: () => void;
+  /**
+   * Names a message in the warnings and errors about work lost on close (`msg.filename "/in/a.txt"`,
+   * `msg.fuid 1042`; see {@link nameOf}); undefined falls back to its `_msgid`.
+   */
+  describe?: (msg: NodeMessage) => string | undefined;
 }
 
 /**
@@ -521,13 +551,20 @@ export interface InputOptions {
  *   operation, field, serverMessage, code: Catch nodes only copy message and code into
  *   msg.error), then `done(err)` so Catch nodes receive the msg;
  * - close: every queued message ends in `done(err)` (kind `aborted`: it was never sent and
- *   the flow may want it again); the running ones are aborted, and those that end with that
- *   abort (kind `aborted`) end in `done()` without an error (a redeploy is not a failure of the
- *   message; one warning counts them), any other failure still in `done(err)`; close callback
- *   within 4 s.
+ *   the flow may want it again); the running ones are aborted and end in `done(err)` too (kind
+ *   `aborted`; any other failure with its own error). One warning per kind names the messages
+ *   (`options.describe`), so the loss shows in the debug sidebar even where no Catch node can
+ *   take it: Node-RED delivers done(err) during a close only to Catch nodes that still run (see
+ *   docs/architecture.md, "Work lost on close"). Close callback within 4 s.
  */
 export function handleInputAndClose(RED: NodeAPI, node: Node, work: InputWork, options: InputOptions = {}): RequestTracker {
   const tracker = new RequestTracker(RED, node, inFlightLimit(RED, node, options.maxInFlight));
+  /** Messages taken in and not finished, queued or running: named in the close's warnings. */
+  const running = new Set<NodeMessage>();
+  const queued = new Set<NodeMessage>();
+  const named = (msg: NodeMessage) => options.describe?.(msg) ?? `msg._msgid ${String(msg._msgid)}`;
+  /** The error of a message the close took away, naming it. */
+  const lostError = (msg: NodeMessage, err: AssetApiError) => new AssetApiError('aborted', `${named(msg)}: ${err.message}`, { code: err.code });
 
   function fail(msg: NodeMessage, done: NodeDone, err: unknown): void {
     if (err instanceof AssetApiError) msg.assetError = err.toJSON();
@@ -537,30 +574,38 @@ export function handleInputAndClose(RED: NodeAPI, node: Node, work: InputWork, o
   }
 
   node.on('input', (msg: NodeMessage, send: NodeSend, done: NodeDone) => {
+    queued.add(msg);
     tracker.submit({
-      drop: (err) => fail(msg, done, err),
+      drop: (err) => { queued.delete(msg); fail(msg, done, lostError(msg, err)); },
       start: (request) => {
+        queued.delete(msg);
+        running.add(msg);
         let task: Promise<string | undefined>;
         try { task = work(msg, request); } catch (err) { task = Promise.reject(err); }
         task.then(text => {
+          running.delete(msg);
           tracker.end(request, { ok: true, text });
           delete msg.assetError;
           send(msg);
           done();
         }).catch((err: unknown) => {
+          running.delete(msg);
           const closing = tracker.closing;
           tracker.end(request, { ok: false, error: err });
-          // An abort by the close is the redeploy's doing, not the message's fault (close() has
-          // warned once). Any other failure, even one that settles during the close (an error
-          // answer already being read, a login that failed), is the message's and reaches done(err).
-          if (closing && isAbort(err)) { done(); return; }
+          // An abort by the close: done(err) naming the message, so that a Catch node that still
+          // runs can send it again (close() has warned, naming it). Any other failure, even one
+          // that settles during the close, is the message's own error.
+          if (closing && isAbort(err)) {
+            fail(msg, done, lostError(msg, new AssetApiError('aborted', statusText(RED, 'abortedError'))));
+            return;
+          }
           fail(msg, done, err);
         });
       }
     });
   });
   node.on('close', (_removed: boolean, closeDone: () => void) => {
-    tracker.close().then(() => {
+    tracker.close(undefined, { running: [...running].map(named), queued: [...queued].map(named) }).then(() => {
       try { options.onClose?.(); } finally { closeDone(); }
     }, () => closeDone());
   });
