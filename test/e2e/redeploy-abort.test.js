@@ -29,6 +29,7 @@ describe('work lost on a redeploy: what a Catch node gets (real Node-RED)', func
     await new Promise((resolve) => hold.listen(0, '127.0.0.1', resolve));
     collector = await startCollector({ key: 'catch' });
     nr = await startNodeRed({ onOutput: (chunk) => { output += chunk; } });
+    console.log(`      (Node-RED ${nr.version} on Node ${process.version})`);
   });
 
   after(async function () {
