@@ -100,8 +100,12 @@ export default function register(RED: NodeAPI): void {
     RED.nodes.createNode(this, config);
     const node = this;
     // Errors name a field by its editor label (English when the catalogue is not loaded).
-    const field = (msg: NodeMessage, source: FieldSource) => resolveField(RED, node, msg,
-      { ...source, label: localText(RED, `asset-subscribe.label.${source.field}`, FIELD_LABELS[source.field] ?? source.field) });
+    // A field the msg cannot fill in is named with the spec's name too: "Answer (successCode)".
+    const field = (msg: NodeMessage, source: FieldSource) => {
+      const label = localText(RED, `asset-subscribe.label.${source.field}`, FIELD_LABELS[source.field] ?? source.field);
+      const named = source.blankReads === undefined && label.toLowerCase() !== source.field.toLowerCase() ? `${label} (${source.field})` : label;
+      return resolveField(RED, node, msg, { ...source, label: named });
+    };
 
     /** Editor values + evaluated TypedInputs; msg.subscription fills in only the fields the node leaves blank. */
     async function subscriptionFields(msg: NodeMessage): Promise<SubscriptionFields> {
