@@ -7,7 +7,7 @@
  * resources/dam-editor.js) for the asset-subscribe dialog; test/nodes/callback-method.test.js
  * runs both on the same cases.
  */
-import { callbackUrl } from '../nodes/event-in-settings';
+import { callbackUrl } from '../nodes/asset-event-in/settings';
 
 /** What the rule needs of an asset-event-in's configuration. */
 export interface EventInRoute { id: string; name?: string; path?: string; method?: string }

@@ -11,7 +11,7 @@
  * has the only server picked; the debug sidebar shows the answer with the fuid; msg.fuid is set;
  * the download needs nothing filled in and gives the bytes back.
  */
-const should = require('should');
+require('should');
 const path = require('path');
 const { startNodeRed } = require('./lib/browser-node-red');
 const { findChromium, CHROMIUM_ARGS, watchPageProblems, screenshotPath } = require('./lib/browser-page');

@@ -5,7 +5,7 @@ require('should');
 const helper = require('node-red-node-test-helper');
 const eventIn = require('../../nodes/asset-event-in.js');
 const server = require('../../nodes/asset-server.js');
-const { shortStatus } = require('../../dist/nodes/asset-event-in');
+const { shortStatus } = require('../../dist/nodes/asset-event-in/endpoint');
 
 helper.init(require.resolve('node-red'));
 

@@ -15,7 +15,6 @@ const DEPLOYED = 'cr00000000000001';
 describe('Test connection: the base URL is checked first, without the cookie', function () {
   this.timeout(60000);
   let emulator, nr, closedPort;
-  const cookiesSeen = [];
 
   before(async function () {
     this.timeout(90000);

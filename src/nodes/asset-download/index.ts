@@ -3,11 +3,11 @@
  * Buffer, or streams it to a file written atomically. In file mode it writes only where the
  * node's File field points.
  */
-import { invalidInput } from '../api/errors';
-import { DEFAULT_MAX_BUFFER_BYTES, type DownloadInfo, type DownloadOptions } from '../api/client';
-import { clientFor } from './asset-server';
-import { asIntegerId, asString, formatBytes, handleInputAndClose, nameOf, isBlank, isBlankSetting, localText, required, resolveField, resolvePath, type FieldSource } from './common';
-import type { Node, NodeAPI, NodeMessage } from './node-red';
+import { invalidInput } from '../../api/errors';
+import { DEFAULT_MAX_BUFFER_BYTES, type DownloadInfo, type DownloadOptions } from '../../api/client';
+import { clientFor } from '../asset-server';
+import { asIntegerId, asString, formatBytes, handleInputAndClose, nameOf, isBlank, isBlankSetting, localText, required, resolveField, resolvePath, type FieldSource } from '../shared';
+import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
 
 export type DownloadOutput = 'buffer' | 'file';
 
@@ -52,7 +52,7 @@ const LABEL_KEYS: Record<string, string> = {};
 
 export default function register(RED: NodeAPI): void {
   function AssetDownloadNode(this: Node, config: AssetDownloadConfig) {
-    RED.nodes.createNode(this, config);
+    createNode(RED, this, config);
     const node = this;
     // Errors name a field by its editor label (English when the catalogue is not loaded).
     const field = (msg: NodeMessage, source: FieldSource) => resolveField(RED, node, msg,
@@ -97,5 +97,5 @@ export default function register(RED: NodeAPI): void {
     }, { maxInFlight: config.maxInFlight, describe: (msg) => nameOf('fuid', msg.fuid) });
   }
 
-  RED.nodes.registerType('asset-download', AssetDownloadNode);
+  registerType(RED, 'asset-download', AssetDownloadNode);
 }

@@ -5,9 +5,9 @@
  * by the nodes that use it, opened on first use and closed with the node. The Redis client
  * (ioredis) is loaded only when such a node exists.
  */
-import { RedisDuplicateFilter, type RedisLike } from '../events';
-import { numberSetting } from './common';
-import type { Node, NodeAPI } from './node-red';
+import { RedisDuplicateFilter, type RedisLike } from '../../events';
+import { numberSetting } from '../shared';
+import { createNode, registerType, type Node, type NodeAPI } from '../shared/node-red';
 
 export interface AssetRedisConfig {
   id: string;
@@ -60,7 +60,7 @@ const reconnectDelay = (times: number) => Math.min(times * 100, 2000);
 
 export default function register(RED: NodeAPI): void {
   function AssetRedisNode(this: AssetRedisConfigNode, config: AssetRedisConfig) {
-    RED.nodes.createNode(this, config);
+    createNode(RED, this, config);
     const node = this;
     node.name = config.name;
     let settings: Settings | undefined;
@@ -76,7 +76,7 @@ export default function register(RED: NodeAPI): void {
     function connection(s: Settings) {
       if (client) return client;
       // Loaded here, not at the top: a flow without Redis never loads the client.
-      // eslint-disable-next-line @typescript-eslint/no-var-requires
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded lazily, see above
       const Redis = require('ioredis');
       const created = new Redis(s.url, {
         password: node.credentials?.password || undefined,
@@ -112,7 +112,5 @@ export default function register(RED: NodeAPI): void {
     });
   }
 
-  RED.nodes.registerType('asset-redis', AssetRedisNode, {
-    credentials: { password: { type: 'password' } }
-  });
+  registerType(RED, 'asset-redis', AssetRedisNode, { password: { type: 'password' } });
 }

@@ -5,11 +5,11 @@
  * problem ("type the cookie again") when the saved cookie may only go to the deployed base URL,
  * and the real problem showed only after retyping the cookie (issue 23 #5).
  */
-import { AssetClient } from '../api/client';
-import { AssetApiError } from '../api/errors';
-import { clientOptions, type AssetServerConfig } from '../nodes/asset-server';
-import type { NodeAPI } from '../nodes/node-red';
+import { AssetClient } from '../../api/client';
+import { AssetApiError } from '../../api/errors';
+import type { NodeAPI } from '../shared/node-red';
 import { configReport, PROBE_ID, type ConnectionReport } from './connection-check';
+import { clientOptions, type AssetServerConfig } from './options';
 
 /** Base URLs are reached within this (or the dialog's timeout when shorter). */
 const REACH_TIMEOUT_MS = 10000;

@@ -1,15 +1,15 @@
 /**
- * asset-server: configuration node. Holds the base URL, the session cookie (a
- * credential), timeout and TLS settings, the optional automatic login, and ONE
- * {@link AssetClient} shared by every node that uses this configuration. The client is
- * closed when the node closes.
+ * asset-server's settings: the config and what the node offers to the nodes that use it
+ * ({@link AssetServerConfigNode}), the client options built from the settings (one rule for
+ * the node and the connection test) and {@link clientFor}.
  */
-import { AssetClient, type AssetClientOptions } from '../api/client';
-import { AssetApiError, invalidInput } from '../api/errors';
-import { plainLoginWarning, type LoginOptions } from '../api/session';
-import { isBlankSetting } from './common';
-import type { Node, NodeAPI, TlsConfigNode } from './node-red';
-import { keptSessions, loginOptions, type LoginConfig } from './server-session';
+import { AssetClient, type AssetClientOptions } from '../../api/client';
+import { parseBaseUrl } from '../../api/client-options';
+import { AssetApiError, invalidInput } from '../../api/errors';
+import type { LoginOptions } from '../../api/session';
+import { isBlankSetting } from '../shared';
+import type { Node, NodeAPI, TlsConfigNode } from '../shared/node-red';
+import { loginOptions, type LoginConfig } from './session';
 
 /** Editor properties of an asset-server node. */
 export interface AssetServerConfig extends LoginConfig {
@@ -48,7 +48,7 @@ export interface AssetServerConfigNode extends Node {
   getClient(): AssetClient;
   /**
    * Sends this cookie from the next request on, for every node on this server (asset-session
-   * node). Kept in memory: see server-session.ts for what survives a redeploy.
+   * node). Kept in memory: see asset-server/session.ts for what survives a redeploy.
    */
   setCookie(cookie: string): void;
 }
@@ -68,28 +68,27 @@ export function clientFor(RED: NodeAPI, serverId: string | undefined): AssetClie
   return server.getClient();
 }
 
-function isHttpUrl(text: string): boolean {
-  try {
-    const url = new URL(text);
-    return url.protocol === 'http:' || url.protocol === 'https:';
-  } catch {
-    return false;
-  }
+/**
+ * The timeout setting in seconds: blank is {@link DEFAULT_TIMEOUT_S}; else a finite number, 0 or
+ * more (0 = none). Editor copy: DamEditor.timeoutSetting (test/house/rules.test.js compares them).
+ */
+export function timeoutSeconds(value: unknown): number {
+  const seconds = isBlankSetting(value) ? DEFAULT_TIMEOUT_S : Number(String(value));
+  if (!Number.isFinite(seconds) || seconds < 0) throw invalidInput('timeout', 'must be a number of seconds, 0 or more');
+  return seconds;
 }
 
 /** Builds the client options; throws invalid-input naming the field that is wrong. Also used by the connection test. */
 export function clientOptions(RED: NodeAPI, config: AssetServerConfig, credentials: Record<string, string | undefined>): AssetClientOptions {
   const baseUrl = (config.baseUrl || '').trim();
   if (!baseUrl) throw invalidInput('baseUrl', 'is required');
-  if (!isHttpUrl(baseUrl)) throw invalidInput('baseUrl', 'must be an http:// or https:// URL');
+  parseBaseUrl(baseUrl); // the client's rule, one place: absolute http(s) with a host, no ? or #
   const cookie = credentials.cookie || '';
   const login = loginOptions(config, credentials);
   if (!cookie.trim() && !login) {
     throw invalidInput('cookie', 'is required (the session cookie, Name=value or a bare value), unless automatic login is on');
   }
-  const timeoutText = isBlankSetting(config.timeout) ? String(DEFAULT_TIMEOUT_S) : String(config.timeout);
-  const timeoutS = Number(timeoutText);
-  if (!Number.isFinite(timeoutS) || timeoutS < 0) throw invalidInput('timeout', 'must be a number of seconds, 0 or more');
+  const timeoutS = timeoutSeconds(config.timeout);
 
   // Big transfers on a worker thread: Node-RED's heap then does not pay for their buffers' garbage collection.
   const options: AssetClientOptions = { baseUrl, cookie: cookie.trim(), timeout: Math.round(timeoutS * 1000), transferThread: 'worker' };
@@ -108,40 +107,4 @@ export function clientOptions(RED: NodeAPI, config: AssetServerConfig, credentia
     options.rejectUnauthorized = config.rejectUnauthorized !== false;
   }
   return options;
-}
-
-export default function register(RED: NodeAPI): void {
-  function AssetServerNode(this: AssetServerConfigNode, config: AssetServerConfig) {
-    RED.nodes.createNode(this, config);
-    const node = this;
-    node.name = config.name;
-    node.baseUrl = (config.baseUrl || '').trim();
-    node.publicBaseUrl = (config.publicBaseUrl || '').trim();
-    try {
-      const options = clientOptions(RED, config, node.credentials ?? {});
-      node.client = new AssetClient(options);
-      node.login = options.login;
-      keptSessions.adopt(node.id, config, node.credentials ?? {}, node.client);
-      const exposed = plainLoginWarning(options.login, options.baseUrl);
-      if (exposed) node.warn(exposed);
-    } catch (err) {
-      node.configError = err instanceof AssetApiError
-        ? err
-        : new AssetApiError('invalid-input', `asset-server: ${(err as Error).message}`);
-      node.error(node.configError.message);
-    }
-    node.getClient = () => {
-      if (node.client) return node.client;
-      throw node.configError ?? invalidInput('server', 'configuration is invalid');
-    };
-    node.setCookie = (cookie: string) => node.getClient().setCookie(cookie);
-    node.on('close', (removed: boolean, done: () => void) => {
-      if (removed) keptSessions.forget(node.id);
-      try { node.client?.close(); } finally { node.client = undefined; done(); }
-    });
-  }
-
-  RED.nodes.registerType('asset-server', AssetServerNode, {
-    credentials: { cookie: { type: 'password' }, username: { type: 'text' }, password: { type: 'password' } }
-  });
 }

@@ -2,10 +2,10 @@
  * asset-export: exports an asset's metadata (spec 4.4); msg.payload is the parsed
  * JSON, or the text for other formats.
  */
-import type { ExportOptions } from '../api/client';
-import { clientFor } from './asset-server';
-import { asIntegerId, asString, handleInputAndClose, nameOf, localText, required, resolveField, type FieldSource } from './common';
-import type { Node, NodeAPI, NodeMessage } from './node-red';
+import type { ExportOptions } from '../../api/client';
+import { clientFor } from '../asset-server';
+import { asIntegerId, asString, handleInputAndClose, nameOf, localText, required, resolveField, type FieldSource } from '../shared';
+import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
 
 /** Editor properties. TypedInput fields come as value + `<name>Type`. */
 export interface AssetExportConfig {
@@ -25,7 +25,7 @@ const LABEL_KEYS: Record<string, string> = { type: 'exportType' };
 
 export default function register(RED: NodeAPI): void {
   function AssetExportNode(this: Node, config: AssetExportConfig) {
-    RED.nodes.createNode(this, config);
+    createNode(RED, this, config);
     const node = this;
     // Errors name a field by its editor label (English when the catalogue is not loaded).
     const field = (msg: NodeMessage, source: FieldSource) => resolveField(RED, node, msg,
@@ -49,5 +49,5 @@ export default function register(RED: NodeAPI): void {
     }, { maxInFlight: config.maxInFlight, describe: (msg) => nameOf('fuid', msg.fuid) });
   }
 
-  RED.nodes.registerType('asset-export', AssetExportNode);
+  registerType(RED, 'asset-export', AssetExportNode);
 }
