@@ -214,4 +214,39 @@ describe('README: a first flow in five steps, clicked through in Chromium', func
     texts.should.match(/buffer\[9\]/i);
     await shoot('five-steps-5-downloaded', { debugTab: true });
   });
+
+  // Beyond the five steps, the next things a new user adds (issue 23 #1 and #10).
+  it('asset-subscribe warns when its callback reaches an asset-event-in here that listens for another method', async () => {
+    ids.eventIn = await dragFromPalette('asset-event-in', 150, 330);
+    ids.subscribe = await dragFromPalette('asset-subscribe', 380, 330);
+    (await page.evaluate((id) => RED.nodes.node(id).method, ids.subscribe)).should.equal('POST', 'a new asset-subscribe sends POST');
+    await open(ids.eventIn);
+    await page.locator('#node-input-path').fill('/dam/events');
+    await done();
+
+    await open(ids.subscribe);
+    const callback = page.locator('#node-input-callback + .red-ui-typedInput-container input.red-ui-typedInput-input');
+    await callback.fill(new URL('api/dam/events', nr.url).href); // httpNodeRoot is /api here
+    await callback.press('Tab');
+    const warning = page.locator('.node-input-method-warning');
+    (await warning.isVisible()).should.be.false('POST meets POST: no warning');
+    await page.locator('#node-input-method').selectOption('');
+    await warning.waitFor({ state: 'visible' });
+    (await warning.innerText()).should.match(/listens for POST; this subscription makes the server send GET/);
+    await shoot('five-steps-method-warning');
+    await page.locator('#node-input-method').selectOption('POST');
+    await warning.waitFor({ state: 'hidden' });
+    await done();
+  });
+
+  it('asset-event-in with Server "none" asks for a server, not for the Public URL', async () => {
+    await open(ids.eventIn);
+    await page.locator('#node-input-manage').check(); // the callback URL matters when the node registers it
+    // The only asset-server was picked when it was dropped in: set it to none as a user would.
+    await page.locator('#node-input-server').selectOption({ index: await page.locator('#node-input-server option').count() - 1 });
+    await page.locator('#node-input-server').dispatchEvent('change');
+    (await page.locator('#node-input-callbackPreview').textContent()).should.match(/^Pick a Server/);
+    await page.locator('#node-dialog-cancel').click();
+    await page.locator('#node-dialog-cancel').waitFor({ state: 'detached' });
+  });
 });
