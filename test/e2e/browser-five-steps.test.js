@@ -239,6 +239,24 @@ describe('README: a first flow in five steps, clicked through in Chromium', func
     await done();
   });
 
+  it('the DAM tab flags a registered subscription whose method differs from its asset-event-in\'s', async () => {
+    // Registered the way an old flow did: server default method (GET).
+    await open(ids.subscribe);
+    await page.locator('#node-input-subscriptionId + .red-ui-typedInput-container input.red-ui-typedInput-input').fill('five-steps-get-0001');
+    await page.locator('#node-input-method').selectOption('');
+    await done();
+    ids.register = await dragFromPalette('inject', 150, 420);
+    await wire(ids.register, ids.subscribe);
+    await deploy();
+    await clickInject(ids.register);
+    await page.waitForFunction((id) => { const st = RED.nodes.node(id).status; return st && st.fill === 'green'; }, ids.subscribe, { timeout: 20000 });
+    await page.evaluate(() => RED.actions.invoke('dam-assets:show-dam-tab'));
+    const flagged = page.locator('.dam-subscription[data-id="five-steps-get-0001"] .dam-warning');
+    await flagged.waitFor({ state: 'visible', timeout: 20000 });
+    (await flagged.innerText()).should.match(/Method mismatch: .*listens for POST, but the server sends GET/);
+    await shoot('five-steps-dam-tab-method');
+  });
+
   it('asset-event-in with Server "none" asks for a server, not for the Public URL', async () => {
     await open(ids.eventIn);
     await page.locator('#node-input-manage').check(); // the callback URL matters when the node registers it
