@@ -279,7 +279,8 @@
         var here = { httpNodeRoot: RED.settings.httpNodeRoot, uiPort: window.location.port || (window.location.protocol === "https:" ? "443" : "80"), publicBaseUrls: publicBaseUrls };
         var m = callbackMethodMismatch({ callback: callback, method: method }, eventIns, here);
         if (!m) { return ""; }
-        return RED._(NS + "warnings.methodMismatch", { node: m.nodeName || m.path, path: m.path, listens: m.eventInMethod, sends: m.subscriptionMethod });
+        var node = m.nodeName ? "\"" + m.nodeName + "\" (" + m.path + ")" : m.path;
+        return RED._(NS + "warnings.methodMismatch", { node: node, listens: m.eventInMethod, sends: m.subscriptionMethod });
     }
 
     function selectOnlyServer(node) {
