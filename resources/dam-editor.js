@@ -7,6 +7,10 @@
  *
  * API (all list values are the strings sent to the server, spec 2.1):
  *
+ *   DamEditor.adminPathClash(path, httpNodeRoot, httpAdminRoot)
+ *                                  the editor route an asset-event-in path would take over, or
+ *                                  undefined (copy of src/nodes/asset-event-in/admin-paths.ts);
+ *                                  DamEditor.editorRoot() is httpAdminRoot as the editor sees it.
  *   DamEditor.SUBSCRIPTION_ID      RegExp of a subscription id: 8 to 40 of a-z A-Z 0-9 and hyphen.
  *   DamEditor.HEADER_NAME          RegExp of an HTTP header name (an RFC 9110 token).
  *                                  Both are browser copies of src/api/values.ts;
@@ -102,7 +106,8 @@
         if (typeof value !== "string" || value.trim() === "" || /[?#]/.test(value)) { return false; }
         var url;
         try { url = new URL(value.trim()); } catch (e) { return false; }
-        return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
+        // No user:password@: it would be stored and shown in plain text (issue 22).
+        return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "" && url.username === "" && url.password === "";
     }
 
     function timeoutSetting(value) {
@@ -225,6 +230,34 @@
         });
     }
 
+    // Browser copy of src/nodes/asset-event-in/admin-paths.ts (test/api/editor-rules.test.js compares them).
+    var ADMIN_ROUTE_SEGMENTS = [
+        "auth", "flows", "flow", "nodes", "context", "settings", "plugins", "diagnostics",
+        "icons", "resources", "theme", "projects", "locales", "library", "credentials",
+        "red", "vendor", "types", "favicon.ico", "comms",
+        "inject", "debug", "udp-ports", "dam-assets"
+    ];
+    function normaliseRoutePath(path) {
+        return ("/" + path).replace(/\/{2,}/g, "/").replace(/(.)\/$/, "$1").toLowerCase();
+    }
+    /** The editor route an asset-event-in path would take over (httpAdminRoot + segment), or undefined. */
+    function adminPathClash(path, httpNodeRoot, httpAdminRoot) {
+        if (httpAdminRoot === false || httpNodeRoot === false) { return undefined; }
+        var adminRoot = normaliseRoutePath(httpAdminRoot || "/");
+        var full = normaliseRoutePath((httpNodeRoot || "/") + "/" + path);
+        var prefix = adminRoot === "/" ? "/" : adminRoot + "/";
+        if (full !== adminRoot && full.indexOf(prefix) !== 0) { return undefined; }
+        var first = full.slice(prefix.length).split("/")[0];
+        if (first === "") { return adminRoot + " (the editor)"; }
+        if (/[:*(?+]/.test(first) || ADMIN_ROUTE_SEGMENTS.indexOf(first) >= 0) { return prefix + first; }
+        return undefined;
+    }
+    /** The editor is served at httpAdminRoot: its page's folder. */
+    function editorRoot() {
+        return typeof location === "undefined" ? "/" : location.pathname.replace(/[^/]*$/, "");
+    }
+
+
     var LOOPBACK = { "127.0.0.1": true, "localhost": true, "[::1]": true, "::1": true };
 
     function urlOf(text) {
@@ -291,6 +324,9 @@
     }
 
     window.DamEditor = {
+        ADMIN_ROUTE_SEGMENTS: ADMIN_ROUTE_SEGMENTS,
+        adminPathClash: adminPathClash,
+        editorRoot: editorRoot,
         selectOnlyServer: selectOnlyServer,
         callbackMethodMismatch: callbackMethodMismatch,
         subscribeMethodWarning: subscribeMethodWarning,

@@ -5,6 +5,7 @@
  */
 import { invalidInput } from '../../api/errors';
 import { DEFAULT_MAX_BUFFER_BYTES, type DownloadInfo, type DownloadOptions } from '../../api/client';
+import type { IfExists } from '../../api/file-placement';
 import { clientFor } from '../asset-server';
 import { asIntegerId, asString, formatBytes, handleInputAndClose, nameOf, isBlank, isBlankSetting, localText, required, resolveField, resolvePath, type FieldSource } from '../shared';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
@@ -24,6 +25,8 @@ export interface AssetDownloadConfig {
   maxInFlight?: string | number;
   /** Buffer mode: largest file taken into memory, in MB (10^6 bytes). Default 100. */
   maxSizeMB?: string | number;
+  /** File mode into a folder: replace, keep-both (default, also for flows saved before the setting) or fail. */
+  ifExists?: string;
 }
 
 /** The Buffer mode limit in bytes; blank is the client's default (100 MB). */
@@ -89,7 +92,8 @@ export default function register(RED: NodeAPI): void {
           : invalidInput(filenameField.label, localText(RED, 'asset-download.errors.emptyFile', EMPTY_FILE));
       }
       const client = clientFor(RED, config.server);
-      const result = await client.downloadToFile({ ...options, path: resolvePath(RED, filename) });
+      // The editor's choice only (never a msg property); checked by the client, naming ifExists.
+      const result = await client.downloadToFile({ ...options, path: resolvePath(RED, filename), ifExists: (config.ifExists || undefined) as IfExists | undefined });
       msg.filename = result.path;
       msg.payload = result.path;
       setResponseProperties(msg, result);
