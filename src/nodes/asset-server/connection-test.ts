@@ -76,7 +76,7 @@ export function registerConnectionTest(RED: NodeAPI): void {
     };
     const typed: Record<string, string | undefined> = { cookie: text(body.cookie), username: text(body.username), password: text(body.password) };
     // Reachability first, without cookie or login: a wrong base URL is named as such (issue 23 #5).
-    const unreachable = await baseUrlProblem(RED, config);
+    const unreachable = await baseUrlProblem(RED, config, typed.username);
     if (unreachable) { res.json(unreachable); return; }
     const running = config.id ? liveServer(config.id) : undefined;
     const deployed = running ? deployedConfig(config.id) : undefined;

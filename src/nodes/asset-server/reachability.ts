@@ -14,13 +14,19 @@ import { clientOptions, type AssetServerConfig } from './options';
 /** Base URLs are reached within this (or the dialog's timeout when shorter). */
 const REACH_TIMEOUT_MS = 10000;
 
-/** A report saying what is wrong with the base URL, or undefined when the server answered. */
-export async function baseUrlProblem(RED: NodeAPI, config: AssetServerConfig): Promise<ConnectionReport | undefined> {
+/**
+ * A report saying what is wrong with the settings or the base URL, or undefined when the server
+ * answered. Settings that cannot work (base URL, timeout, TLS, a login on another host) are named
+ * before anything is sent; then the probe goes out without cookie and without login.
+ */
+export async function baseUrlProblem(RED: NodeAPI, config: AssetServerConfig, username?: string): Promise<ConnectionReport | undefined> {
   let client: AssetClient;
   try {
-    // A placeholder cookie lets clientOptions check the rest; it is removed before anything is sent.
-    const options = clientOptions(RED, { ...config, loginEnabled: false }, { cookie: 'unused' });
-    client = new AssetClient({ ...options, cookie: '', transferThread: undefined });
+    // Placeholder secrets let the options and the client check the settings (the login's host
+    // among them); they are dropped before anything is sent.
+    const options = clientOptions(RED, config, { cookie: 'unused', username: username || 'unused', password: 'unused' });
+    new AssetClient({ ...options, transferThread: undefined }).close();
+    client = new AssetClient({ ...options, cookie: '', login: undefined, transferThread: undefined });
   } catch (err) {
     return configReport(err);
   }
