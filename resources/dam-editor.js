@@ -36,6 +36,10 @@
  *   DamEditor.validateInFlight(value)
  *                                  true, or a short error text: "Parallel requests" is blank (the
  *                                  default, 2) or a whole number from 1 to 32.
+ *   DamEditor.validateRetries(value)
+ *                                  true, or a short error text: "Retries" is blank (0, as flows
+ *                                  saved before the setting) or a whole number from 0 to 10
+ *                                  (retriesSetting of src/nodes/shared/retry.ts).
  *   DamEditor.baseUrl(value)      true when the client takes it as its base URL (parseBaseUrl of
  *                                  src/api/client-options.ts): an absolute http:// or https:// URL
  *                                  with a host, spaces around allowed, no query (?) or fragment (#).
@@ -132,6 +136,12 @@
         if (isBlankSetting(value)) { return true; }
         var n = Number(value);
         return (/^\s*\d+\s*$/.test(String(value)) && n >= 1 && n <= 32) || t("errors.maxInFlight");
+    }
+
+    function validateRetries(value) {
+        if (isBlankSetting(value)) { return true; }
+        var n = Number(value);
+        return (/^\s*\d+\s*$/.test(String(value)) && n >= 0 && n <= 10) || t("errors.retries");
     }
 
     function textInput(row, cls, placeholder, value, flex) {
@@ -337,6 +347,7 @@
         validateSubscriptionId: validateSubscriptionId,
         subscriptionIdValidator: subscriptionIdValidator,
         validateInFlight: validateInFlight,
+        validateRetries: validateRetries,
         isBlankSetting: isBlankSetting,
         numberSetting: numberSetting,
         baseUrl: baseUrl,

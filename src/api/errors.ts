@@ -32,9 +32,11 @@ export class AssetApiError extends Error {
   readonly field?: string;
   /** Low-level code such as ECONNREFUSED, when there is one. */
   readonly code?: string;
+  /** A busy answer's Retry-After, in ms, when the server sent one. */
+  readonly retryAfterMs?: number;
 
   constructor(kind: AssetErrorKind, message: string, details: {
-    operation?: AssetOperation; status?: number; serverMessage?: string; field?: string; code?: string;
+    operation?: AssetOperation; status?: number; serverMessage?: string; field?: string; code?: string; retryAfterMs?: number;
   } = {}) {
     super(message);
     this.name = 'AssetApiError';
@@ -44,13 +46,15 @@ export class AssetApiError extends Error {
     if (details.serverMessage !== undefined) this.serverMessage = details.serverMessage;
     if (details.field !== undefined) this.field = details.field;
     if (details.code !== undefined) this.code = details.code;
+    if (details.retryAfterMs !== undefined) this.retryAfterMs = details.retryAfterMs;
   }
 
   /** Plain object for msg.error and JSON. */
   toJSON(): Record<string, unknown> {
     return {
       name: this.name, message: this.message, kind: this.kind, operation: this.operation,
-      status: this.status, serverMessage: this.serverMessage, field: this.field, code: this.code
+      status: this.status, serverMessage: this.serverMessage, field: this.field, code: this.code,
+      retryAfterMs: this.retryAfterMs
     };
   }
 }

@@ -12,10 +12,12 @@ import { Repository } from './repository';
 import { Ingester } from './upload';
 import { uploadLimits } from './limits';
 import { SessionStore, createHandler } from './server';
+import { FaultPlan, type BusyFault } from './faults';
 import { DEFAULT_FORM_CHARSET, FORM_CHARSETS, type FormCharset } from './charset';
 import type { EmulatorUser, SessionStats } from './sessions';
 
 export type { FormCharset } from './charset';
+export type { BusyFault } from './faults';
 export type { EmulatorUser, SessionStats } from './sessions';
 
 export interface EmulatorSession {
@@ -77,6 +79,10 @@ export interface RunningEmulator {
   requestsWith(value: string): number;
   /** Logins, refused logins and expired sessions so far. */
   sessionStats(): SessionStats;
+  /** Answers the next `fault.count` API requests busy (449/503, optional Retry-After); see faults.ts. */
+  injectBusy(fault: BusyFault): void;
+  /** Busy answers sent so far. */
+  busyAnswers(): number;
   /** Stops accepting, ends deliveries in flight, flushes state. */
   close(): Promise<void>;
 }
@@ -119,7 +125,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   const ingester = new Ingester(repo, log, ingestDelayMs, limits);
   ingester.resume();
 
-  const server = http.createServer(createHandler({ repo, hub, ingester, sessions, users: options.users ?? [], log, formCharset, limits }));
+  const faults = new FaultPlan();
+  const server = http.createServer(createHandler({ repo, hub, ingester, sessions, users: options.users ?? [], log, formCharset, limits, faults }));
   server.requestTimeout = 0; // a multi-GiB upload may take longer than Node's default 5 minutes
   server.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"success":false,"error":"malformed HTTP request"}');
@@ -148,6 +155,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     revokeSession: value => sessions.delete(value),
     requestsWith: value => sessions.requestsWith(value),
     sessionStats: () => ({ ...sessions.stats }),
+    injectBusy: fault => faults.addBusy(fault),
+    busyAnswers: () => faults.busyAnswers,
     close: () => closing ??= (async () => {
       const stopped = new Promise<void>(resolve => server.close(() => resolve()));
       server.closeAllConnections(); // uploads in flight are cut: their temporary files are removed

@@ -17,6 +17,7 @@ import { bodyEncoding, declaredCharset, parseUrlEncodedBody, type FormCharset } 
 import { ClientGone, IngestCancelled, Ingester, UploadError, buildIngestRequest, receiveUpload, scanZip } from './upload';
 import { DEFAULT_UPLOAD_LIMITS, type UploadLimits } from './limits';
 import { SESSION_COOKIE, SessionStore, handleLogin, parseCookieHeader, type EmulatorUser, type Session } from './sessions';
+import type { FaultPlan } from './faults';
 
 export { DEFAULT_USER, SESSION_COOKIE, SessionStore, parseCookieHeader, type Session } from './sessions';
 
@@ -214,6 +215,8 @@ export interface ServerDeps {
   formCharset: FormCharset;
   /** Upload size and zip expansion limits (default DEFAULT_UPLOAD_LIMITS). */
   limits?: UploadLimits;
+  /** Busy answers armed by a test (faults.ts). */
+  faults?: FaultPlan;
 }
 
 /** Method, raw path (no query) and query fields of a request target; absolute-form targets too. */
@@ -432,6 +435,7 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
     let route: Route | undefined;
     let match: RegExpExecArray | null = null;
     for (const r of routes) { match = r.pattern.exec(routePath); if (match) { route = r; break; } }
+    if (deps.faults?.answer(req, res, routePath)) return;
     if (!route || !match) { sendJson(res, 404, { success: false, error: `no such endpoint: ${req.method} ${routePath.slice(0, 200)}` }); return; }
     const handler = route.methods[req.method ?? ''];
     if (!handler) {

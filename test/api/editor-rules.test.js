@@ -36,7 +36,7 @@ function editorDefaults(type, DamEditor) {
   const html = fs.readFileSync(path.join(__dirname, '../../nodes', `${type}.html`), 'utf8');
   const script = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(html)[1];
   const registered = {};
-  const RED = { _: (key) => key, nodes: { registerType: (name, def) => { registered[name] = def; }, node: () => null } };
+  const RED = { _: (key) => key, nodes: { registerType: (name, def) => { registered[name] = def; }, node: () => null }, validators: { typedInput: () => () => true } };
   vm.runInNewContext(script, { RED, DamEditor, window: {} });
   return registered[type].defaults;
 }
@@ -92,6 +92,29 @@ describe('editor rules: browser copies answer as the source does', function () {
       (editor.validateInFlight(value) === true).should.equal(runtimeTakes, `validateInFlight on ${JSON.stringify(value)}`);
     }
     inFlightLimit(undefined, { warn: () => { throw new Error('warned'); } }, '   ').should.equal(2, 'only spaces: the default');
+  });
+
+  it('Retries: DamEditor.validateRetries accepts what retriesSetting (shared/retry.ts) takes', function () {
+    const { retriesSetting } = require('../../dist/nodes/shared/retry');
+    const cases = ['', undefined, null, 0, 1, 2, 10, 11, -1, 1.5, '0', ' 2 ', '10', '11', '-1', '+2', '1.5', '1e1', 'two', '０', ' ', '\t'];
+    for (const value of cases) {
+      let runtimeTakes = true;
+      try { retriesSetting(value); } catch { runtimeTakes = false; }
+      (editor.validateRetries(value) === true).should.equal(runtimeTakes, `validateRetries on ${JSON.stringify(value)}`);
+    }
+  });
+
+  it('hot folder: Parallel, Untouched for and Rescan every in the editor agree with hotFolderSettings', function () {
+    const { hotFolderSettings } = require('../../dist/nodes/asset-hot-folder/settings');
+    const defaults = editorDefaults('asset-hot-folder', editor);
+    for (const [prop, cases] of [['maxParallel', ['', ' ', 1, 32, 33, 0, '2', ' 3 ', '+2', '1e1', '1.5', 'x']],
+      ['untouchedSeconds', NUMBER_TEXTS], ['rescanSeconds', NUMBER_TEXTS]]) {
+      for (const value of cases) {
+        let runtimeTakes = true;
+        try { hotFolderSettings({ folder: '/tmp/x', [prop]: value }, (p) => p); } catch { runtimeTakes = false; }
+        editorAccepts(defaults, prop, value, { _: (k) => k }).should.equal(runtimeTakes, `${prop} on ${JSON.stringify(value)}`);
+      }
+    }
   });
 
   it('blank settings: DamEditor.isBlankSetting agrees with isBlankSetting (empty or only spaces = the default)', function () {

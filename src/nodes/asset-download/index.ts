@@ -9,6 +9,7 @@ import type { IfExists } from '../../api/file-placement';
 import { clientFor } from '../asset-server';
 import { asIntegerId, asString, formatBytes, handleInputAndClose, nameOf, isBlank, isBlankSetting, localText, required, resolveField, resolvePath, type FieldSource } from '../shared';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
+import { nodeRetry, withRetries } from '../shared/retry';
 
 export type DownloadOutput = 'buffer' | 'file';
 
@@ -23,6 +24,8 @@ export interface AssetDownloadConfig {
   output?: DownloadOutput;
   filename?: string; filenameType?: string;
   maxInFlight?: string | number;
+  /** Tries after a transient failure (shared/retry.ts); missing in flows saved before: 0. */
+  retries?: string | number;
   /** Buffer mode: largest file taken into memory, in MB (10^6 bytes). Default 100. */
   maxSizeMB?: string | number;
   /** File mode into a folder: replace, keep-both (default, also for flows saved before the setting) or fail. */
@@ -63,6 +66,7 @@ export default function register(RED: NodeAPI): void {
     const output: DownloadOutput = config.output === 'file' ? 'file' : 'buffer';
 
     handleInputAndClose(RED, node, async (msg, request) => {
+      const withRetry = <T>(work: () => Promise<T>) => withRetries(work, nodeRetry(RED, node, config.retries, request.signal));
       const fuidField = await field(msg, { field: 'fuid', blankReads: 'fuid', value: config.fuid, type: config.fuidType });
       const options: DownloadOptions = {
         fuid: required(fuidField, asIntegerId(fuidField)),
@@ -76,7 +80,8 @@ export default function register(RED: NodeAPI): void {
 
       if (output === 'buffer') {
         const client = clientFor(RED, config.server);
-        const result = await client.downloadToBuffer({ ...options, maxBytes: maxBufferBytes(config.maxSizeMB) });
+        const maxBytes = maxBufferBytes(config.maxSizeMB);
+        const result = await withRetry(() => client.downloadToBuffer({ ...options, maxBytes }));
         msg.payload = result.data;
         setResponseProperties(msg, result);
         return RED._('asset-download.status.received', { size: formatBytes(result.data.length) });
@@ -92,8 +97,10 @@ export default function register(RED: NodeAPI): void {
           : invalidInput(filenameField.label, localText(RED, 'asset-download.errors.emptyFile', EMPTY_FILE));
       }
       const client = clientFor(RED, config.server);
+      const target = resolvePath(RED, filename);
       // The editor's choice only (never a msg property); checked by the client, naming ifExists.
-      const result = await client.downloadToFile({ ...options, path: resolvePath(RED, filename), ifExists: (config.ifExists || undefined) as IfExists | undefined });
+      const ifExists = (config.ifExists || undefined) as IfExists | undefined;
+      const result = await withRetry(() => client.downloadToFile({ ...options, path: target, ifExists }));
       msg.filename = result.path;
       msg.payload = result.path;
       setResponseProperties(msg, result);
