@@ -195,8 +195,8 @@ describe('example flows, packed and installed into a real Node-RED', function ()
         return collector.next(debugName, this.since, timeoutMs, test);
       },
       /** Node-RED logged no error while this example ran. */
-      noErrorsLogged() {
-        const errors = log.slice(logFrom).filter((l) => /\[error\]/.test(l));
+      noErrorsLogged(allowed) {
+        const errors = log.slice(logFrom).filter((l) => /\[error\]/.test(l) && !(allowed && allowed.test(l)));
         errors.should.eql([], errors.join('\n'));
       },
       /** Nor a warning (issue 23 #6: example 08 warned on every deploy). */
@@ -319,7 +319,9 @@ describe('example flows, packed and installed into a real Node-RED', function ()
     await sleep(1000);
     collector.reports.slice(ex.since).filter((r) => r.debug === 'ingested').length.should.equal(1, 'uploaded once');
     fs.existsSync(path.join(hot, 'still-copying.part')).should.be.true();
-    ex.noErrorsLogged();
+    // asset-hot-folder starts before the example's inject makes its folder: it says once, at the
+    // first deploy, that the folder does not exist, then works as soon as it does.
+    ex.noErrorsLogged(/\[asset-hot-folder:hot folder\] .*hot-folder does not exist$/);
     ex.noWarningsLogged();
   });
 

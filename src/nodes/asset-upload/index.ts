@@ -4,7 +4,7 @@
  */
 import { Readable } from 'stream';
 import type { UploadOptions, UploadOutcome } from '../../api/client';
-import { AssetApiError, invalidInput } from '../../api/errors';
+import { invalidInput } from '../../api/errors';
 import { clientFor } from '../asset-server';
 import { asString, handleInputAndClose, localText, nameOf, resolveField, resolvePath, type FieldSource } from '../shared';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
