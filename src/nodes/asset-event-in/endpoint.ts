@@ -168,11 +168,13 @@ export class EventInEndpoint {
       if (claim) await claim.undo().catch(() => undefined);
       return { sent: 0, entries: 0, busy, closing: true };
     }
-    // Confirmed in the turn of the first send, before Node-RED delivers the messages: a copy killed
-    // once its flow has them has confirmed them, so the server's retry is not emitted twice.
-    // Whatever the confirmation meets, the messages are out and the answer is success.
-    claim?.confirm().catch((err: unknown) => this.warnFilter(err));
     const sent = await this.sendEntries(kept, subscriptionId, receivedAt);
+    // Confirmed in the turn of the last send, not before: sends yield every YIELD_EVERY messages,
+    // and a copy killed between chunks must leave the rest claimed only (the retry emits them
+    // after the lease), never confirmed as emitted. Closed between chunks: no confirmation, the
+    // caller undoes the claim and answers 503. Whatever the confirmation meets, the messages
+    // are out and the answer is success.
+    if (!this.closed) claim?.confirm().catch((err: unknown) => this.warnFilter(err));
     return { sent, entries: kept.length, busy, undo: claim?.undo };
   }
 
