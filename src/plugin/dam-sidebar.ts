@@ -28,6 +28,7 @@ import type { AssetServerConfigNode } from '../nodes/asset-server/options';
 import type { NodeAPI } from '../nodes/shared/node-red';
 import { eventInStats, type EventInStats } from '../nodes/shared/event-in-stats';
 import { maskHeaderValues } from '../nodes/shared/masking';
+import { callbackMethodMismatch, type EventInRoute } from './callback-method';
 import { hotFolderStats, type HotFolderView } from '../nodes/asset-hot-folder/stats';
 import { runningDelivery } from '../nodes/asset-event-in/delivery';
 import { registerInboxRoutes } from './inbox-routes';
@@ -164,12 +165,27 @@ export default function register(RED: NodeAPI): void {
     return undefined;
   }
 
+  /** The stored subscription's callback reaches an asset-event-in of these flows with another method (issue 23 #1). */
+  function methodMismatchOf(details: unknown) {
+    const stored = (details as { subscription?: { callback?: unknown; method?: unknown } } | null)?.subscription;
+    if (!stored) return undefined;
+    const eventIns: EventInRoute[] = [];
+    const publicBaseUrls: string[] = [];
+    RED.nodes.eachNode((def) => {
+      const config = def as typeof def & Record<string, any>; // a node's config as the flows hold it
+      if (config.type === 'asset-event-in') eventIns.push({ id: config.id, name: config.name, path: config.path, method: config.method });
+      if (config.type === 'asset-server' && typeof config.publicBaseUrl === 'string') publicBaseUrls.push(config.publicBaseUrl);
+    });
+    const settings = RED.settings as unknown as { httpNodeRoot?: string; uiPort?: number };
+    return callbackMethodMismatch(stored, eventIns, { httpNodeRoot: settings.httpNodeRoot, uiPort: settings.uiPort, publicBaseUrls });
+  }
+
   app.get('/dam-assets/subscriptions/:server/:id', read, async (req: any, res: any) => {
     const server = serverOfUsedSubscription(req, res);
     if (!server) return;
     try {
       const details = await server.getClient().getSubscription(req.params.id, { timeout: 10000 });
-      res.json({ ok: true, details: maskHeaderValues(details) });
+      res.json({ ok: true, details: maskHeaderValues(details), methodMismatch: methodMismatchOf(details) });
     } catch (err) {
       res.json({ ok: false, error: classifiedErrorView(err) });
     }

@@ -44,6 +44,14 @@ function clockTime(date: Date): string {
  */
 type Emitted = { sent: number; entries: number; busy: number; closing?: boolean; undo?: () => Promise<void> };
 
+/** Longest status text under the node; the whole text is in the log (and the DAM tab). */
+const STATUS_MAX = 60;
+
+/** The text, cut with an ellipsis when longer than {@link STATUS_MAX}, so a cut is seen as one (issue 23 #10). */
+export function shortStatus(text: string): string {
+  return text.length > STATUS_MAX ? text.slice(0, STATUS_MAX - 1).trimEnd() + '…' : text;
+}
+
 export class EventInEndpoint {
   /** Set when the node closes: callbacks still running answer 503 so that the server retries. */
   closed = false;
@@ -79,11 +87,11 @@ export class EventInEndpoint {
     const parts: string[] = [];
     if (settings.subscriptionId) parts.push(settings.subscriptionId);
     if (this.subscription === 'failed') {
-      node.status({ fill: 'red', shape: 'ring', text: [...parts, this.subscriptionError].join(' · ') });
+      node.status({ fill: 'red', shape: 'ring', text: shortStatus([...parts, this.subscriptionError].join(' · ')) });
       return;
     }
     if (this.filterProblem || this.delivery?.problem) {
-      node.status({ fill: 'red', shape: 'ring', text: [...parts, this.filterProblem || this.delivery?.problem].join(' · ') });
+      node.status({ fill: 'red', shape: 'ring', text: shortStatus([...parts, this.filterProblem || this.delivery?.problem].join(' · ')) });
       return;
     }
     const parked = this.delivery?.counts()?.parked;
@@ -96,7 +104,7 @@ export class EventInEndpoint {
     if (!parts.length) { node.status({}); return; }
     const fill = this.subscription === 'registering' ? 'yellow' : 'green';
     const shape = this.subscription === 'registering' ? 'ring' : 'dot';
-    node.status({ fill, shape, text: parts.join(' · ') } as NodeStatus);
+    node.status({ fill, shape, text: shortStatus(parts.join(' · ')) } as NodeStatus);
   }
 
   stopStatusTimer(): void {

@@ -17,7 +17,7 @@ import type { AssetRedisConfigNode } from '../asset-redis';
 import type { AssetServerConfigNode } from '../asset-server';
 import { SettingError, localText } from '../shared';
 import { adminClashReason, adminRouteClash } from './admin-paths';
-import { EventInEndpoint, redact } from './endpoint';
+import { EventInEndpoint, redact, shortStatus } from './endpoint';
 import { openRoute } from './route';
 import { AtLeastOnceDelivery, deliverLeftovers, inboxFile, readDeliverySettings, userDirectory, type DeliveryConfig } from './delivery';
 import { callbackUrl, readSettings, subscriptionFields, type AssetEventInConfig, type Settings } from './settings';
@@ -42,7 +42,7 @@ export default function register(RED: NodeAPI): void {
     function refuse(err: unknown): void {
       const message = err instanceof Error ? err.message : String(err);
       node.error(t('errors.config', 'configuration: __message__', { message }));
-      node.status({ fill: 'red', shape: 'ring', text: message.slice(0, 60) });
+      node.status({ fill: 'red', shape: 'ring', text: shortStatus(message) });
     }
 
     let settings: Settings;
