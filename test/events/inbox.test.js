@@ -18,6 +18,17 @@ describe('events: at-least-once inbox (journal)', function () {
     opened.push(result.inbox);
     return result;
   }
+  /** An entry as asset-event-in stores it: keyed by asset, its revision (rrn) given for the order check. */
+  const revised = (assetId, rrn) => ({ ...entry(assetId, rrn), revision: rrn });
+  /** Takes and acknowledges until the inbox is empty; the order entries left in, `asset/rrn`. */
+  async function drain(inbox) {
+    const out = [];
+    for (;;) {
+      const taken = await inbox.take(100);
+      if (!taken.deliveries.length) return out;
+      for (const d of taken.deliveries) { out.push(`${d.entry.assetId}/${d.entry.rrn}`); await inbox.acknowledge(d.id, d.delivery); }
+    }
+  }
   const ids = (taken) => taken.deliveries.map((d) => `${d.entry.assetId}/${d.entry.rrn}`);
 
   beforeEach(() => {
@@ -241,6 +252,45 @@ describe('events: at-least-once inbox (journal)', function () {
     load3.parkedAtLoad.map((p) => p.entry.assetId).should.eql([1]);
     ids(await c.take(10)).should.eql([]);
     c.counts().should.eql({ stored: 1, inFlight: 0, parked: 1, capacity: 100 });
+  });
+
+  // The kill test's one order failure (revision 1929 processed after 1938): a callback carrying two
+  // revisions of one asset is stored, Node-RED is killed before the answer reaches the server (the
+  // records are on disk), the restarted node's in-memory duplicate filter is empty, and the server's
+  // retry of the same callback stored both again behind them: old, new, old, new.
+  it('a callback stored before a crash and sent again by the server is not stored behind its own newer revision', async function () {
+    const file = path.join(dir, 'resent.journal');
+    const callback = () => [revised(1, 1929), revised(2, 1930), revised(1, 1938)];
+    const { inbox } = await open(file);
+    await inbox.store(callback());
+    const killed = path.join(dir, 'resent-after-kill.journal');
+    fs.copyFileSync(file, killed); // SIGKILL before the answer: what is on disk is all the restart sees
+    const { inbox: restarted } = await open(killed);
+    const skipped = await restarted.store(callback()); // the server's retry
+    const order = await drain(restarted);
+    // Asset 1 never goes back from 1938 to 1929; a repeat of an asset's newest revision is allowed.
+    order.should.eql(['1/1929', '2/1930', '1/1938', '2/1930', '1/1938']);
+    skipped.should.equal(1); // 1/1929: older than the stored 1/1938
+
+    // The same when the restarted node already acknowledged the stored entries before the retry
+    // came, and a compaction dropped their records: the newest revision per asset outlives both.
+    const { inbox: again } = await open(path.join(dir, 'resent-compacted.journal'), { maxEntries: 5000, maxInFlight: 5000 });
+    await again.store(callback());
+    (await drain(again)).should.eql(['1/1929', '2/1930', '1/1938']);
+    const filler = [];
+    for (let i = 100; i < 1700; i++) filler.push(revised(i, 5000 + i));
+    await again.store(filler);
+    await drain(again);
+    parseJournal(fs.readFileSync(path.join(dir, 'resent-compacted.journal'))).records.length.should.be.below(1000); // compacted
+    const copy = path.join(dir, 'resent-compacted-kill.journal');
+    fs.copyFileSync(path.join(dir, 'resent-compacted.journal'), copy);
+    const { inbox: third } = await open(copy, { maxEntries: 5000, maxInFlight: 5000 });
+    const skippedThird = await third.store(callback());
+    (await drain(third)).should.eql(['2/1930', '1/1938']);
+    skippedThird.should.equal(1);
+    // A newer revision is stored as ever.
+    (await third.store([revised(1, 1940)])).should.equal(0);
+    (await drain(third)).should.eql(['1/1940']);
   });
 
   it('destroy removes the file and says how many entries were not acknowledged', async function () {

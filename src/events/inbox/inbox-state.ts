@@ -51,12 +51,30 @@ export class InboxState {
   private flightDeadline = Infinity;
   nextId = 1;
   nextSeq = 1;
+  /**
+   * The newest revision stored of each key, kept after its entries are acknowledged (and through
+   * compaction): a re-sent older entry must not go behind a newer one. One number per asset seen.
+   */
+  readonly newest = new Map<string, number>();
 
   constructor(private readonly options: StateOptions) {}
 
   get inFlight(): number { return this.flights.size; }
   get parked(): number { return this.parkedCount; }
   get size(): number { return this.records.size; }
+
+  /** True when an entry of `key` with a newer revision was stored already. */
+  isStale(key: string, revision: number | undefined): boolean {
+    if (revision === undefined) return false;
+    const newest = this.newest.get(key);
+    return newest !== undefined && revision < newest;
+  }
+
+  noteRevision(key: string, revision: number | undefined): void {
+    if (revision === undefined) return;
+    const newest = this.newest.get(key);
+    if (newest === undefined || revision > newest) this.newest.set(key, revision);
+  }
 
   /** A new record (stored or loaded), put in its key's line unless parked. */
   add(record: StoredRecord): void {

@@ -2,9 +2,10 @@
  * The embedded inbox: InboxState kept in a journal file (journal-file.ts) in Node-RED's user
  * directory, one file per asset-event-in node.
  *
- * Records: `s` stored (id, key, entry, subscription id, received at; a compaction snapshot adds
+ * Records: `s` stored (id, key, entry, revision `v`, subscription id, received at; a compaction snapshot adds
  * the place in line `q`, the deliveries `n` and a parking `p`/`pa`), `d` deliveries so far, `a`
- * acknowledged or discarded, `p` parked, `u` delivered again (new place in line `q`).
+ * acknowledged or discarded, `p` parked, `u` delivered again (new place in line `q`); a compacted
+ * file starts with the ids and places used and each key's newest revision `h`.
  * `store` waits for its records to be on disk; the rest are written in the same batches but only
  * acknowledgements, rejections and the sidebar's actions wait: a lost delivery count costs at
  * most one more delivery, never an entry.
@@ -14,13 +15,13 @@ import { InboxState, toDelivery, toParked, type StoredRecord } from './inbox-sta
 import { InboxFullError, type Delivery, type Inbox, type InboxCounts, type InboxOptions, type NewEntry, type ParkedEntry, type Taken } from './types';
 
 type Rec =
-  | { s: number; k: string; e: unknown; sub?: string; at: string; q?: number; n?: number; p?: string; pa?: string }
+  | { s: number; k: string; e: unknown; v?: number; sub?: string; at: string; q?: number; n?: number; p?: string; pa?: string }
   | { d: number; n: number }
   | { a: number }
   | { p: number; r: string; pa: string }
   | { u: number; q: number }
-  /** First record of a compacted file: ids and places already used (never handed out again). */
-  | { i: number; q: number };
+  /** First record of a compacted file: ids and places already used (never handed out again), newest revision per key. */
+  | { i: number; q: number; h?: Array<[string, number]> };
 
 /** Compact once the journal holds this many records more than the live entries (and twice as many). */
 const COMPACT_SLACK = 1000;
@@ -63,12 +64,14 @@ export class JournalInbox implements Inbox {
     const byId = new Map<number, StoredRecord>();
     for (const r of records) {
       if ('s' in r) {
+        this.state.noteRevision(r.k, r.v); // acknowledged ones too: a re-sent older entry stays out
         byId.set(r.s, {
           id: r.s, seq: r.q ?? r.s, key: r.k, entry: r.e, subscriptionId: r.sub, receivedAt: r.at,
           deliveries: r.n ?? 0, state: r.p !== undefined ? 'parked' : 'waiting', dueAt: 0, deadline: 0,
           parkReason: r.p, parkedAt: r.pa
         });
         if (r.sub === undefined) delete byId.get(r.s)!.subscriptionId;
+        if (r.v !== undefined) byId.get(r.s)!.revision = r.v;
       } else if ('d' in r) {
         const rec = byId.get(r.d);
         if (rec) rec.deliveries = r.n;
@@ -83,6 +86,7 @@ export class JournalInbox implements Inbox {
       } else if ('i' in r) {
         this.state.nextId = Math.max(this.state.nextId, r.i);
         this.state.nextSeq = Math.max(this.state.nextSeq, r.q);
+        for (const [key, revision] of r.h ?? []) this.state.noteRevision(key, revision);
       }
     }
     for (const rec of [...byId.values()].sort((a, b) => a.seq - b.seq)) this.state.add(rec);
@@ -106,30 +110,41 @@ export class JournalInbox implements Inbox {
     return parked;
   }
 
-  async store(entries: NewEntry[]): Promise<void> {
+  /**
+   * An entry older than a stored revision of its key is left out: the server sends a callback again
+   * when a crash cut off the answer after its entries were written (the in-memory duplicate filter
+   * forgot them with the crash); stored again they would go behind the newer entries stored since,
+   * and the flow would get an older revision after a newer one.
+   */
+  async store(entries: NewEntry[]): Promise<number> {
     if (this.closed) throw new Error('inbox is closed');
-    if (entries.length === 0) return;
-    if (this.state.size + this.reserved + entries.length > this.options.maxEntries) throw new InboxFullError(this.options.maxEntries);
+    const fresh = entries.filter((e) => !this.state.isStale(e.key, e.revision));
+    const stale = entries.length - fresh.length;
+    if (fresh.length === 0) return stale;
+    if (this.state.size + this.reserved + fresh.length > this.options.maxEntries) throw new InboxFullError(this.options.maxEntries);
     const records: StoredRecord[] = [];
     let text = '';
-    for (const e of entries) {
+    for (const e of fresh) {
       const id = this.state.nextId++;
       const record: StoredRecord = { id, seq: id, key: e.key, entry: e.entry, receivedAt: e.receivedAt, deliveries: 0, state: 'waiting', dueAt: 0, deadline: 0 };
       const line: Rec = { s: id, k: e.key, e: e.entry, at: e.receivedAt };
+      if (e.revision !== undefined) { record.revision = e.revision; line.v = e.revision; }
       if (e.subscriptionId !== undefined) { record.subscriptionId = e.subscriptionId; line.sub = e.subscriptionId; }
       record.line = encodeRecord(line);
       records.push(record);
       text += record.line;
     }
     this.state.nextSeq = Math.max(this.state.nextSeq, this.state.nextId);
-    this.reserved += entries.length;
+    this.reserved += fresh.length;
     try {
-      // In the state only once on disk: nothing is handed out that was not stored.
-      await this.journal.append(text, () => { for (const r of records) this.state.add(r); });
+      // In the state only once on disk: nothing is handed out that was not stored. The revisions
+      // count only then too: a callback that failed to store must be stored when it comes again.
+      await this.journal.append(text, () => { for (const r of records) { this.state.add(r); this.state.noteRevision(r.key, r.revision); } });
     } finally {
-      this.reserved -= entries.length;
+      this.reserved -= fresh.length;
     }
-    this.fileRecords += entries.length;
+    this.fileRecords += fresh.length;
+    return stale;
   }
 
   async take(limit: number): Promise<Taken> {
@@ -256,7 +271,7 @@ export class JournalInbox implements Inbox {
 
   /** The live state as store records (place, deliveries and parking included). */
   private snapshot(): string {
-    let text = encodeRecord({ i: this.state.nextId, q: this.state.nextSeq });
+    let text = encodeRecord({ i: this.state.nextId, q: this.state.nextSeq, h: [...this.state.newest] });
     for (const r of this.state.all()) {
       // The store record as written, and its deliveries: no need to encode the entry again.
       if (r.line && r.seq === r.id && r.state !== 'parked') {
@@ -265,6 +280,7 @@ export class JournalInbox implements Inbox {
         continue;
       }
       const line: Rec = { s: r.id, k: r.key, e: r.entry, at: r.receivedAt, q: r.seq, n: r.deliveries };
+      if (r.revision !== undefined) line.v = r.revision;
       if (r.subscriptionId !== undefined) line.sub = r.subscriptionId;
       if (r.state === 'parked') { line.p = r.parkReason ?? ''; line.pa = r.parkedAt ?? ''; }
       text += encodeRecord(line);

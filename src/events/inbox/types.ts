@@ -9,6 +9,9 @@
  * Rules every implementation keeps:
  * - `store` resolves only once the entries are durable; it refuses (InboxFullError) rather than drop.
  * - Two entries with the same `key` (the asset) are never in flight at once, and leave in the order stored.
+ * - An entry whose `revision` is older than one of its key stored before (also before a crash, and
+ *   acknowledged since) is not stored: it is the server sending again a callback whose answer a
+ *   crash cut off, and stored behind its own newer revision it would reach the flow after it.
  * - At most `maxInFlight` entries are in flight (taken, not yet acknowledged, rejected or timed out).
  * - An entry not acknowledged within the visibility timeout is due again; one delivered
  *   `maxDeliveries` times without an acknowledgement is parked (kept, no longer delivered).
@@ -20,6 +23,8 @@ export interface NewEntry {
   key: string;
   /** The callback entry (spec 2.3): any JSON value. */
   entry: unknown;
+  /** The entry's revision (rrn), when it has one: an entry older than a stored one of its key is not stored (see store). */
+  revision?: number;
   subscriptionId?: string;
   /** ISO time the callback arrived. */
   receivedAt: string;
@@ -58,8 +63,11 @@ export interface Taken {
 }
 
 export interface Inbox {
-  /** Stores the entries durably, all or none. Rejects with InboxFullError when they do not fit. */
-  store(entries: NewEntry[]): Promise<void>;
+  /**
+   * Stores the entries durably, all or none. Rejects with InboxFullError when they do not fit.
+   * Resolves with how many were not stored because their revision is older than a stored one of their key.
+   */
+  store(entries: NewEntry[]): Promise<number>;
   /** Up to `limit` entries due now (also capped by the in-flight bound), keeping each key's order. */
   take(limit: number): Promise<Taken>;
   /** Done: the entry goes. False when the entry is unknown, parked, or in flight with another delivery. */

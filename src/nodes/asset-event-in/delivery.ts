@@ -147,8 +147,11 @@ export class AtLeastOnceDelivery {
     });
   }
 
-  /** Stores one callback's entries durably; rejects with InboxRefusal when it cannot (answer 503). */
-  async store(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<void> {
+  /**
+   * Stores one callback's entries durably; rejects with InboxRefusal when it cannot (answer 503).
+   * Resolves with how many were left out as repeats: older than a stored revision of their asset.
+   */
+  async store(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<number> {
     let inbox: Inbox;
     try {
       inbox = await this.opening;
@@ -157,11 +160,14 @@ export class AtLeastOnceDelivery {
     }
     const items: NewEntry[] = entries.map((entry) => {
       const item: NewEntry = { key: orderKey(entry), entry, receivedAt };
+      const rrn = typeof entry?.rrn === 'string' && /^\d{1,15}$/.test(entry.rrn) ? Number(entry.rrn) : entry?.rrn;
+      if (typeof rrn === 'number' && Number.isFinite(rrn)) item.revision = rrn;
       if (subscriptionId !== undefined) item.subscriptionId = subscriptionId;
       return item;
     });
+    let stale: number;
     try {
-      await inbox.store(items);
+      stale = await inbox.store(items);
     } catch (err) {
       const full = err instanceof InboxFullError;
       const text = full
@@ -172,6 +178,7 @@ export class AtLeastOnceDelivery {
     }
     if (this.problem) { this.problem = ''; this.hooks.changed(); }
     this.pump();
+    return stale;
   }
 
   /** Hands out what is due, as long as the in-flight bound allows; then waits for the next due time. */

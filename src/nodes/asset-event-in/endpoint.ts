@@ -175,14 +175,17 @@ export class EventInEndpoint {
     }
     if (this.delivery) {
       // Stored before the answer; the inbox sends them. A failed store lets the claims go, so that the retry is not a duplicate.
+      let stale: number;
       try {
-        await this.delivery.store(kept, subscriptionId, receivedAt);
+        stale = await this.delivery.store(kept, subscriptionId, receivedAt);
       } catch (err) {
         if (claim) await claim.undo().catch(() => undefined);
         throw err;
       }
       claim?.confirm().catch((err: unknown) => this.warnFilter(err));
-      return { sent: 0, entries: kept.length, busy };
+      // Repeats the inbox recognised (older than a stored revision of their asset): counted as duplicates.
+      for (let i = 0; i < stale; i++) { this.duplicates++; stats.duplicate(); }
+      return { sent: 0, entries: kept.length - stale, busy };
     }
     const sent = await this.sendEntries(kept, subscriptionId, receivedAt);
     // Confirmed in the turn of the last send, not before: sends yield every YIELD_EVERY messages,
