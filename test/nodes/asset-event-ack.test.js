@@ -177,6 +177,25 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
     held[1].payload.assetId.should.equal(3);
   });
 
+  it('a callback stored, then sent again after a restart, does not bring an older revision after a newer one', async function () {
+    // A restart (here a full redeploy: a new node, an empty duplicate filter, the same inbox) after
+    // the entries were stored and processed but before the server saw the answer: it sends the same callback again.
+    await load({ dedup: true });
+    const callback = payload([entry(1, 1), entry(2, 1), entry(1, 2)]);
+    await request(app).post('/dam/inbox').send(callback).expect(200);
+    await until(() => acked.length === 3, 'the first copy processed');
+    await helper.setFlows(flow({ dedup: true }), 'full');
+    const before = seen;
+    wireHelpers();
+    const res = await request(app).post('/dam/inbox').send(callback).expect(200);
+    await until(() => acked.length === res.body.stored, 'the retry processed');
+    await new Promise((r) => setTimeout(r, 100));
+    const order = [...before, ...seen].map((m) => `${m.payload.assetId}/${m.payload.rrn}`);
+    // Asset 1 never goes back from revision 2 to 1; the repeats of the newest revisions are allowed.
+    order.filter((k) => k.startsWith('1/')).should.eql(['1/1', '1/2', '1/2']);
+    res.body.should.eql({ success: true, received: 3, stored: 2 });
+  });
+
   it('a redeploy that keeps the node keeps its inbox (delivered again); removing it removes the inbox with a warning', async function () {
     await load();
     holdWork.add(1);
