@@ -10,7 +10,7 @@
  *    gone -> that copy died, closed or timed out before emitting: the key is taken over (`new`).
  *    The batch's marker is set to `c` with the lease as expiry, so a copy killed between claim
  *    and emit blocks nothing for longer than the lease, and the server's retry emits it.
- * 2. confirm, once the entries are handed to the flow: the marker becomes `d` for the window.
+ * 2. confirm, before the entries are handed to the flow (its reply awaited): the marker becomes `d` for the window.
  *    Undo (closed before the flow got them) and release (the claim timed out) delete the marker.
  * One write per entry per callback (the claim) and two per callback (the marker, set and then
  * confirmed); undo and release delete one key whatever the batch size. An entry key lives for the

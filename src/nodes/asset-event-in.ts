@@ -178,6 +178,12 @@ export default function register(RED: NodeAPI): void {
       } else {
         kept.push(...candidates);
       }
+      // The confirmation's reply is awaited before the messages are handed on, whatever the Redis
+      // client's pipelining does: a copy killed once its flow runs has confirmed them, so the
+      // server's retry is not emitted twice; killed before, the claim lapses after the lease and
+      // the retry emits them. A confirmation that fails does not hold the messages back (lost
+      // would be worse than twice): they go out, and the status says why.
+      if (claim && !state.closed) await claim.confirm().catch((err: unknown) => warnFilter(err));
       // Closed while the filter answered: send nothing, and let the claims go so that the server's
       // retry is emitted at once (by the new node or another copy), not after the lease.
       if (state.closed) {
@@ -185,10 +191,6 @@ export default function register(RED: NodeAPI): void {
         return { sent: 0, entries: 0, busy, closing: true };
       }
       const sent = sendEntries(kept, subscriptionId, receivedAt);
-      // Confirmed in this turn, before Node-RED delivers the messages: a copy killed once its flow
-      // has them has confirmed them, so the server's retry is not emitted twice. Whatever the
-      // confirmation meets, the messages are out and the answer is success.
-      claim?.confirm().catch((err: unknown) => warnFilter(err));
       return { sent, entries: kept.length, busy, undo: claim?.undo };
     }
 
