@@ -22,7 +22,7 @@ import { ApiCalls, byteLimitOf, timeoutOf, type CallOptions } from './calls';
 import { downloadToBuffer, downloadToFile, openDownload, type BufferDownloadOptions, type DownloadInfo, type DownloadOptions } from './download';
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import { readExportAnswer } from './json-answer';
-import { SessionHolder, type LoginOptions } from './session';
+import { SessionHolder, type LoginOptions, type SharedSessionOption } from './session';
 import type { TransferProgress } from './transfer';
 import { TransferThread, type ThreadJob } from './transfer-thread';
 import { API_PATHS, type SubscriptionFields, type SubscriptionResult, type SubscriptionDetails, type ExportType } from './types';
@@ -68,6 +68,11 @@ export interface AssetClientOptions {
    * requests, then repeats each request once. Without it a 401 is an `auth` error.
    */
   login?: LoginOptions;
+  /**
+   * With automatic login: the session shared with other copies through a store (one login at a
+   * time across copies, the others use its cookie; shared-session.ts). Without it nothing is shared.
+   */
+  sharedSession?: SharedSessionOption;
   /**
    * Largest file {@link AssetClient.downloadToBuffer} takes into memory, in bytes (default
    * 100 MB = 10^8). Checked against Content-Length before the body is read, and while reading.
@@ -186,7 +191,7 @@ export class AssetClient extends EventEmitter {
       transformResponse: [(data: unknown) => data],
       headers: { 'User-Agent': '@dam-assets/node-red' }
     });
-    this.session = new SessionHolder({ http: api, base, timeoutMs: timeout }, options.cookie, options.login);
+    this.session = new SessionHolder({ http: api, base, timeoutMs: timeout }, options.cookie, options.login, options.sharedSession);
     this.calls = new ApiCalls({ http: api, base, origin, session: this.session, timeout, maxAnswerBytes });
     this.session.onChange((event) => this.emit(event === 'renewed' ? 'session-renewed' : 'cookie-set'));
     // One listener per node that shares this client (e.g. every asset-event-in): no fixed limit.

@@ -9,6 +9,7 @@ import type { AxiosInstance, AxiosResponse } from 'axios';
 import { cookieHeaderOf } from './cookie';
 import { AssetApiError, invalidInput, redactSecrets, type AssetOperation } from './errors';
 import { serverMessageOf, tryParseJson } from './error-mapping';
+import { loginLeaseMs, renewShared, type SharedSessionStore } from './shared-session';
 import { isPlainObject, isToken } from './values';
 
 /** Ready-made login descriptions (see {@link LOGIN_PRESETS}). */
@@ -186,6 +187,12 @@ export class LoginError extends AssetApiError {
   }
 }
 
+/** A session shared with other copies through a store (shared-session.ts); `onProblem` hears the store's failures. */
+export interface SharedSessionOption {
+  store: SharedSessionStore;
+  onProblem?: (err: unknown) => void;
+}
+
 /** What the client lends the session for its login request. */
 export interface SessionDeps {
   http: AxiosInstance;
@@ -209,7 +216,7 @@ export class SessionHolder {
   private unproven: string | undefined;
   private readonly listeners: Array<(event: 'renewed' | 'cookie-set') => void> = [];
 
-  constructor(private readonly deps: SessionDeps, cookie: unknown, login?: LoginOptions) {
+  constructor(private readonly deps: SessionDeps, cookie: unknown, login?: LoginOptions, private readonly shared?: SharedSessionOption) {
     this.login = login === undefined || login === null ? undefined : resolveLogin(login);
     this.header = cookieHeaderOf(cookie);
     this.remember(cookie, this.header);
@@ -260,7 +267,8 @@ export class SessionHolder {
       }
       const waiting = this.failure ? this.failure.until - Date.now() : 0;
       if (this.failure && waiting > 0) throw this.loginError(operation, this.failure.error, waiting);
-      this.inFlight = this.runLogin(this.login).finally(() => { this.inFlight = undefined; });
+      const renewing = this.shared ? this.renewThroughStore(this.login, this.shared, usedHeader) : this.runLogin(this.login);
+      this.inFlight = renewing.finally(() => { this.inFlight = undefined; });
     }
     try {
       await this.inFlight;
@@ -338,6 +346,21 @@ export class SessionHolder {
   /** `text` without the password and any cookie this session sent (each becomes ***). */
   redact(text: string): string {
     return redactSecrets(text, this.secrets());
+  }
+
+  /** The login, or a newer cookie another copy published, through the shared store (shared-session.ts). */
+  private renewThroughStore(login: ResolvedLogin, shared: SharedSessionOption, stale: string | undefined): Promise<void> {
+    return renewShared(shared.store, stale, loginLeaseMs(this.deps.timeoutMs), {
+      login: () => this.runLogin(login).then(() => this.header as string),
+      adopt: (header) => {
+        this.header = header;
+        this.remember(header, header);
+        this.failure = undefined;
+        this.delayMs = login.retryDelayMs;
+        this.emit('renewed');
+      },
+      storeProblem: (err) => { try { shared.onProblem?.(err); } catch { /* the listener's own */ } }
+    });
   }
 
   private async runLogin(login: ResolvedLogin): Promise<void> {

@@ -8,6 +8,7 @@
 import { RedisDuplicateFilter, type RedisLike } from '../events';
 import { numberSetting } from './common';
 import type { Node, NodeAPI } from './node-red';
+import { RedisSessionStore, sessionKey } from './redis-session';
 
 export interface AssetRedisConfig {
   id: string;
@@ -31,6 +32,8 @@ export interface AssetRedisConfigNode extends Node {
   configError?: string;
   /** A duplicate filter for one asset-event-in node (keys under prefix + node id). Throws configError. */
   filterFor(nodeId: string, windowMs: number): RedisDuplicateFilter;
+  /** The session shared by every copy that logs in as `username` on `baseUrl` (redis-session.ts). Throws configError. */
+  sessionStoreFor(baseUrl: string, username: string): RedisSessionStore;
 }
 
 interface Settings { url: string; rejectUnauthorized: boolean; prefix: string; timeoutMs: number; leaseMs: number }
@@ -105,6 +108,11 @@ export default function register(RED: NodeAPI): void {
       return new RedisDuplicateFilter(connection(settings), {
         prefix: `${settings.prefix}{${nodeId}}:`, windowMs, leaseMs: settings.leaseMs, timeoutMs: settings.timeoutMs
       });
+    };
+
+    node.sessionStoreFor = (baseUrl: string, username: string) => {
+      if (!settings) throw new Error(node.configError);
+      return new RedisSessionStore(connection(settings), sessionKey(settings.prefix, baseUrl, username), settings.timeoutMs);
     };
 
     node.on('close', (_removed: boolean, done: () => void) => {

@@ -7,6 +7,7 @@
 import { AssetClient, type AssetClientOptions } from '../api/client';
 import { AssetApiError, invalidInput } from '../api/errors';
 import { plainLoginWarning, type LoginOptions } from '../api/session';
+import type { AssetRedisConfigNode } from './asset-redis';
 import { isBlankSetting } from './common';
 import type { Node, NodeAPI, TlsConfigNode } from './node-red';
 import { keptSessions, loginOptions, type LoginConfig } from './server-session';
@@ -23,6 +24,8 @@ export interface AssetServerConfig extends LoginConfig {
   /** Optional id of a core tls-config node. */
   tls?: string;
   publicBaseUrl?: string;
+  /** Optional asset-redis node: the automatic login's session is shared through it by every copy. */
+  redis?: string;
 }
 
 /**
@@ -119,6 +122,7 @@ export default function register(RED: NodeAPI): void {
     node.publicBaseUrl = (config.publicBaseUrl || '').trim();
     try {
       const options = clientOptions(RED, config, node.credentials ?? {});
+      if (config.redis) options.sharedSession = sharedSession(config.redis, options);
       node.client = new AssetClient(options);
       node.login = options.login;
       keptSessions.adopt(node.id, config, node.credentials ?? {}, node.client);
@@ -129,6 +133,23 @@ export default function register(RED: NodeAPI): void {
         ? err
         : new AssetApiError('invalid-input', `asset-server: ${(err as Error).message}`);
       node.error(node.configError.message);
+    }
+    /** The session in Redis (redis-session.ts); needs automatic login. Its problems: one warning per minute. */
+    function sharedSession(redisId: string, options: AssetClientOptions) {
+      if (!options.login) throw invalidInput('redis', 'a shared session needs automatic login (the copies log in as one user)');
+      const redis = RED.nodes.getNode(redisId) as AssetRedisConfigNode | null;
+      if (!redis || typeof redis.sessionStoreFor !== 'function') throw invalidInput('redis', 'the selected asset-redis configuration node is missing');
+      if (redis.configError) throw invalidInput('redis', redis.configError);
+      let lastWarnAt = 0;
+      return {
+        store: redis.sessionStoreFor(options.baseUrl, options.login.username),
+        onProblem: (err: unknown) => {
+          if (Date.now() - lastWarnAt < 60000) return;
+          lastWarnAt = Date.now();
+          const message = (err as Error)?.message ?? String(err);
+          node.warn(`asset-server: shared session unavailable, this copy logs in by itself: ${message}`);
+        }
+      };
     }
     node.getClient = () => {
       if (node.client) return node.client;
