@@ -177,7 +177,7 @@ function fieldListOf(fields: string | Record<string, string>): Array<[string, st
 
 /** Why a login failed: the step, and what happened, free of secrets; `credentialsRefused` when the server refused the user name or password. */
 class LoginFailure {
-  constructor(readonly step: string, readonly reason: string, readonly credentialsRefused = false) {}
+  constructor(readonly step: string, readonly reason: string, readonly credentialsRefused = false, readonly preLoginSessionLost = false) {}
 }
 
 /** An `auth` error of a failed automatic login (code LOGIN_FAILED): the step that failed and why, free of secrets. */
@@ -366,7 +366,16 @@ export class SessionHolder {
   private async runLogin(login: ResolvedLogin): Promise<void> {
     let value: string;
     try {
-      value = this.sessionOf(login, await this.sendLogin(login));
+      let response: AxiosResponse;
+      try {
+        response = await this.sendLogin(login);
+      } catch (err) {
+        // The session the page gave was lost before the login (Tomcat answers 408: expired, or
+        // another node of a cluster): not a wrong password, so once more at once, with a new one.
+        if (!(err instanceof LoginFailure && err.preLoginSessionLost)) throw err;
+        response = await this.sendLogin(login);
+      }
+      value = this.sessionOf(login, response);
     } catch (err) {
       const failure = err instanceof LoginFailure ? err : new LoginFailure('login request', String(err));
       this.fail(failure);
@@ -413,7 +422,8 @@ export class SessionHolder {
       const said = serverMessageOf(tryParseJson(String(response.data ?? ''))?.value);
       const refused = response.status === 401 || response.status === 403;
       const hint = refused ? ' (user name or password refused)' : '';
-      throw new LoginFailure('login request', `${where} answered HTTP ${response.status}${hint}${said ? `: ${this.redact(said).slice(0, 200)}` : ''}`, refused);
+      const sessionLost = response.status === 408 && login.sessionUrl !== undefined;
+      throw new LoginFailure('login request', `${where} answered HTTP ${response.status}${hint}${said ? `: ${this.redact(said).slice(0, 200)}` : ''}`, refused, sessionLost);
     }
     return response;
   }
