@@ -1,6 +1,6 @@
 /**
  * asset-redis: configuration node for the Redis that several Node-RED copies share (the
- * duplicate filter of asset-event-in). Holds the URL (redis:// or rediss:// for TLS), the
+ * duplicate filter of asset-event-in, and the session of an asset-server: redis-session.ts). Holds the URL (redis:// or rediss:// for TLS), the
  * password (a credential), a key prefix, a timeout and the claim lease, and ONE connection shared
  * by the nodes that use it, opened on first use and closed with the node. The Redis client
  * (ioredis) is loaded only when such a node exists.
