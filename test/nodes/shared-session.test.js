@@ -127,6 +127,19 @@ describe('shared session through Redis (real redis-server, emulator with one ses
     (await probe.get(keys[0])).should.equal(a.sessionCookie);
   });
 
+  it('a copy that took the lock and died (lock left behind): the others wait for its lease, then one logs in', async function () {
+    await startEmu();
+    const a = copy({ prefix: 'ss5:' });
+    const probe = new Redis(redis.url);
+    connections.push(probe);
+    const key = sessionKey('ss5:', emulator.url, USER.name);
+    await probe.set(`${key}:lock`, 'token-of-a-dead-copy', 'PX', 400);
+    await a.registerSubscription(SUB, { callback: 'http://127.0.0.1:9/never', watchPath: '* /nowhere' });
+    emulator.sessionStats().logins.should.equal(1);
+    (await probe.exists(`${key}:lock`)).should.equal(0, 'the lock freed after the login');
+    (await probe.get(key)).should.equal(a.sessionCookie);
+  });
+
   it('Redis down: each copy logs in by itself and says so (nothing fails for want of Redis)', async function () {
     await startEmu();
     const problems = [];
