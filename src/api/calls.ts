@@ -99,9 +99,15 @@ export class ApiCalls {
     if (first.status !== 401 || !this.session.canLogin) return first;
     (first.data as Readable | undefined)?.destroy?.();
     await this.session.renew(usedHeader, operation);
+    const repeatHeader = this.session.cookieHeader;
     const again = await this.sendOnce(operation, control, config);
     if (again.status !== 401) return again;
     (again.data as Readable | undefined)?.destroy?.();
+    if (await this.session.renewAdopted(repeatHeader, operation)) {
+      const third = await this.sendOnce(operation, control, config);
+      if (third.status !== 401) return third;
+      (third.data as Readable | undefined)?.destroy?.();
+    }
     throw this.session.refused(operation);
   }
 

@@ -306,13 +306,18 @@ export class AssetClient extends EventEmitter {
       // As a call on this thread does: one login for a 401, then once more.
       if (!(err instanceof AssetApiError) || err.kind !== 'auth' || err.status !== 401 || !this.session.canLogin) throw err;
       await this.session.renew(usedHeader, 'download');
-      const again = this.threadJob('downloadToFile', opts);
-      if (!again) return downloadToFile(this.calls, opts, onTemporaryFile);
-      try {
-        return await this.runInThread<Result>('download', again, opts);
-      } catch (failed) {
-        if (failed instanceof AssetApiError && failed.kind === 'auth' && failed.status === 401) throw this.session.refused('download');
-        throw failed;
+      const is401 = (e: unknown) => e instanceof AssetApiError && e.kind === 'auth' && e.status === 401;
+      for (let attempt = 0; ; attempt++) {
+        const repeatHeader = this.session.cookieHeader;
+        const again = this.threadJob('downloadToFile', opts);
+        if (!again) return downloadToFile(this.calls, opts, onTemporaryFile);
+        try {
+          return await this.runInThread<Result>('download', again, opts);
+        } catch (failed) {
+          if (!is401(failed)) throw failed;
+          // A cookie from the shared store the server had ended: once more after a login (session.ts).
+          if (attempt > 0 || !await this.session.renewAdopted(repeatHeader, 'download')) throw this.session.refused('download');
+        }
       }
     }
   }

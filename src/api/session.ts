@@ -214,6 +214,8 @@ export class SessionHolder {
   private delayMs: number;
   /** The Cookie header the last login gave, until the server first answers it with anything but 401. */
   private unproven: string | undefined;
+  /** The Cookie header last taken from the shared store, until the server first answers it with anything but 401. */
+  private adoptedUnproven: string | undefined;
   private readonly listeners: Array<(event: 'renewed' | 'cookie-set') => void> = [];
 
   constructor(private readonly deps: SessionDeps, cookie: unknown, login?: LoginOptions, private readonly shared?: SharedSessionOption) {
@@ -289,6 +291,20 @@ export class SessionHolder {
   /** The server answered a request sent with `usedHeader` with anything but 401: that session works. */
   accepted(usedHeader: string | undefined): void {
     if (usedHeader !== undefined && usedHeader === this.unproven) this.unproven = undefined;
+    if (usedHeader !== undefined && usedHeader === this.adoptedUnproven) this.adoptedUnproven = undefined;
+  }
+
+  /**
+   * The repeat after a renewal, sent with `repeatHeader`, met a 401 too. When that cookie was
+   * taken from the shared store and never worked here (the server had ended it, e.g. a cookie left
+   * in Redis overnight), the store is asked again, which now logs in through the lock: resolves
+   * true, worth one more try. Else false: the caller reports {@link refused}.
+   */
+  async renewAdopted(repeatHeader: string | undefined, operation: AssetOperation): Promise<boolean> {
+    if (!this.shared || repeatHeader === undefined || repeatHeader !== this.adoptedUnproven) return false;
+    this.adoptedUnproven = undefined;
+    await this.renew(repeatHeader, operation);
+    return this.header !== repeatHeader;
   }
 
   /**
@@ -354,6 +370,7 @@ export class SessionHolder {
       login: () => this.runLogin(login).then(() => this.header as string),
       adopt: (header) => {
         this.header = header;
+        this.adoptedUnproven = header;
         this.remember(header, header);
         this.failure = undefined;
         this.delayMs = login.retryDelayMs;

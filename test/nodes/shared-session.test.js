@@ -140,6 +140,22 @@ describe('shared session through Redis (real redis-server, emulator with one ses
     (await probe.get(key)).should.equal(a.sessionCookie);
   });
 
+  it('a cookie in Redis the server has ended (left overnight): a fresh copy takes it, meets 401, logs in once; no call fails', async function () {
+    await startEmu();
+    const probe = new Redis(redis.url);
+    connections.push(probe);
+    const key = sessionKey('ss6:', emulator.url, USER.name);
+    await probe.set(key, 'JSESSIONID=ses1-ended-long-ago-0000000000000000');
+    const [a, b] = [copy({ prefix: 'ss6:' }), copy({ prefix: 'ss6:' })];
+    const fields = { callback: 'http://127.0.0.1:9/never', watchPath: '* /nowhere' };
+    await a.registerSubscription(SUB, fields);
+    await b.getSubscription(SUB);
+    await a.upload({ file: { buffer: Buffer.from('x') }, name: 'x.txt', destination: '/ss6', wait: true });
+    emulator.sessionStats().logins.should.equal(1);
+    (await probe.get(key)).should.equal(a.sessionCookie);
+    b.sessionCookie.should.equal(a.sessionCookie);
+  });
+
   it('Redis down: each copy logs in by itself and says so (nothing fails for want of Redis)', async function () {
     await startEmu();
     const problems = [];
