@@ -46,7 +46,7 @@ function clockTime(date: Date): string {
  * copy is emitting now (answer 503: the retry finds them emitted), `closing` when the node closed
  * while the filter answered, `undo` for when it closes before its flow got them.
  */
-type Emitted = { sent: number; entries: number; busy: number; closing?: boolean; undo?: () => Promise<void> };
+type Emitted = { sent: number; entries: number; busy: number; closing?: boolean; undo?: () => Promise<void>; unconfirmed?: boolean };
 
 export default function register(RED: NodeAPI): void {
   /** Locale string with an English fallback (the test helper's RED._ returns the key). */
@@ -183,7 +183,8 @@ export default function register(RED: NodeAPI): void {
       // server's retry is not emitted twice; killed before, the claim lapses after the lease and
       // the retry emits them. A confirmation that fails does not hold the messages back (lost
       // would be worse than twice): they go out, and the status says why.
-      if (claim && !state.closed) await claim.confirm().catch((err: unknown) => warnFilter(err));
+      let unconfirmed = false;
+      if (claim && !state.closed) await claim.confirm().catch((err: unknown) => { unconfirmed = true; warnFilter(err); });
       // Closed while the filter answered: send nothing, and let the claims go so that the server's
       // retry is emitted at once (by the new node or another copy), not after the lease.
       if (state.closed) {
@@ -191,7 +192,7 @@ export default function register(RED: NodeAPI): void {
         return { sent: 0, entries: 0, busy, closing: true };
       }
       const sent = sendEntries(kept, subscriptionId, receivedAt);
-      return { sent, entries: kept.length, busy, undo: claim?.undo };
+      return { sent, entries: kept.length, busy, undo: claim?.undo, unconfirmed };
     }
 
     /** Sends the kept entries and returns how many messages went out. */
@@ -286,10 +287,10 @@ export default function register(RED: NodeAPI): void {
         replyClosing(res);
         return;
       }
-      const { sent, entries, busy, undo } = outcome;
+      const { sent, entries, busy, undo, unconfirmed } = outcome;
       state.lastEventAt = receivedAt;
       if (sent > 0 && !await deliveredWhileOpen(res, undo)) return;
-      if (state.filterProblem) { state.filterProblem = ''; showStatus(); }
+      if (state.filterProblem && !unconfirmed) { state.filterProblem = ''; showStatus(); }
       stats.callback(receivedAt, entries);
       if (busy > 0) {
         reply(res, 503, { success: false, error: 'entries are being emitted by another instance; send again later', received: parsed.entries.length, emitted: sent });
