@@ -53,7 +53,7 @@ describe('shared session through Redis (real redis-server, emulator with one ses
       const connection = new Redis(redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, enableAutoPipelining: true });
       connection.on('error', () => undefined); // Redis stopped on purpose in one test
       connections.push(connection);
-      options.sharedSession = { store: new RedisSessionStore(connection, sessionKey(prefix, emulator.url, USER.name), 500), onProblem: (e) => problems.push(e) };
+      options.sharedSession = { store: new RedisSessionStore(connection, sessionKey(prefix, emulator.url, USER.name), 2000), onProblem: (e) => problems.push(e) };
     }
     const c = new AssetClient(options);
     clients.push(c);
@@ -81,18 +81,19 @@ describe('shared session through Redis (real redis-server, emulator with one ses
     a.sessionCookie.should.equal(b.sessionCookie);
   });
 
-  it('sessions expiring every 300 ms under load from both copies: no failed call, logins <= expiries + 2', async function () {
-    await startEmu({ sessionMaxAge: 0.3 });
+  it('sessions expiring every second under load from both copies: no failed call, logins <= expiries + 2', async function () {
+    // Not shorter: a session must outlive a login and the repeated request on a busy machine.
+    await startEmu({ sessionMaxAge: 1 });
     const [a, b] = [copy({ prefix: 'ss2:' }), copy({ prefix: 'ss2:' })];
     const started = Date.now();
     let result;
     let rounds = 0;
     // Until several sessions have expired (a state, not a time); the loop's bound is only a guard.
-    while (emulator.sessionStats().expired < 6 && Date.now() - started < 40000) { result = await run([a, b], 1); rounds++; if (result.failed) break; }
+    while (emulator.sessionStats().expired < 4 && Date.now() - started < 40000) { result = await run([a, b], 1); rounds++; if (result.failed) break; }
     result = { ...result, ...emulator.sessionStats() };
     console.log(`      shared: ${rounds} rounds, logins ${result.logins}, expired ${result.expired}, ended by a login ${result.endedByLogin}`);
     result.failed.should.equal(0, result.errors.join('\n'));
-    result.expired.should.be.aboveOrEqual(6);
+    result.expired.should.be.aboveOrEqual(4);
     result.logins.should.be.belowOrEqual(result.expired + 2);
   });
 
