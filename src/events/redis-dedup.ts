@@ -79,6 +79,12 @@ const digest: (text: string) => Buffer = fastHash
 /** The part of an ioredis client used here. */
 export interface RedisLike {
   eval(script: string, numKeys: number, ...args: Array<string | Buffer>): Promise<unknown>;
+  /**
+   * Optional: DEL sent at once, outside the client's automatic pipelining (asset-redis excludes it:
+   * ioredis holds a pipeline until the one in flight is answered, so a deletion queued there behind
+   * an unanswered claim could be lost with the connection while the claim still lands).
+   */
+  del?(key: string | Buffer): Promise<unknown>;
   /** ioredis: 'ready' once connected; 'connecting', 'connect', 'reconnecting' on the way there. */
   status?: string;
   once?(event: 'ready', listener: () => void): unknown;
@@ -139,7 +145,10 @@ export class RedisDuplicateFilter implements EntryFilter {
       reply = await this.run(SCRIPTS.claim, [Buffer.concat(digests), batch, lease, entryTtl]);
     } catch (err) {
       // Nothing is emitted: let a claim that may still land go, or the retry would wait for the lease.
+      // Twice: queued behind the claim (should the claim not be written yet), and at once on the
+      // socket (written behind a claim that is, and not held back until Redis answers it).
       drop().catch(() => undefined);
+      this.redis.del?.(`${this.options.prefix}${MARKER}${batch}`).catch(() => undefined);
       throw err;
     }
     const codes = typeof reply === 'string' ? reply : Buffer.isBuffer(reply) ? reply.toString('latin1') : '';

@@ -87,8 +87,13 @@ export default function register(RED: NodeAPI): void {
         // Fail fast instead of queueing: a callback gets 503 and the server retries it later.
         enableOfflineQueue: false,
         maxRetriesPerRequest: 0,
+        // A command cut off by a lost connection has already failed for its caller (503): sent
+        // again after the reconnect, a late claim would block its entries for the lease.
+        autoResendUnfulfilledCommands: false,
         // Scripts of callbacks handled in the same turn of the event loop go out in one write.
         enableAutoPipelining: true,
+        // The filter's deletion of a timed-out claim goes out at once (RedisLike.del).
+        autoPipeliningIgnoredCommands: ['del'],
         connectTimeout: Math.max(s.timeoutMs, 1000),
         retryStrategy: reconnectDelay
       });
