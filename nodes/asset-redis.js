@@ -1,2 +1,2 @@
-// Node-RED entry for the asset-redis node: the runtime is compiled from src/nodes/asset-redis.ts.
-module.exports = require('../dist/nodes/asset-redis.js').default;
+// Node-RED entry for the asset-redis node: the runtime is compiled from src/nodes/asset-redis/index.ts.
+module.exports = require('../dist/nodes/asset-redis/index.js').default;

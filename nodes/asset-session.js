@@ -1,2 +1,2 @@
-// Node-RED entry for the asset-session node: the runtime is compiled from src/nodes/asset-session.ts.
-module.exports = require('../dist/nodes/asset-session.js').default;
+// Node-RED entry for the asset-session node: the runtime is compiled from src/nodes/asset-session/index.ts.
+module.exports = require('../dist/nodes/asset-session/index.js').default;

@@ -17,7 +17,7 @@
     var NS = "@dam-assets/node-red/dam-sidebar:dam-sidebar.";
     function t(key, params) { return RED._(NS + key, params); }
 
-    /** The automatic-login properties of the dialog (src/nodes/server-session.ts LoginConfig). */
+    /** The automatic-login properties of the dialog (src/nodes/asset-server/session.ts LoginConfig). */
     var LOGIN_SETTINGS = ["loginPreset", "loginUrl", "loginSessionUrl", "loginMethod", "loginFieldsIn", "loginFields", "sessionFrom", "sessionName", "cookieName"];
 
     /** A password-type credential as typed; one typed earlier in this session but not deployed yet lives in node.credentials. */
@@ -62,7 +62,7 @@
                 var ok = r.result === "ok";
                 result.attr("data-result", r.result).empty()
                     .append($('<span class="dam-badge">').css({ background: ok ? "#5a8" : "#c44", color: "#fff", padding: "0 6px", borderRadius: "3px", marginRight: "4px" })
-                        .text(t("result." + r.result)));
+                        .text(t("result." + r.result)), " "); // a space: badge and message are two words in the text too
                 if (r.part && !ok) { result.append($("<b>").text(t("test.part." + r.part, { defaultValue: r.part }) + ": ")); }
                 result.append($("<span>").text(r.message));
                 if (ok) { result.append($("<div>").addClass("form-tips").text(t("test.addNotChecked"))); }

@@ -32,9 +32,16 @@
  *   DamEditor.validateInFlight(value)
  *                                  true, or a short error text: "Parallel requests" is blank (the
  *                                  default, 2) or a whole number from 1 to 32.
+ *   DamEditor.baseUrl(value)      true when the client takes it as its base URL (parseBaseUrl of
+ *                                  src/api/client-options.ts): an absolute http:// or https:// URL
+ *                                  with a host, spaces around allowed, no query (?) or fragment (#).
+ *   DamEditor.timeoutSetting(value)
+ *                                  true when the asset-server takes it as its timeout (timeoutSeconds
+ *                                  of src/nodes/asset-server/options.ts): blank, or a number >= 0.
+ *                                  Both checked against the source by test/house/rules.test.js.
  *   DamEditor.isBlankSetting(value)
  *                                  true when a setting is unset, empty or only spaces: the runtime
- *                                  then uses its default (isBlankSetting of src/nodes/common.ts).
+ *                                  then uses its default (isBlankSetting of src/nodes/shared/fields.ts).
  *   DamEditor.numberSetting(value, check)
  *                                  true when the runtime's numberSetting takes the value: blank, or
  *                                  a finite number (text allowed) for which check(n) is true.
@@ -69,11 +76,22 @@
     }
 
     function subscriptionIdValidator(typeField) {
-        return function (v, opt) {
+        return function (v) {
             var type = $("#node-input-" + typeField).val() || this[typeField] || "str";
             if (type !== "str" || v === "" || v === undefined) { return true; }
             return validateSubscriptionId(v);
         };
+    }
+
+    function baseUrl(value) {
+        if (typeof value !== "string" || value.trim() === "" || /[?#]/.test(value)) { return false; }
+        var url;
+        try { url = new URL(value.trim()); } catch (e) { return false; }
+        return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
+    }
+
+    function timeoutSetting(value) {
+        return numberSetting(value, function (n) { return n >= 0; });
     }
 
     function isBlankSetting(value) {
@@ -202,6 +220,8 @@
         validateInFlight: validateInFlight,
         isBlankSetting: isBlankSetting,
         numberSetting: numberSetting,
+        baseUrl: baseUrl,
+        timeoutSetting: timeoutSetting,
         headerNameSetting: headerNameSetting,
         headerList: headerList,
         queryParamList: queryParamList,

@@ -16,110 +16,26 @@ import * as http from 'http';
 import * as https from 'https';
 import * as tls from 'tls';
 import type { Readable } from 'stream';
-import type { Agent as HttpAgent } from 'http';
-import type { Agent as HttpsAgent } from 'https';
 import { ApiCalls, byteLimitOf, timeoutOf, type CallOptions } from './calls';
 import { downloadToBuffer, downloadToFile, openDownload, type BufferDownloadOptions, type DownloadInfo, type DownloadOptions } from './download';
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import { readExportAnswer } from './json-answer';
-import { SessionHolder, type LoginOptions, type SharedSessionOption } from './session';
+import { SessionHolder } from './session';
 import type { TransferProgress } from './transfer';
 import { TransferThread, type ThreadJob } from './transfer-thread';
-import { API_PATHS, type SubscriptionFields, type SubscriptionResult, type SubscriptionDetails, type ExportType } from './types';
+import { API_PATHS, type SubscriptionFields, type SubscriptionResult, type SubscriptionDetails } from './types';
 import { upload, uploadOnce, type UploadOptions, type UploadOutcome } from './upload';
 import { textField, validateFuid, validateRrn, validateSubscriptionFields, validateSubscriptionId } from './validate';
 
 export type { BufferDownloadOptions, CallOptions, DownloadInfo, DownloadOptions, TransferProgress, UploadOptions, UploadOutcome };
 
-/** Options of an {@link AssetClient}. */
-export interface AssetClientOptions {
-  /**
-   * Server base URL, e.g. `http://127.0.0.1:8873`; may carry a path prefix; trailing slash optional.
-   * A base URL ending in the API's context path `/review` is used as is: the calls go to
-   * `<base>/api/...`, never `/review/review/...`.
-   */
-  baseUrl: string;
-  /**
-   * Session cookie: `Name=value` (sent as is), or a bare value sent as `JSESSIONID=value`.
-   * A leading `Cookie:` (pasted from a browser's request headers) is dropped.
-   * Empty: no Cookie header is sent (the server then answers 401, an `auth` error).
-   */
-  cookie: string;
-  /**
-   * Inactivity timeout in ms (0 = none). Default 30000. A call fails with kind `timeout`
-   * when nothing is sent or received for this long; a transfer that keeps moving never
-   * times out. For uploads with `wait`, waitInMinutes is added once the file is sent.
-   */
-  timeout?: number;
-  /** Extra CA certificate(s), PEM, trusted on top of Node's built-in CAs. */
-  ca?: string | Buffer | Array<string | Buffer>;
-  /** Client certificate and key (PEM), for servers that ask for one. */
-  cert?: string | Buffer;
-  key?: string | Buffer;
-  passphrase?: string;
-  /** Reject servers whose certificate does not verify. Default true. */
-  rejectUnauthorized?: boolean;
-  /** Optional agent, e.g. a keep-alive agent. When given, the TLS options above and maxSockets are not used. */
-  agent?: HttpAgent | HttpsAgent;
-  /** Most sockets open to the server at once (per protocol); more calls wait for a free one. Default 32. */
-  maxSockets?: number;
-  /**
-   * Automatic login (README "Sessions"): on a 401 the client logs in once for all waiting
-   * requests, then repeats each request once. Without it a 401 is an `auth` error.
-   */
-  login?: LoginOptions;
-  /**
-   * With automatic login: the session shared with other copies through a store (one login at a
-   * time across copies, the others use its cookie; shared-session.ts). Without it nothing is shared.
-   */
-  sharedSession?: SharedSessionOption;
-  /**
-   * Largest file {@link AssetClient.downloadToBuffer} takes into memory, in bytes (default
-   * 100 MB = 10^8). Checked against Content-Length before the body is read, and while reading.
-   * Big assets go to a file (downloadToFile) or a stream, which have no limit.
-   */
-  maxBufferBytes?: number;
-  /** Largest JSON answer (subscribe, upload, export) read, in bytes. Default 8 MiB. */
-  maxAnswerBytes?: number;
-  /**
-   * Where downloadToFile and uploads from a path of 4 MiB or more move their bytes: `main` (the
-   * caller's thread, default) or `worker` (one worker thread per client, started at the first such
-   * call). A worker keeps a process with a large heap, such as Node-RED, from paying for the
-   * garbage collection of the transfer's buffers (docs/performance.md). Progress, abort, timeouts,
-   * errors and automatic login behave the same. Not used with `agent`.
-   */
-  transferThread?: 'main' | 'worker';
-}
+import {
+  DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MAX_BUFFER_BYTES, DEFAULT_MAX_SOCKETS, DEFAULT_TIMEOUT_MS, integerOption, parseBaseUrl,
+  type AssetClientOptions, type ExportOptions, type ExportOutcome
+} from './client-options';
 
-/** Options of {@link AssetClient.exportMetadata} (spec 4.4). */
-export interface ExportOptions extends CallOptions {
-  /** Asset id. */
-  fuid: number | string;
-  /** Default -1 (latest). */
-  rrn?: number | string;
-  /** Export type, e.g. `json` or `xml`. Sent only when given (the server's default applies otherwise). */
-  type?: ExportType;
-}
+export { DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MAX_BUFFER_BYTES, DEFAULT_TIMEOUT_MS, type AssetClientOptions, type ExportOptions, type ExportOutcome };
 
-/** Result of a metadata export. */
-export interface ExportOutcome {
-  /** Parsed JSON when the server sent JSON (64-bit integers kept as strings), else the text. */
-  data: unknown;
-  /** Content-Type of the answer. */
-  contentType?: string;
-}
-
-/** Default timeout (ms) of a client. */
-export const DEFAULT_TIMEOUT_MS = 30000;
-/** Default of {@link AssetClientOptions.maxBufferBytes}: 100 MB. */
-export const DEFAULT_MAX_BUFFER_BYTES = 100 * 1000 * 1000;
-/** Default of {@link AssetClientOptions.maxAnswerBytes}: 8 MiB, far above any JSON answer of the API. */
-export const DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024;
-/**
- * Sockets per agent when the caller sets none: as many as one node's highest "Parallel requests",
- * so that a node never waits for a socket (a call waiting for one counts towards its timeout).
- */
-const DEFAULT_MAX_SOCKETS = 32;
 /** Smallest upload sent from the transfer thread: below it, the hand-over costs more than it saves. */
 const THREAD_MIN_UPLOAD_BYTES = 4 * 1024 * 1024;
 /**
@@ -394,29 +310,4 @@ export class AssetClient extends EventEmitter {
     }
     return job;
   }
-}
-
-// ---- helpers ----
-
-function parseBaseUrl(value: unknown): { base: string; origin: string } {
-  const rule = 'must be an absolute http:// or https:// URL such as http://127.0.0.1:8873';
-  if (typeof value !== 'string' || value.trim() === '') throw invalidInput('baseUrl', rule);
-  let url: URL;
-  try {
-    url = new URL(value.trim());
-  } catch {
-    throw invalidInput('baseUrl', rule);
-  }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') throw invalidInput('baseUrl', rule);
-  if (url.search !== '' || url.hash !== '') throw invalidInput('baseUrl', 'must not have a query (?) or fragment (#)');
-  // The API paths start with the context path /review: a base URL pasted with it is used as is.
-  const base = value.trim().replace(/\/+$/, '').replace(/\/review$/, '');
-  return { base, origin: url.origin };
-}
-
-/** Positive integer option, or `fallback` when not given. */
-function integerOption(field: string, value: unknown, fallback: number): number {
-  if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) throw invalidInput(field, 'must be a whole number >= 1');
-  return value;
 }

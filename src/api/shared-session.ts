@@ -7,7 +7,7 @@
  *   publishes the cookie; the others wait for it and use it;
  * - a copy whose 401 came with a cookie other than the store's (older: the store holds the newest)
  *   takes the store's instead of logging in.
- * The store is an interface (no Redis here); nodes/redis-session.ts implements it on asset-redis.
+ * The store is an interface (no Redis here); nodes/asset-redis/session.ts implements it.
  */
 
 /** What the store answers to a copy whose request met a 401. */
@@ -29,6 +29,12 @@ export interface SharedSessionStore {
   publish(token: string, header: string): Promise<boolean>;
   /** Lets the lock go if `token` still holds it (the login failed). */
   release(token: string): Promise<void>;
+}
+
+/** A session shared with other copies through a store; `onProblem` hears the store's failures. */
+export interface SharedSessionOption {
+  store: SharedSessionStore;
+  onProblem?: (err: unknown) => void;
 }
 
 /** How often a waiting copy asks the store again. */

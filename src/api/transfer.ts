@@ -72,7 +72,7 @@ export interface TransferProgress {
 
 /**
  * Minimum time between two progress reports to the caller (the last one is always reported).
- * The nodes' status shows them at most every STATUS_INTERVAL_MS (src/nodes/common.ts).
+ * The nodes' status shows them at most every STATUS_INTERVAL_MS (src/nodes/shared/texts.ts).
  */
 export const PROGRESS_INTERVAL_MS = 100;
 

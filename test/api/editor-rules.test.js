@@ -2,7 +2,7 @@
 /**
  * The editor keeps browser copies of runtime rules in resources/dam-editor.js: the subscription
  * id and header name of src/api/values.ts (DamEditor.SUBSCRIPTION_ID, DamEditor.HEADER_NAME) and
- * "Parallel requests" of src/nodes/common.ts (DamEditor.validateInFlight). This test runs the
+ * "Parallel requests" of src/nodes/shared/request-tracker.ts (DamEditor.validateInFlight). This test runs the
  * real editor file and the compiled source on the same cases and fails when any answer differs.
  */
 const fs = require('fs');
@@ -11,8 +11,8 @@ const vm = require('vm');
 const should = require('should');
 const values = require('../../dist/api/values');
 const { validateSubscriptionId } = require('../../dist/api/validate');
-const { inFlightLimit, MAX_IN_FLIGHT_LIMIT, isBlankSetting, numberSetting } = require('../../dist/nodes/common');
-const eventInSettings = require('../../dist/nodes/event-in-settings');
+const { inFlightLimit, MAX_IN_FLIGHT_LIMIT, isBlankSetting, numberSetting } = require('../../dist/nodes/shared');
+const eventInSettings = require('../../dist/nodes/asset-event-in/settings');
 
 function loadDamEditor() {
   const source = fs.readFileSync(path.join(__dirname, '../../resources/dam-editor.js'), 'utf8');

@@ -199,6 +199,7 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
     const server = item(page, 'server', IDS.server);
     (await server.innerText()).should.containEql(emulator.url);
     await server.locator('.dam-check[data-result="ok"]').waitFor();
+    (await server.locator('.dam-check').textContent()).should.match(/^ok \S/, 'badge and message are two words in the text');
 
     const owned = item(page, 'subscription', OWNED_ID);
     await owned.locator('[data-state="found"]').waitFor();
@@ -302,6 +303,8 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
     await openServerDialog(page);
     // Saved cookie (the field shows the placeholder): the deployed node's cookie is used.
     (await testConnection(page, {})).kind.should.equal('ok');
+    // Badge and message are two words in the text, not "okserver reached".
+    (await page.evaluate(() => $('#node-config-dam-test-result').text())).should.match(/^ok \S/);
     await shoot(page, 'asset-server-test-ok', page.locator('.red-ui-tray').last());
 
     // The saved cookie goes to the deployed server only, never to a host typed in the dialog.

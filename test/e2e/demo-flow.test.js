@@ -61,7 +61,7 @@ describe('demo flow', () => {
   describe('contents', () => {
     it('holds the cookie and the webhook secret only in credentials', () => {
       const flow = demoFlow(options({ cookie: 'cookie-value-xyz' }));
-      const withoutCredentials = flow.map(({ credentials, ...rest }) => rest);
+      const withoutCredentials = flow.map(({ credentials: _credentials, ...rest }) => rest);
       JSON.stringify(withoutCredentials).should.not.containEql('cookie-value-xyz');
       JSON.stringify(withoutCredentials).should.not.containEql('demo-webhook-secret');
       flow.find((n) => n.type === 'asset-server').credentials.should.eql({ cookie: 'cookie-value-xyz' });

@@ -53,7 +53,7 @@ describe('editor: field sources and marks (Chromium)', function () {
     const found = await page.evaluate(() => ({
       defaults: ['asset-upload', 'asset-download', 'asset-export', 'asset-subscribe']
         .map(type => RED.nodes.getType(type).defaults.maxInFlight && RED.nodes.getType(type).defaults.maxInFlight.value),
-      checks: ['', '1', '2', '32', '0', '33', '1.5', 'two'].map(v => DamEditor.validateInFlight(v) === true)
+      checks: ['', '1', '2', '32', '0', '33', '1.5', 'two'].map(v => window.DamEditor.validateInFlight(v) === true)
     }));
     found.defaults.should.eql([2, 2, 2, 2]);
     found.checks.should.eql([true, true, true, true, false, false, false, false]);
@@ -115,7 +115,7 @@ describe('editor: field sources and marks (Chromium)', function () {
   });
 
   it('asset-event-in: each number setting is accepted by the editor exactly when the runtime accepts it', async function () {
-    const { readSettings, subscriptionFields } = require('../../dist/nodes/event-in-settings');
+    const { readSettings, subscriptionFields } = require('../../dist/nodes/asset-event-in/settings');
     const cases = {
       successCode: [200, 204, 299, '250', 199, 300, 200.5, 'x', -200, '2e2', '  ', ' 204 '],
       maxBodyMB: [50, 0.5, '1', 0, -1, 'x', '1e3', ' '],

@@ -102,7 +102,7 @@ describe('emulator subscription hub: callback delivery', function () {
       await hub.publish(change('/outbox/x.jpg'));
       await hub.publish(change('/inbox/y.jpg'));
       await hub.publish(change('/outbox/z.jpg', { action: 'modified', metadata: { City: 'SFO' }, changedMetadataKeys: ['City'] }));
-      const calls = await receiver.waitFor(2);
+      await receiver.waitFor(2);
       await sleep(200);
       receiver.calls.map(c => c.url).sort().should.eql(['/hook?s=city', '/hook?s=inbox']);
     });

@@ -2,7 +2,6 @@
 // The Redis duplicate filter against a real redis-server (Debian's, started on a free port).
 require('should');
 const path = require('path');
-const { execFileSync } = require('child_process');
 const Redis = require('ioredis');
 const { RedisDuplicateFilter, FilterUnavailableError, DuplicateFilter, memoryEntryFilter } = require('../../dist/events');
 const { tempDir, rmDir } = require('../reliability/lib/support');

@@ -249,6 +249,22 @@ describe('asset-event-in owning its subscription (test helper + emulator)', func
     emulator.revokeSession(lateCookie);
   });
 
+  it('a failed registration: the sidebar gets the whole error, the status under the node its short text', async function () {
+    const { eventInStats } = require('../../dist/nodes/shared/event-in-stats');
+    const node = await load(flow({ watchPath: ['? /inbox'] }));
+    await until(() => node.error.called);
+    const owned = eventInStats.get(node.id).view().owned;
+    owned.state.should.equal('failed');
+    const logged = String(node.error.lastCall.args[0]);
+    owned.error.should.startWith('invalid-input: ');
+    logged.should.containEql(owned.error.slice('invalid-input: '.length)); // the whole message, as logged
+    owned.error.length.should.be.above(40); // longer than a status text may be
+    eventInStats.get(node.id).view().counters.lastError.message.should.equal(owned.error);
+    const status = node.status.lastCall.args[0].text;
+    status.should.endWith('…'); // the status has the short text, cut to fit under the node
+    status.should.not.containEql(owned.error);
+  });
+
   it('does not retry what its own settings break, and says which field', async function () {
     const node = await load(flow({ watchPath: ['? /inbox'] }));
     await until(() => node.error.called);

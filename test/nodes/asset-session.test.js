@@ -6,8 +6,6 @@
 // - asset-event-in registers its owned subscription again after a login that followed a 401.
 require('should');
 const http = require('http');
-const path = require('path');
-const fs = require('fs');
 const express = require('express');
 const s = require('./nodes-support');
 const sessionNode = require('../../nodes/asset-session.js');

@@ -9,8 +9,8 @@ const helper = require('node-red-node-test-helper');
 const request = require('supertest');
 const { AssetClient } = require('../../dist/api/client');
 const { startEmulator } = require('../../dist/emulator');
-const { checkConnection, PROBE_ID } = require('../../dist/plugin/connection-check');
-const { eventInStats } = require('../../dist/plugin/event-in-stats');
+const { checkConnection, PROBE_ID } = require('../../dist/nodes/asset-server/connection-check');
+const { eventInStats } = require('../../dist/nodes/shared/event-in-stats');
 const eventIn = require('../../nodes/asset-event-in.js');
 const { freePort } = require('../e2e/support');
 

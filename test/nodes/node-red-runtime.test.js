@@ -11,7 +11,7 @@ const s = require('./nodes-support');
 
 const root = path.join(__dirname, '..', '..');
 const pkg = require(path.join(root, 'package.json'));
-const { STATUS_KEYS } = require(path.join(root, 'dist', 'nodes', 'common'));
+const { STATUS_KEYS } = require(path.join(root, 'dist', 'nodes', 'shared'));
 const MODULE = pkg.name;
 const TYPES = Object.keys(pkg['node-red'].nodes);
 /** Types whose runtime uses the shared request helpers (status keys dam.status.*). */
@@ -46,9 +46,10 @@ function keysUsedBy(type) {
     for (const m of html.matchAll(/(?:this|node)\._\(\s*["']([^"'+]+)["']\s*[,)]/g)) add(m[1], ns);
     for (const m of html.matchAll(/RED\._\(\s*["']([^"'+]+)["']\s*[,)]/g)) add(m[1], 'node-red');
   }
-  const source = path.join(root, 'src', 'nodes', `${type}.ts`);
-  if (fs.existsSync(source)) {
-    for (const m of fs.readFileSync(source, 'utf8').matchAll(/(?:RED\._\(|localText\(RED, )\s*'([^'$`]+)'\s*[,)]/g)) add(m[1], ns);
+  // The node's runtime: every source file of its folder src/nodes/<type>/.
+  const sourceDir = path.join(root, 'src', 'nodes', type);
+  for (const file of fs.existsSync(sourceDir) ? fs.readdirSync(sourceDir).filter(f => f.endsWith('.ts')) : []) {
+    for (const m of fs.readFileSync(path.join(sourceDir, file), 'utf8').matchAll(/(?:RED\._\(|localText\(RED, )\s*'([^'$`]+)'\s*[,)]/g)) add(m[1], ns);
   }
   for (const key of DYNAMIC_KEYS[type] || []) add(key, ns);
   if (REQUEST_TYPES.includes(type)) {

@@ -9,7 +9,7 @@ const Redis = require('ioredis');
 const helper = require('node-red-node-test-helper');
 const { startEmulator } = require('../../dist/emulator');
 const { AssetClient } = require('../../dist/api/client');
-const { RedisSessionStore, sessionKey } = require('../../dist/nodes/redis-session');
+const { RedisSessionStore, sessionKey } = require('../../dist/nodes/asset-redis/session');
 const { installed, startRedis } = require('../reliability/lib/servers');
 const { tempDir, rmDir } = require('../reliability/lib/support');
 

@@ -7,7 +7,6 @@ require('should');
 const crypto = require('crypto');
 const fs = require('fs');
 const path = require('path');
-const { AssetClient } = require('../../dist/api/client');
 const s = require('../nodes/nodes-support');
 const r = require('./lib/support');
 

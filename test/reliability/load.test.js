@@ -33,7 +33,7 @@ const ANSWER_LIMIT_MS = pick(30000, 10000);
  * filter (at most 10,000 keys, about 1 MiB), while GiBs of file data and thousands of messages pass
  * through: anything that kept a share of them would exceed these bounds many times over.
  * - Heap in use (what is still referenced): within HEAP_BOUND.
- * - RSS: within MEMORY_BOUND; beyond the heap it holds memory the allocator keeps after freeing
+ * - RSS: within MEMORY_BOUND (long mode only; a figure in the short mode, see below); beyond the heap it holds memory the allocator keeps after freeing
  *   (stream and socket buffers of 20 parallel transfers: 20 x a few 64 KiB chunks at a time) and
  *   heap pages V8 does not return at once.
  */
@@ -42,7 +42,9 @@ const MEMORY_BOUND = 64 * MiB;
 const signed = (bytes) => `${bytes >= 0 ? '+' : '-'}${mib(Math.abs(bytes))}`;
 
 describe(`reliability 6: load (${LONG ? 'long' : 'short'} mode: ${UPLOADS} x 50 MiB uploads, ${CALLBACKS_PER_S} callbacks/s for ${DURATION_MS / 1000} s)`, function () {
-  this.timeout(pick(58000, 600000));
+  // A hang detector, not a speed limit: with two CPU hogs beside it the short mode took up to 57 s
+  // (of 58 s before); each callback has its own ANSWER_LIMIT_MS.
+  this.timeout(pick(180000, 600000));
   let emulator;
   let emulatorDir;
   let workDir;
@@ -231,12 +233,16 @@ describe(`reliability 6: load (${LONG ? 'long' : 'short'} mode: ${UPLOADS} x 50 
     // Rates and delays are timings: on a shared machine (CI, several engineers) they measure the
     // neighbours as much as Node-RED, so the short mode reports them and only the long mode, run
     // by hand on a quiet machine, holds them to limits.
+    // RSS is the same kind of figure: what the allocator keeps after freeing depends on how the
+    // neighbours' load interleaves the 20 transfers' buffers (a CI run beside other work ended
+    // 86 MB above its baseline with an unchanged heap), so only the long mode holds it to a bound.
+    // The heap in use after a full GC is what a leak grows, whatever the machine does: held in both.
     if (LONG) {
       rate.should.be.above(CALLBACKS_PER_S * 0.9, 'the callback rate was held');
       stats.lag.p99.should.be.below(LAG_P99_LIMIT_MS);
+      (end - baseline).should.be.below(MEMORY_BOUND);
     }
     (after.heapUsed - before.heapUsed).should.be.below(HEAP_BOUND);
-    (end - baseline).should.be.below(MEMORY_BOUND);
     rig.crashLines().should.eql([]);
   });
 });

@@ -3,9 +3,9 @@
  * they ask the server for. Every problem is a SettingError naming the property and the rule.
  */
 import { createHash } from 'crypto';
-import type { SubscriptionFields } from '../api/types';
-import { SUBSCRIPTION_ID_RULE, isSubscriptionId, isToken } from '../api/values';
-import { SettingError, isBlankSetting, numberSetting } from './common';
+import type { SubscriptionFields } from '../../api/types';
+import { SUBSCRIPTION_ID_RULE, isSubscriptionId, isToken } from '../../api/values';
+import { SettingError, isBlankSetting, numberSetting } from '../shared';
 
 /** Editor properties. */
 export interface AssetEventInConfig {

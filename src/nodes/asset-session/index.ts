@@ -3,12 +3,12 @@
  * Action `set`: the cookie read from the configured property is sent by every node on that
  * server from the next request on; when it came from a msg property, that property is removed
  * before the msg goes on. Action `login`: runs the server's automatic login now.
- * The cookie never appears in a status, log, msg or error (server-session.ts says where it is kept).
+ * The cookie never appears in a status, log, msg or error (asset-server/session.ts says where it is kept).
  */
-import { invalidInput } from '../api/errors';
-import type { AssetServerConfigNode } from './asset-server';
-import { evaluateProperty, handleInputAndClose, localText } from './common';
-import type { Node, NodeAPI, NodeMessage } from './node-red';
+import { invalidInput } from '../../api/errors';
+import type { AssetServerConfigNode } from '../asset-server';
+import { evaluateProperty, handleInputAndClose, localText } from '../shared';
+import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
 
 /** Editor properties. */
 export interface AssetSessionConfig {
@@ -35,7 +35,7 @@ function deleteMessageProperty(RED: NodeAPI, msg: NodeMessage, expression: strin
 
 export default function register(RED: NodeAPI): void {
   function AssetSessionNode(this: Node, config: AssetSessionConfig) {
-    RED.nodes.createNode(this, config);
+    createNode(RED, this, config);
     const node = this;
     const action = config.action === 'login' ? 'login' : 'set';
     const cookieType = config.cookieType || 'msg';
@@ -72,5 +72,5 @@ export default function register(RED: NodeAPI): void {
     });
   }
 
-  RED.nodes.registerType('asset-session', AssetSessionNode);
+  registerType(RED, 'asset-session', AssetSessionNode);
 }

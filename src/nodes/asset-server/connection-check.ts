@@ -17,9 +17,9 @@
  * With automatic login ({@link checkWithLogin}) the check logs in first: a failed login, or a
  * session the server refuses right after it, is result `login`, naming the part to fix.
  */
-import { AssetClient } from '../api/client';
-import { AssetApiError } from '../api/errors';
-import { LoginError } from '../api/session';
+import { AssetClient } from '../../api/client';
+import { AssetApiError } from '../../api/errors';
+import { LoginError } from '../../api/session';
 
 /** Never registered by this package (asset-event-in derives `nr-<node id>`, ids with no second hyphen). */
 export const PROBE_ID = 'dam-connection-check-probe';

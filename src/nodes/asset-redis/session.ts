@@ -9,8 +9,8 @@
  * Each step is one script: Redis runs it atomically, so two copies never both take the lock.
  */
 import { createHash, randomBytes } from 'crypto';
-import type { LockStep, SharedSessionStore } from '../api/shared-session';
-import type { RedisLike } from '../events';
+import type { LockStep, SharedSessionStore } from '../../api/shared-session';
+import type { RedisLike } from '../../events';
 
 /** How long a published cookie stays in Redis without a newer login (ms). */
 const COOKIE_TTL_MS = 24 * 3600 * 1000;

@@ -2,10 +2,10 @@
  * asset-export: exports an asset's metadata (spec 4.4); msg.payload is the parsed
  * JSON, or the text for other formats.
  */
-import type { ExportOptions } from '../api/client';
-import { clientFor } from './asset-server';
-import { asIntegerId, asString, handleInputAndClose, required, resolveField } from './common';
-import type { Node, NodeAPI } from './node-red';
+import type { ExportOptions } from '../../api/client';
+import { clientFor } from '../asset-server';
+import { asIntegerId, asString, handleInputAndClose, required, resolveField } from '../shared';
+import { createNode, registerType, type Node, type NodeAPI } from '../shared/node-red';
 
 /** Editor properties. TypedInput fields come as value + `<name>Type`. */
 export interface AssetExportConfig {
@@ -20,7 +20,7 @@ export interface AssetExportConfig {
 
 export default function register(RED: NodeAPI): void {
   function AssetExportNode(this: Node, config: AssetExportConfig) {
-    RED.nodes.createNode(this, config);
+    createNode(RED, this, config);
     const node = this;
 
     handleInputAndClose(RED, node, async (msg, request) => {
@@ -41,5 +41,5 @@ export default function register(RED: NodeAPI): void {
     }, { maxInFlight: config.maxInFlight });
   }
 
-  RED.nodes.registerType('asset-export', AssetExportNode);
+  registerType(RED, 'asset-export', AssetExportNode);
 }

@@ -12,10 +12,10 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import type { AssetClient } from '../api/client';
-import { AssetApiError } from '../api/errors';
-import type { AssetServerConfigNode } from './asset-server';
-import type { NodeAPI } from './node-red';
+import type { AssetClient } from '../../api/client';
+import { AssetApiError } from '../../api/errors';
+import type { AssetServerConfigNode } from '../asset-server';
+import type { NodeAPI } from '../shared/node-red';
 
 export const REGISTRY_FILE = 'dam-assets-subscriptions.json';
 

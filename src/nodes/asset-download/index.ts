@@ -3,11 +3,11 @@
  * Buffer, or streams it to a file written atomically. In file mode it writes only where the
  * node's File field points.
  */
-import { invalidInput } from '../api/errors';
-import { DEFAULT_MAX_BUFFER_BYTES, type DownloadInfo, type DownloadOptions } from '../api/client';
-import { clientFor } from './asset-server';
-import { asIntegerId, asString, formatBytes, handleInputAndClose, isBlank, isBlankSetting, localText, required, resolveField, resolvePath } from './common';
-import type { Node, NodeAPI, NodeMessage } from './node-red';
+import { invalidInput } from '../../api/errors';
+import { DEFAULT_MAX_BUFFER_BYTES, type DownloadInfo, type DownloadOptions } from '../../api/client';
+import { clientFor } from '../asset-server';
+import { asIntegerId, asString, formatBytes, handleInputAndClose, isBlank, isBlankSetting, localText, required, resolveField, resolvePath } from '../shared';
+import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
 
 export type DownloadOutput = 'buffer' | 'file';
 
@@ -47,7 +47,7 @@ function setResponseProperties(msg: NodeMessage, info: DownloadInfo): void {
 
 export default function register(RED: NodeAPI): void {
   function AssetDownloadNode(this: Node, config: AssetDownloadConfig) {
-    RED.nodes.createNode(this, config);
+    createNode(RED, this, config);
     const node = this;
     const output: DownloadOutput = config.output === 'file' ? 'file' : 'buffer';
 
@@ -89,5 +89,5 @@ export default function register(RED: NodeAPI): void {
     }, { maxInFlight: config.maxInFlight });
   }
 
-  RED.nodes.registerType('asset-download', AssetDownloadNode);
+  registerType(RED, 'asset-download', AssetDownloadNode);
 }

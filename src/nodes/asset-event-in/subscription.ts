@@ -6,12 +6,12 @@
  * changed, node removed while Node-RED was stopped, server unreachable) is deleted later.
  */
 import type { EventEmitter } from 'events';
-import type { AssetClient } from '../api/client';
-import { AssetApiError } from '../api/errors';
-import type { SubscriptionFields } from '../api/types';
-import { errorStatusText } from './common';
-import type { NodeAPI } from './node-red';
-import { deleteRecorded, deleteWith, registryFor, type RegisteredSubscription } from './subscription-registry';
+import type { AssetClient } from '../../api/client';
+import { AssetApiError } from '../../api/errors';
+import type { SubscriptionFields } from '../../api/types';
+import { errorStatusText } from '../shared';
+import type { NodeAPI } from '../shared/node-red';
+import { deleteRecorded, deleteWith, registryFor, type RegisteredSubscription } from './registry';
 
 /** Backoff between registration attempts: 5 s, doubling, at most 5 min. */
 export const RETRY_FIRST_MS = 5000;
@@ -43,7 +43,8 @@ export class OwnedSubscription {
 
   constructor(
     readonly setup: OwnedSetup,
-    private readonly onState: (state: 'registering' | 'registered' | 'failed', error?: string) => void,
+    /** `error`: the short text for the status under the node; `detail`: the whole error, for the sidebar. */
+    private readonly onState: (state: 'registering' | 'registered' | 'failed', error?: string, detail?: string) => void,
     private readonly logError: (message: string) => void
   ) {
     setup.client.on('session-renewed', this.registerAgain);
@@ -91,7 +92,7 @@ export class OwnedSubscription {
       const retry = kind !== 'invalid-input';
       this.logError(this.setup.t('errors.register', 'registering subscription __id__ failed (__kind__): __message__', { id, kind, message })
         + (retry ? ' ' + this.setup.t('errors.retry', '(retry in __seconds__ s)', { seconds: Math.round(this.delayMs / 1000) }) : ''));
-      this.onState('failed', errorStatusText(undefined, err));
+      this.onState('failed', errorStatusText(undefined, err), `${kind}: ${message}`);
       if (retry) {
         this.timer = setTimeout(() => { this.start(); }, this.delayMs);
         this.delayMs = Math.min(this.delayMs * 2, RETRY_MAX_MS);

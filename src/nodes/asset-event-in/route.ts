@@ -4,14 +4,14 @@
  * JSON answer to a callback.
  */
 import type { ServerResponse } from 'http';
-import { READ_OWN_BODY } from '../events';
-import type { NodeAPI } from './node-red';
+import { READ_OWN_BODY } from '../../events';
+import type { NodeAPI } from '../shared/node-red';
 
 /**
  * Registers `handler` for `method path` on RED.httpNode, behind httpNodeMiddleware, and guards
  * the body of a POST route. Returns the function that removes both again.
  */
-export function openRoute(RED: NodeAPI, method: 'post' | 'get', path: string, handler: Function): () => void {
+export function openRoute(RED: NodeAPI, method: 'post' | 'get', path: string, handler: RouteHandler): () => void {
   const configured = RED.settings.httpNodeMiddleware;
   const middleware = typeof configured === 'function' || Array.isArray(configured) ? [configured] : [];
   RED.httpNode[method](path, ...middleware, handler);
@@ -33,8 +33,11 @@ export function reply(res: ServerResponse, status: number, body: Record<string, 
   res.end(JSON.stringify(body));
 }
 
+/** An express route handler. */
+export type RouteHandler = (req: any, res: any, next: (err?: unknown) => void) => void;
+
 /** Removes every route of `app` whose handlers include `handler` (express 4 `_router`, express 5 `router`). */
-function removeRoute(app: any, handler: Function): void {
+function removeRoute(app: any, handler: RouteHandler): void {
   const router = app && (app._router || app.router);
   const stack: any[] | undefined = router && router.stack;
   if (!Array.isArray(stack)) return;

@@ -11,8 +11,8 @@
  * It is never written to the flows or credentials file, and never shown.
  */
 import { createHash } from 'crypto';
-import type { AssetClient } from '../api/client';
-import type { LoginOptions } from '../api/session';
+import type { AssetClient } from '../../api/client';
+import type { LoginOptions } from '../../api/session';
 
 /** The automatic-login properties of an asset-server node (user name and password are credentials). */
 export interface LoginConfig {

@@ -1,14 +1,14 @@
 /**
  * asset-redis: configuration node for the Redis that several Node-RED copies share (the
- * duplicate filter of asset-event-in, and the session of an asset-server: redis-session.ts). Holds the URL (redis:// or rediss:// for TLS), the
+ * duplicate filter of asset-event-in, and the session of an asset-server: session.ts). Holds the URL (redis:// or rediss:// for TLS), the
  * password (a credential), a key prefix, a timeout and the claim lease, and ONE connection shared
  * by the nodes that use it, opened on first use and closed with the node. The Redis client
  * (ioredis) is loaded only when such a node exists.
  */
-import { RedisDuplicateFilter, type RedisLike } from '../events';
-import { numberSetting } from './common';
-import type { Node, NodeAPI } from './node-red';
-import { RedisSessionStore, sessionKey } from './redis-session';
+import { RedisDuplicateFilter, type RedisLike } from '../../events';
+import { numberSetting } from '../shared';
+import { createNode, registerType, type Node, type NodeAPI } from '../shared/node-red';
+import { RedisSessionStore, sessionKey } from './session';
 
 export interface AssetRedisConfig {
   id: string;
@@ -32,7 +32,7 @@ export interface AssetRedisConfigNode extends Node {
   configError?: string;
   /** A duplicate filter for one asset-event-in node (keys under prefix + node id). Throws configError. */
   filterFor(nodeId: string, windowMs: number): RedisDuplicateFilter;
-  /** The session shared by every copy that logs in as `username` on `baseUrl` (redis-session.ts). Throws configError. */
+  /** The session shared by every copy that logs in as `username` on `baseUrl` (session.ts). Throws configError. */
   sessionStoreFor(baseUrl: string, username: string): RedisSessionStore;
 }
 
@@ -63,7 +63,7 @@ const reconnectDelay = (times: number) => Math.min(times * 100, 2000);
 
 export default function register(RED: NodeAPI): void {
   function AssetRedisNode(this: AssetRedisConfigNode, config: AssetRedisConfig) {
-    RED.nodes.createNode(this, config);
+    createNode(RED, this, config);
     const node = this;
     node.name = config.name;
     let settings: Settings | undefined;
@@ -79,7 +79,7 @@ export default function register(RED: NodeAPI): void {
     function connection(s: Settings) {
       if (client) return client;
       // Loaded here, not at the top: a flow without Redis never loads the client.
-      // eslint-disable-next-line @typescript-eslint/no-var-requires
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded lazily, see above
       const Redis = require('ioredis');
       const created = new Redis(s.url, {
         password: node.credentials?.password || undefined,
@@ -125,7 +125,5 @@ export default function register(RED: NodeAPI): void {
     });
   }
 
-  RED.nodes.registerType('asset-redis', AssetRedisNode, {
-    credentials: { password: { type: 'password' } }
-  });
+  registerType(RED, 'asset-redis', AssetRedisNode, { password: { type: 'password' } });
 }

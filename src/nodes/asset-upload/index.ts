@@ -3,11 +3,11 @@
  * Readable) to the server's ingest call (spec 4.2).
  */
 import { Readable } from 'stream';
-import type { UploadOptions, UploadOutcome } from '../api/client';
-import { invalidInput } from '../api/errors';
-import { clientFor } from './asset-server';
-import { asBoolean, asInteger, asNumber, asString, handleInputAndClose, localText, resolveField, resolvePath, type FieldSource } from './common';
-import type { Node, NodeAPI, NodeMessage } from './node-red';
+import type { UploadOptions, UploadOutcome } from '../../api/client';
+import { invalidInput } from '../../api/errors';
+import { clientFor } from '../asset-server';
+import { asBoolean, asInteger, asNumber, asString, handleInputAndClose, localText, resolveField, resolvePath, type FieldSource } from '../shared';
+import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
 
 /** Editor properties. TypedInput fields come as value + `<name>Type`. */
 export interface AssetUploadConfig {
@@ -35,7 +35,7 @@ function isReadable(value: unknown): value is Readable {
 
 export default function register(RED: NodeAPI): void {
   function AssetUploadNode(this: Node, config: AssetUploadConfig) {
-    RED.nodes.createNode(this, config);
+    createNode(RED, this, config);
     const node = this;
     const field = (msg: NodeMessage, source: FieldSource) => resolveField(RED, node, msg, source);
 
@@ -105,5 +105,5 @@ export default function register(RED: NodeAPI): void {
     }, { maxInFlight: config.maxInFlight });
   }
 
-  RED.nodes.registerType('asset-upload', AssetUploadNode);
+  registerType(RED, 'asset-upload', AssetUploadNode);
 }

@@ -1,0 +1,307 @@
+/**
+ * One asset-event-in's callback endpoint: what it does with a callback (checks, duplicate filter,
+ * messages, answer) and the state a reader needs to follow it, as fields of one class:
+ * `closed`, the counters shown in the status, the owned subscription's state, the filter's problem.
+ * The node (index.ts) builds it from its settings, routes requests to {@link handle}, and sets
+ * `closed` and the subscription state.
+ */
+import { randomBytes } from 'crypto';
+import type { IncomingMessage, ServerResponse } from 'http';
+import { redactSecrets } from '../../api/errors';
+import type { CallbackEntry } from '../../api/types';
+import { contentTypeProblem, entryKey, isEmptyEntry, parseCallbackPayload, readJsonBody, secretMatches, type Claim, type EntryFilter } from '../../events';
+import type { EventInStats } from '../shared/event-in-stats';
+import type { Node, NodeMessage, NodeStatus } from '../shared/node-red';
+import { STATUS_INTERVAL_MS } from '../shared/texts';
+import { reply } from './route';
+import type { Settings } from './settings';
+
+/** At most one warning per this interval for rejected callbacks (a hostile caller must not flood the log). */
+const WARN_INTERVAL_MS = 60000;
+
+/** Locale text of asset-event-in with an English fallback. */
+export type EventInText = (key: string, english: string, params?: Record<string, unknown>) => string;
+
+export type SubscriptionState = 'none' | 'registering' | 'registered' | 'failed';
+
+/** Replaces every occurrence of the secret (should a message ever echo it) with ***. */
+export function redact(text: string, secret: string | undefined): string {
+  return redactSecrets(text, [secret]);
+}
+
+function clockTime(date: Date): string {
+  return date.toTimeString().slice(0, 8);
+}
+
+/**
+ * What one callback's entries became: `sent` messages, `entries` emitted, `busy` entries another
+ * copy is emitting now (answer 503: the retry finds them emitted), `closing` when the node closed
+ * while the filter answered, `undo` for when it closes before its flow got them.
+ */
+type Emitted = { sent: number; entries: number; busy: number; closing?: boolean; undo?: () => Promise<void>; unconfirmed?: boolean };
+
+export class EventInEndpoint {
+  /** Set when the node closes: callbacks still running answer 503 so that the server retries. */
+  closed = false;
+  lastEventAt: Date | undefined = undefined;
+  duplicates = 0;
+  empties = 0;
+  rejected = 0;
+  private lastWarnAt = 0;
+  /** The owned subscription's state and its last error (set by the node). */
+  subscription: SubscriptionState = 'none';
+  subscriptionError = '';
+  /** Why the last callback could not ask the duplicate filter (Redis down or slow); '' once it answers. */
+  filterProblem = '';
+  private lastFilterWarnAt = 0;
+  private statusTimer: NodeJS.Timeout | undefined;
+  private lastCallbackStatusAt = 0;
+
+  constructor(
+    private readonly node: Node,
+    private readonly settings: Settings,
+    private readonly filter: EntryFilter | undefined,
+    private readonly stats: EventInStats,
+    private readonly secret: string | undefined,
+    private readonly t: EventInText
+  ) {}
+
+  showStatus(): void {
+    this.stopStatusTimer();
+    if (this.closed) return;
+    const { node, settings, t } = this;
+    const parts: string[] = [];
+    if (settings.subscriptionId) parts.push(settings.subscriptionId);
+    if (this.subscription === 'failed') {
+      node.status({ fill: 'red', shape: 'ring', text: [...parts, this.subscriptionError].join(' · ') });
+      return;
+    }
+    if (this.filterProblem) {
+      node.status({ fill: 'red', shape: 'ring', text: [...parts, this.filterProblem].join(' · ') });
+      return;
+    }
+    if (this.subscription === 'registering') parts.push(t('status.registering', 'registering'));
+    if (this.lastEventAt) parts.push(t('status.last', 'last event __time__', { time: clockTime(this.lastEventAt) }));
+    if (this.duplicates) parts.push(t('status.duplicates', '__count__ dup dropped', { count: this.duplicates }));
+    if (this.empties) parts.push(t('status.empties', '__count__ empty dropped', { count: this.empties }));
+    if (this.rejected) parts.push(t('status.rejected', '__count__ rejected', { count: this.rejected }));
+    if (!parts.length) { node.status({}); return; }
+    const fill = this.subscription === 'registering' ? 'yellow' : 'green';
+    const shape = this.subscription === 'registering' ? 'ring' : 'dot';
+    node.status({ fill, shape, text: parts.join(' · ') } as NodeStatus);
+  }
+
+  stopStatusTimer(): void {
+    if (this.statusTimer) { clearTimeout(this.statusTimer); this.statusTimer = undefined; }
+  }
+
+  /**
+   * Status after a callback: at once when the last such update is STATUS_INTERVAL_MS old,
+   * else once that interval has passed (the final state always shows). Building the text
+   * goes through RED._ / i18next, too dear to do for every callback of a burst.
+   */
+  private callbackStatus(): void {
+    if (this.statusTimer || this.closed) return;
+    const wait = this.lastCallbackStatusAt + STATUS_INTERVAL_MS - Date.now();
+    const show = () => { this.lastCallbackStatusAt = Date.now(); this.showStatus(); };
+    if (wait <= 0) show();
+    else this.statusTimer = setTimeout(show, wait);
+  }
+
+  private rejectCall(res: ServerResponse, status: 400 | 401 | 413, reason: string): void {
+    this.rejected++;
+    this.stats.rejected(status, reason);
+    const now = Date.now();
+    if (now - this.lastWarnAt >= WARN_INTERVAL_MS) {
+      this.lastWarnAt = now;
+      this.node.warn(this.t('errors.rejected', 'callback rejected with __status__: __reason__', { status, reason }));
+    }
+    reply(res, status, { success: false, error: reason });
+    this.callbackStatus();
+  }
+
+  /** Emits the entries of one callback that the duplicate filter lets through (see {@link Emitted}). */
+  private async emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<Emitted> {
+    const { filter, stats } = this;
+    const candidates: CallbackEntry[] = [];
+    for (const entry of entries) {
+      if (isEmptyEntry(entry) && !this.settings.emitEmpty) { this.empties++; stats.empty(); continue; }
+      candidates.push(entry);
+    }
+    const kept: CallbackEntry[] = [];
+    let busy = 0;
+    let claim: Claim | undefined;
+    if (filter) {
+      // Empty entries, and entries without a key (no rrn: see entryKey), are never dropped.
+      const keys = candidates.map((entry) => (isEmptyEntry(entry) ? undefined : entryKey(subscriptionId, entry)));
+      const claimed = keys.filter((key): key is string => key !== undefined);
+      const verdicts = claimed.length > 0 ? (claim = await filter.claim(claimed)).verdicts : [];
+      let at = 0;
+      candidates.forEach((entry, i) => {
+        if (keys[i] === undefined) { kept.push(entry); return; }
+        const verdict = verdicts[at++];
+        if (verdict === 'duplicate') { this.duplicates++; stats.duplicate(); }
+        else if (verdict === 'busy') busy++;
+        else kept.push(entry);
+      });
+    } else {
+      kept.push(...candidates);
+    }
+    // The confirmation's reply is awaited before the messages are handed on, whatever the Redis
+    // client's pipelining does: a copy killed once its flow runs has confirmed them, so the
+    // server's retry is not emitted twice; killed before, the claim lapses after the lease and
+    // the retry emits them. A confirmation that fails does not hold the messages back (lost
+    // would be worse than twice): they go out, and the status says why.
+    let unconfirmed = false;
+    if (claim && !this.closed) await claim.confirm().catch((err: unknown) => { unconfirmed = true; this.warnFilter(err); });
+    // Closed while the filter answered: send nothing, and let the claims go so that the server's
+    // retry is emitted at once (by the new node or another copy), not after the lease.
+    if (this.closed) {
+      if (claim) await claim.undo().catch(() => undefined);
+      return { sent: 0, entries: 0, busy, closing: true };
+    }
+    const sent = this.sendEntries(kept, subscriptionId, receivedAt);
+    return { sent, entries: kept.length, busy, undo: claim?.undo, unconfirmed };
+  }
+
+  /** Sends the kept entries and returns how many messages went out. */
+  private sendEntries(kept: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): number {
+    if (kept.length === 0) return 0;
+    const node = this.node;
+    // Plain literals, not `{ ...common, payload }`: a spread per message is a measurable cost in bursts.
+    if (this.settings.perCallback) {
+      const msg: NodeMessage = { payload: kept, receivedAt };
+      if (subscriptionId !== undefined) msg.subscriptionId = subscriptionId;
+      node.send(msg);
+      return 1;
+    }
+    const partsId = randomBytes(8).toString('hex');
+    const count = kept.length;
+    for (let index = 0; index < count; index++) {
+      const entry = kept[index];
+      // type/len let a core join node in automatic mode rebuild the array of entries.
+      const msg: NodeMessage = { payload: entry, receivedAt, parts: { id: partsId, index, count, type: 'array', len: 1 } };
+      if (subscriptionId !== undefined) msg.subscriptionId = subscriptionId;
+      if (typeof entry.action === 'string') msg.topic = entry.action;
+      // One send per message, as the core split node does: node.send([msgs]) deep-clones every
+      // message after the first even on a single wire, though each is a new object.
+      node.send(msg);
+    }
+    return count;
+  }
+
+  /**
+   * Node-RED hands sent messages to the next nodes on a later turn of the event loop
+   * (setImmediate). Answering success before that turn would let a stop in between (deploy,
+   * flows stopped, SIGINT) drop the messages while the server counts the delivery done. So the
+   * answer waits for that turn; if the node closed meanwhile, the messages may have been
+   * dropped with the stopped flow: answer 503 and the server sends them again.
+   */
+  private async deliveredWhileOpen(res: ServerResponse, undo?: () => Promise<void>): Promise<boolean> {
+    await new Promise((resolve) => setImmediate(resolve));
+    if (!this.closed) return true;
+    // Before the answer: the retry may reach another copy at once.
+    if (undo) await undo().catch(() => undefined);
+    this.replyClosing(res);
+    return false;
+  }
+
+  /** The node closed under a callback: 503, so that the server sends it again (to the new node). */
+  private replyClosing(res: ServerResponse): void {
+    reply(res, 503, { success: false, error: 'endpoint is closing' });
+  }
+
+  /** One request routed to this endpoint: a callback, a GET callback or a HEAD probe. */
+  async handle(req: IncomingMessage & { query?: Record<string, unknown> }, res: ServerResponse): Promise<void> {
+    const { settings, secret } = this;
+    const receivedAt = new Date();
+    if (secret && !secretMatches(req.headers[settings.secretHeader.toLowerCase()], secret)) {
+      return this.rejectCall(res, 401, `shared secret header ${settings.secretHeader} missing or wrong`);
+    }
+    if (req.method === 'HEAD') {
+      // express routes HEAD to GET routes: a probe of the endpoint, not a callback.
+      reply(res, settings.successCode, {});
+      return;
+    }
+    if (settings.method === 'get') {
+      // A GET callback carries no body (spec 4.1 rule 12): one msg with the query parameters.
+      const msg: NodeMessage = { payload: {}, query: { ...(req.query || {}) }, receivedAt: receivedAt.toISOString() };
+      if (settings.subscriptionId) msg.subscriptionId = settings.subscriptionId;
+      this.node.send(msg);
+      this.lastEventAt = receivedAt;
+      if (!await this.deliveredWhileOpen(res)) return;
+      reply(res, settings.successCode, { success: true });
+      this.stats.callback(receivedAt, 1);
+      this.callbackStatus();
+      return;
+    }
+    const typeProblem = contentTypeProblem(req.headers['content-type']);
+    if (typeProblem) { req.resume(); return this.rejectCall(res, 400, typeProblem); }
+    const body = await readJsonBody(req, settings.maxBodyBytes);
+    if (!body.ok) return this.rejectCall(res, body.status, body.reason);
+    const parsed = parseCallbackPayload(body.value);
+    if (!parsed.ok) return this.rejectCall(res, 400, parsed.reason);
+    if (settings.checkId && settings.subscriptionId && parsed.id !== settings.subscriptionId) {
+      return this.rejectCall(res, 400, 'id: does not match the subscription of this endpoint');
+    }
+    if (this.closed) {
+      // Redeployed while reading: the server will retry and reach the new node.
+      this.replyClosing(res);
+      return;
+    }
+    let outcome: Emitted;
+    try {
+      outcome = await this.emitEntries(parsed.entries, parsed.id ?? settings.subscriptionId, receivedAt.toISOString());
+    } catch (err) {
+      return this.filterUnavailable(res, err);
+    }
+    if (outcome.closing) {
+      this.replyClosing(res);
+      return;
+    }
+    const { sent, entries, busy, undo, unconfirmed } = outcome;
+    this.lastEventAt = receivedAt;
+    if (sent > 0 && !await this.deliveredWhileOpen(res, undo)) return;
+    if (this.filterProblem && !unconfirmed) { this.filterProblem = ''; this.showStatus(); }
+    this.stats.callback(receivedAt, entries);
+    if (busy > 0) {
+      reply(res, 503, { success: false, error: 'entries are being emitted by another instance; send again later', received: parsed.entries.length, emitted: sent });
+    } else {
+      reply(res, settings.successCode, { success: true, received: parsed.entries.length, emitted: sent });
+    }
+    this.callbackStatus();
+  }
+
+  /**
+   * The duplicate filter did not answer (Redis down or slow): nothing was emitted, and the answer
+   * is 503 so that the server sends the callback again; shown in the status until it answers.
+   */
+  private filterUnavailable(res: ServerResponse, err: unknown): void {
+    this.warnFilter(err);
+    reply(res, 503, { success: false, error: 'duplicate filter unavailable; send again later' });
+  }
+
+  private warnFilter(err: unknown): void {
+    const message = (err as Error)?.message ?? String(err);
+    this.filterProblem = message.slice(0, 60);
+    this.showStatus();
+    const now = Date.now();
+    if (now - this.lastFilterWarnAt >= WARN_INTERVAL_MS) {
+      this.lastFilterWarnAt = now;
+      this.node.warn(this.t('errors.filter', 'duplicate filter: __message__', { message }));
+    }
+  }
+
+  /** The route's handler: a failure of {@link handle} is logged (secret redacted) and answered 500. */
+  route(): (req: any, res: ServerResponse, next: (err?: unknown) => void) => void {
+    return (req, res, next) => {
+      if (this.closed) { next(); return; } // removed from the router, but a request may already be routed
+      this.handle(req, res).catch((err: unknown) => {
+        const message = redact(this.t('errors.internal', 'could not handle a callback: __message__', { message: (err as Error)?.message ?? String(err) }), this.secret);
+        this.node.error(message);
+        this.stats.error(message);
+        reply(res, 500, { success: false, error: 'internal error' });
+      });
+    };
+  }
+}

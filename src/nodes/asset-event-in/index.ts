@@ -1,0 +1,152 @@
+/**
+ * asset-event-in: the HTTP endpoint the asset server calls back (spec 2.3, 4.1 rule 12, section 6).
+ *
+ * - Settings: settings.ts. Route and body guard: route.ts (removed on close).
+ * - Checks here: shared-secret header (401), content type / JSON / 2.3 shape / payload id
+ *   (400), size (413). Then the duplicate filter, one msg per entry (or one per callback),
+ *   then the success status once the messages are handed on.
+ * - Optionally owns its subscription (subscription.ts): registered once the route is
+ *   up, retried with backoff, deleted when the node is removed from the flow.
+ * - What a callback goes through, and the state it changes: endpoint.ts (class EventInEndpoint).
+ * - Status under the node and live counters for the DAM sidebar.
+ */
+import { AssetApiError } from '../../api/errors';
+import { DuplicateFilter, memoryEntryFilter, type EntryFilter } from '../../events';
+import { eventInStats } from '../shared/event-in-stats';
+import type { AssetRedisConfigNode } from '../asset-redis';
+import type { AssetServerConfigNode } from '../asset-server';
+import { SettingError, localText } from '../shared';
+import { EventInEndpoint, redact } from './endpoint';
+import { openRoute } from './route';
+import { callbackUrl, readSettings, subscriptionFields, type AssetEventInConfig, type Settings } from './settings';
+import { OwnedSubscription, releaseSubscription, sweepRegistryOnStart, type OwnedSetup } from './subscription';
+import { createNode, registerType, type Node, type NodeAPI } from '../shared/node-red';
+import { registryFor, sameSubscription, type RegisteredSubscription } from './registry';
+
+export { DEFAULTS, callbackUrl, derivedSubscriptionId, type AssetEventInConfig } from './settings';
+
+export default function register(RED: NodeAPI): void {
+  /** Locale string with an English fallback (the test helper's RED._ returns the key). */
+  function t(key: string, english: string, params: Record<string, unknown> = {}): string {
+    return localText(RED, `asset-event-in.${key}`, english, params);
+  }
+
+  function AssetEventInNode(this: Node, config: AssetEventInConfig) {
+    createNode(RED, this, config);
+    const node = this;
+    const secret = node.credentials?.secret || undefined;
+
+    /** A setting that cannot work: said in the log and the status; the node then does nothing. */
+    function refuse(err: unknown): void {
+      const message = err instanceof Error ? err.message : String(err);
+      node.error(t('errors.config', 'configuration: __message__', { message }));
+      node.status({ fill: 'red', shape: 'ring', text: message.slice(0, 60) });
+    }
+
+    let settings: Settings;
+    try {
+      settings = readSettings(config, node.id);
+    } catch (err) {
+      refuse(err);
+      return;
+    }
+    if (RED.settings.httpNodeRoot === false) {
+      node.warn(t('errors.no-http', 'httpNodeRoot is false in the settings: no HTTP routes can be registered'));
+      node.status({ fill: 'red', shape: 'ring', text: t('status.no-http', 'no httpNode') });
+      return;
+    }
+
+    let filter: EntryFilter | undefined;
+    try {
+      filter = settings.dedup ? chooseFilter(config, settings.dedup) : undefined;
+    } catch (err) {
+      refuse(err);
+      return;
+    }
+    const stats = eventInStats.open(node.id); // live counters for the editor's DAM sidebar
+    const endpoint = new EventInEndpoint(node, settings, filter, stats, secret, t);
+
+    /** The in-memory filter, or the Redis one when an asset-redis node is selected. */
+    function chooseFilter(cfg: AssetEventInConfig, dedup: { windowMs: number; maxKeys: number }): EntryFilter {
+      if (!cfg.redis) return memoryEntryFilter(new DuplicateFilter(dedup));
+      const redis = RED.nodes.getNode(cfg.redis) as AssetRedisConfigNode | null;
+      if (!redis || typeof redis.filterFor !== 'function') throw new SettingError('redis: the selected asset-redis configuration node is missing');
+      if (redis.configError) throw new SettingError(`redis: ${redis.configError}`);
+      return redis.filterFor(node.id, dedup.windowMs);
+    }
+
+    // ---- the route
+    const closeRoute = openRoute(RED, settings.method, settings.path, endpoint.route());
+
+    // ---- the owned subscription
+    let owner: OwnedSubscription | undefined;
+    const registry = registryFor(RED);
+    if (!settings.manage) releaseRecorded(registry.get(node.id)); // "manage" unchecked: its old one goes
+    if (settings.manage) {
+      try {
+        const setup = ownedSubscriptionSetup();
+        // What this node registered before (id or server changed, also across a restart) goes.
+        const before = registry.get(node.id);
+        registry.set(node.id, setup.recorded);
+        if (before && !sameSubscription(before, setup.recorded)) releaseSubscription(RED, t, before, (message) => node.warn(redact(message, secret)), node.id);
+        owner = new OwnedSubscription(setup, (s, error, detail) => {
+          endpoint.subscription = s;
+          endpoint.subscriptionError = error ? redact(error, secret) : '';
+          // The sidebar shows the whole error; the status under the node its short text.
+          stats.subscription(s, detail ? redact(detail, secret) : endpoint.subscriptionError || undefined);
+          endpoint.showStatus();
+        }, (message) => node.error(redact(message, secret)));
+      } catch (err) {
+        const message = err instanceof SettingError || err instanceof AssetApiError ? err.message : String(err);
+        endpoint.subscription = 'failed';
+        endpoint.subscriptionError = message.slice(0, 60);
+        node.error(redact(t('errors.subscription-config', 'cannot manage the subscription: __message__', { message }), secret));
+      }
+      if (owner) {
+        const registering = owner;
+        stats.registerNow = () => registering.start().then((error) => error && redact(error, secret));
+      }
+      owner?.start(); // after the route: the server may call at once
+    }
+    endpoint.showStatus();
+
+    /** Deletes a subscription this node registered before and forgets it (kept for a retry when the server is unreachable). */
+    function releaseRecorded(recorded: RegisteredSubscription | undefined): void {
+      if (!recorded) return;
+      registry.forget(node.id);
+      releaseSubscription(RED, t, recorded, (message) => node.warn(redact(message, secret)), node.id);
+    }
+
+    function ownedSubscriptionSetup(): OwnedSetup {
+      const server = config.server ? RED.nodes.getNode(config.server) as AssetServerConfigNode | null : null;
+      if (!server || typeof server.getClient !== 'function') throw new SettingError('server: select an asset-server configuration node');
+      const client = server.getClient();
+      if (!server.publicBaseUrl) {
+        throw new SettingError('server: the asset-server node has no public base URL, so no callback URL can be built');
+      }
+      const fields = subscriptionFields(config, settings, callbackUrl(server.publicBaseUrl, RED.settings.httpNodeRoot || undefined, settings.path), secret);
+      const id = settings.subscriptionId as string;
+      return { client, id, fields, t, recorded: { server: server.id, baseUrl: server.baseUrl, id } };
+    }
+
+    node.on('close', (removed: boolean, done: () => void) => {
+      endpoint.closed = true;
+      eventInStats.close(stats);
+      endpoint.stopStatusTimer();
+      closeRoute();
+      node.status({});
+      if (!owner) { done(); return; }
+      const closing = owner;
+      closing.close(removed).then((failure) => {
+        if (!removed) return;
+        // Removed: it owns nothing any more; a deletion that failed is tried again on the next start.
+        registry.forget(node.id);
+        if (failure) registry.addOrphan(closing.setup.recorded);
+      }).then(done, done);
+    });
+  }
+
+  sweepRegistryOnStart(RED, t);
+
+  registerType(RED, 'asset-event-in', AssetEventInNode, { secret: { type: 'password' } });
+}

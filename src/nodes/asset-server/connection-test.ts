@@ -1,0 +1,126 @@
+/**
+ * The asset-server dialog's "Test connection" (resources/dam-connection-test.js is the editor
+ * half): `POST <httpAdminRoot>dam-assets/connection-test`, guarded by `asset-server.write`,
+ * answers a {@link ConnectionReport} for the values typed in the dialog (automatic login
+ * included). Failures on the DAM server's side are answered with HTTP 200: a 401 from this route
+ * would make the editor ask the Node-RED user to log in again. Nothing secret is answered.
+ *
+ * The rules of when a saved secret may be used live here: the saved password only in a login
+ * exactly like the running node's, the saved cookie only towards the deployed base URL's server.
+ */
+import { AssetClient } from '../../api/client';
+import { invalidInput } from '../../api/errors';
+import { resolveLogin, sameLogin } from '../../api/session';
+import { isBlankSetting } from '../shared/fields';
+import type { NodeAPI } from '../shared/node-red';
+import { checkConnection, checkWithLogin, configReport } from './connection-check';
+import { DEFAULT_TIMEOUT_S, clientOptions, type AssetServerConfig, type AssetServerConfigNode } from './options';
+import { LOGIN_SETTINGS, loginOptions } from './session';
+
+export const WRITE_PERMISSION = 'asset-server.write';
+/** The editor shows this in a password field whose value is stored (not sent back). */
+export const SAVED_PASSWORD = '__PWRD__';
+
+/**
+ * True when the dialog's values connect as the deployed node does: same base URL, timeout, TLS
+ * choice, cookie and login (preset defaults filled in, so a dialog that filled in a preset's
+ * fields still counts as the same).
+ */
+function sameConnection(typed: AssetServerConfig, typedCredentials: Record<string, string | undefined>,
+  deployed: AssetServerConfig, savedCredentials: Record<string, string | undefined>): boolean {
+  const seconds = (v: unknown) => isBlankSetting(v) ? DEFAULT_TIMEOUT_S : Number(v);
+  const tls = (v: unknown) => typeof v === 'string' && v !== '_ADD_' ? v : '';
+  return (typed.baseUrl || '').trim() === (deployed.baseUrl || '').trim()
+    && seconds(typed.timeout) === seconds(deployed.timeout)
+    && tls(typed.tls) === tls(deployed.tls)
+    && (tls(typed.tls) !== '' || (typed.rejectUnauthorized !== false) === (deployed.rejectUnauthorized !== false))
+    && (typedCredentials.cookie || '').trim() === (savedCredentials.cookie || '').trim()
+    && sameLogin(loginOptions(typed, typedCredentials), loginOptions(deployed, savedCredentials));
+}
+
+/** Scheme, host and port of a URL; undefined when it is not one. */
+function originOf(url: string | undefined): string | undefined {
+  try { return new URL((url || '').trim()).origin; } catch { return undefined; }
+}
+
+/** Registers the route on `RED.httpAdmin` (the test helper's RED has no auth: then there is none to register). */
+export function registerConnectionTest(RED: NodeAPI): void {
+  if (!RED.httpAdmin || !RED.auth || !RED.nodes.eachNode) return;
+  const eachNode = RED.nodes.eachNode.bind(RED.nodes);
+  const write = RED.auth.needsPermission(WRITE_PERMISSION);
+
+  function liveServer(id: string): AssetServerConfigNode | undefined {
+    const node = RED.nodes.getNode(id) as AssetServerConfigNode | null;
+    return node && node.type === 'asset-server' ? node : undefined;
+  }
+
+  /** The deployed configuration of an asset-server (as the flows hold it), or undefined. */
+  function deployedConfig(id: string): AssetServerConfig | undefined {
+    let found: AssetServerConfig | undefined;
+    if (id) eachNode((config) => { if (config.id === id && config.type === 'asset-server') found = config as AssetServerConfig; });
+    return found;
+  }
+
+  RED.httpAdmin.post('/dam-assets/connection-test', write, async (req: any, res: any) => {
+    const body = req.body && typeof req.body === 'object' ? req.body : {};
+    const text = (v: unknown) => typeof v === 'string' ? v : undefined;
+    const config: AssetServerConfig = {
+      id: text(body.id) || '',
+      baseUrl: text(body.baseUrl),
+      timeout: typeof body.timeout === 'number' ? body.timeout : text(body.timeout),
+      rejectUnauthorized: body.rejectUnauthorized !== false,
+      tls: text(body.tls) || undefined,
+      loginEnabled: body.loginEnabled === true,
+      ...Object.fromEntries(LOGIN_SETTINGS.map((key) => [key, text(body[key])]))
+    };
+    const typed: Record<string, string | undefined> = { cookie: text(body.cookie), username: text(body.username), password: text(body.password) };
+    const running = config.id ? liveServer(config.id) : undefined;
+    const deployed = running ? deployedConfig(config.id) : undefined;
+    // A field still showing the saved placeholder means the deployed node's value (the running
+    // node's copy has ${ENV_VAR} already replaced).
+    const saved = running?.credentials ?? {};
+    const withSaved = (name: string) => typed[name] === SAVED_PASSWORD ? saved[name] : typed[name];
+    const login = loginOptions(config, { username: typed.username, password: withSaved('password') });
+
+    // Nothing changed: the deployed node's client, with any cookie set at run time or by a login.
+    if (running?.client && deployed && sameConnection(config, { ...typed, cookie: withSaved('cookie'), password: withSaved('password') },
+      deployed, saved)) {
+      res.json(await checkConnection(running.client));
+      return;
+    }
+    // Saved secrets only go where they were saved for. The saved password: only in a login exactly
+    // like the running node's (same base URL; same login URL, session page, method, fields and user
+    // name, with ${ENV} values resolved), else a user allowed to test connections could send it
+    // to another host or path, or into another field.
+    if (login && typed.password === SAVED_PASSWORD) {
+      const typeAgain = () => res.json(configReport(invalidInput('password',
+        'type the password again: the saved password is only used with the deployed base URL and login settings')));
+      if (!running?.login) { typeAgain(); return; }
+      // Login settings that cannot work are named first (else the answer would be "type it again").
+      try { resolveLogin(login); } catch (err) { res.json(configReport(err)); return; }
+      if ((config.baseUrl || '').trim() !== running.baseUrl || !sameLogin(login, running.login)) { typeAgain(); return; }
+    }
+    // With automatic login the check logs in first: the cookie is not sent.
+    let cookie = login ? undefined : typed.cookie;
+    if (cookie === SAVED_PASSWORD) {
+      const sameBase = !!running && originOf(running.baseUrl) !== undefined && originOf(running.baseUrl) === originOf(config.baseUrl);
+      if (!sameBase) {
+        res.json(configReport(invalidInput('cookie', 'type the cookie again: the saved cookie is only sent to the deployed base URL\'s server')));
+        return;
+      }
+      cookie = saved.cookie;
+    }
+    let client: AssetClient | undefined;
+    try {
+      client = new AssetClient(clientOptions(RED, config, { cookie, username: typed.username, password: withSaved('password') }));
+    } catch (err) {
+      res.json(configReport(err));
+      return;
+    }
+    try {
+      res.json(login ? await checkWithLogin(client) : await checkConnection(client));
+    } finally {
+      client.close();
+    }
+  });
+}

@@ -1,0 +1,52 @@
+/**
+ * asset-server: configuration node. Holds the base URL, the session cookie (a
+ * credential), timeout and TLS settings, the optional automatic login, and ONE
+ * {@link AssetClient} shared by every node that uses this configuration. The client is
+ * closed when the node closes.
+ */
+import { AssetClient } from '../../api/client';
+import { AssetApiError, invalidInput } from '../../api/errors';
+import { plainLoginWarning } from '../../api/session';
+import { createNode, registerType, type NodeAPI } from '../shared/node-red';
+import { registerConnectionTest } from './connection-test';
+import { clientOptions, type AssetServerConfig, type AssetServerConfigNode } from './options';
+import { keptSessions } from './session';
+import { sharedSessionFor } from './shared-session';
+
+export * from './options';
+
+export default function register(RED: NodeAPI): void {
+  function AssetServerNode(this: AssetServerConfigNode, config: AssetServerConfig) {
+    createNode(RED, this, config);
+    const node = this;
+    node.name = config.name;
+    node.baseUrl = (config.baseUrl || '').trim();
+    node.publicBaseUrl = (config.publicBaseUrl || '').trim();
+    try {
+      const options = clientOptions(RED, config, node.credentials ?? {});
+      if (config.redis) options.sharedSession = sharedSessionFor(RED, node, config.redis, options);
+      node.client = new AssetClient(options);
+      node.login = options.login;
+      keptSessions.adopt(node.id, config, node.credentials ?? {}, node.client);
+      const exposed = plainLoginWarning(options.login, options.baseUrl);
+      if (exposed) node.warn(exposed);
+    } catch (err) {
+      node.configError = err instanceof AssetApiError
+        ? err
+        : new AssetApiError('invalid-input', `asset-server: ${(err as Error).message}`);
+      node.error(node.configError.message);
+    }
+    node.getClient = () => {
+      if (node.client) return node.client;
+      throw node.configError ?? invalidInput('server', 'configuration is invalid');
+    };
+    node.setCookie = (cookie: string) => node.getClient().setCookie(cookie);
+    node.on('close', (removed: boolean, done: () => void) => {
+      if (removed) keptSessions.forget(node.id);
+      try { node.client?.close(); } finally { node.client = undefined; done(); }
+    });
+  }
+
+  registerConnectionTest(RED);
+  registerType(RED, 'asset-server', AssetServerNode, { cookie: { type: 'password' }, username: { type: 'text' }, password: { type: 'password' } });
+}

@@ -1,0 +1,52 @@
+/**
+ * Secrets masked in a subscription's stored details (asset-subscribe's `get`, the DAM sidebar).
+ */
+
+/**
+ * Header names whose value is shown: standard headers that describe the content. Any other
+ * header can carry a secret under any name (asset-event-in's shared-secret header is named by
+ * the user), so its value is masked.
+ */
+const PUBLIC_HEADER = /^(content-type|content-language|content-encoding|accept|accept-language|accept-encoding|accept-charset|cache-control|user-agent)$/i;
+
+/**
+ * Masks secrets in a `get` answer: the values of callback headers other than the standard
+ * content headers (`X-Hook-Check: x` -> `X-Hook-Check: ***`; `Content-Type` stays readable) and every query
+ * parameter value (`name=value` -> `name=***`: tokens travel under any name there).
+ * asset-event-in sends its shared secret as a header, and secrets never go into a msg. Any
+ * `header`/`headers`/`queryParam` property is masked, as a string, a list of strings or an
+ * object, since the answer's shape is "not shown" in the spec.
+ */
+export function maskHeaderValues(value: unknown, depth = 0): unknown {
+  if (depth > 8 || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(v => maskHeaderValues(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+    out[key] = /^headers?$/i.test(key) ? maskValues(v, ':', false, name => !PUBLIC_HEADER.test(name.trim()))
+      : /^queryParams?$/i.test(key) ? maskValues(v, '=', true, () => true)
+        : maskHeaderValues(v, depth + 1);
+  }
+  return out;
+}
+
+/**
+ * `Name<separator>value` -> `Name<separator>***` when `secret(Name)`. A line without the
+ * separator is kept when `keepBare` (a query flag is only a name) and masked whole otherwise
+ * (a malformed header).
+ */
+function maskValues(value: unknown, separator: string, keepBare: boolean, secret: (name: string) => boolean): unknown {
+  const mask = (line: unknown) => {
+    if (typeof line !== 'string') return '***';
+    const at = line.indexOf(separator);
+    if (at < 0) return keepBare ? line : '***';
+    const name = line.slice(0, at).trim();
+    if (!secret(name)) return line;
+    return `${line.slice(0, at)}${separator}${separator === ':' ? ' ' : ''}***`;
+  };
+  if (typeof value === 'string') return mask(value);
+  if (Array.isArray(value)) return value.map(mask);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([name, v]) => [name, secret(name) ? '***' : v]));
+  }
+  return value;
+}
