@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 'use strict';
-// `npm run bench`: uploads, downloads, event bursts and emulator fan-out, ours against curl and
+// `npm run bench`: uploads, downloads, event bursts, emulator fan-out and the hot folder, ours against curl and
 // Node-RED's core nodes, in one invocation. Progress goes to stderr; the Markdown table to stdout
 // and, with the raw numbers (JSON) and the chart (SVG), to bench/results/.
 const fs = require('fs');
@@ -16,16 +16,17 @@ const { buildFlows } = require('./lib/flows');
 const { runTransfers } = require('./lib/transfer');
 const { runEvents } = require('./lib/events');
 const { runFanout } = require('./lib/fanout');
+const { runHotFolder } = require('./lib/hotfolder');
 const { markdown, chartSvg } = require('./lib/report');
 
 const REPO = path.resolve(__dirname, '..');
 const COOKIE_VALUE = 'bench-session';
 const COOKIE = `JSESSIONID=${COOKIE_VALUE}`;
-const CASES = ['transfer', 'events', 'fanout'];
+const CASES = ['transfer', 'events', 'fanout', 'hotfolder'];
 const VARIANTS = ['curl', 'bare', 'client', 'node', 'core', 'redis'];
 
 const USAGE = `Usage: npm run bench -- [options]
-  --quick            small sizes (1M,4M) and short bursts, for CI (under a minute)
+  --quick            small sizes (1M,4M), short bursts, small hot-folder sets, for CI
   --sizes LIST       file sizes, e.g. 16M,256M,1G (default 16M,256M,1G)
   --runs N           runs per case, median reported (default 3, at least 3 for a real report)
   --only LIST        some of: ${CASES.join(',')} (default all)
@@ -142,7 +143,7 @@ async function main() {
   log(`bench: sizes ${opts.sizes.map(formatSize).join(', ')}; ${opts.runs} runs; cases ${opts.only.join(', ')}${opts.quick ? ' (quick)' : ''}`);
 
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-bench-'));
-  const results = { startedAt: startedAt.toISOString(), quick: opts.quick, runs: opts.runs, env, notes, errors, sizes: [], events: null, fanout: null };
+  const results = { startedAt: startedAt.toISOString(), quick: opts.quick, runs: opts.runs, env, notes, errors, sizes: [], events: null, fanout: null, hotfolder: null };
   let emulator;
   let redis;
   let stopNodeRed = async () => {};
@@ -243,6 +244,17 @@ async function main() {
         results.fanout = await runFanout({ emulator, cookie: COOKIE, opts, log });
       } catch (e) {
         errors.push(`emulator fan-out: ${e.message}`);
+      }
+    }
+
+    if (opts.only.includes('hotfolder') && parts.emulator) {
+      if (!env.curl) notes.push('curl not found: the hot-folder case needs it as its baseline and is skipped.');
+      else {
+        try {
+          results.hotfolder = await runHotFolder({ opts, log, tmp, cookieValue: COOKIE_VALUE });
+        } catch (e) {
+          errors.push(`hot folder: ${e.message}`);
+        }
       }
     }
   } catch (e) {

@@ -7,6 +7,10 @@
  *
  * API (all list values are the strings sent to the server, spec 2.1):
  *
+ *   DamEditor.adminPathClash(path, httpNodeRoot, httpAdminRoot)
+ *                                  the editor route an asset-event-in path would take over, or
+ *                                  undefined (copy of src/nodes/asset-event-in/admin-paths.ts);
+ *                                  DamEditor.editorRoot() is httpAdminRoot as the editor sees it.
  *   DamEditor.SUBSCRIPTION_ID      RegExp of a subscription id: 8 to 40 of a-z A-Z 0-9 and hyphen.
  *   DamEditor.HEADER_NAME          RegExp of an HTTP header name (an RFC 9110 token).
  *                                  Both are browser copies of src/api/values.ts;
@@ -32,6 +36,10 @@
  *   DamEditor.validateInFlight(value)
  *                                  true, or a short error text: "Parallel requests" is blank (the
  *                                  default, 2) or a whole number from 1 to 32.
+ *   DamEditor.validateRetries(value)
+ *                                  true, or a short error text: "Retries" is blank (0, as flows
+ *                                  saved before the setting) or a whole number from 0 to 10
+ *                                  (retriesSetting of src/nodes/shared/retry.ts).
  *   DamEditor.baseUrl(value)      true when the client takes it as its base URL (parseBaseUrl of
  *                                  src/api/client-options.ts): an absolute http:// or https:// URL
  *                                  with a host, spaces around allowed, no query (?) or fragment (#).
@@ -87,7 +95,8 @@
         if (typeof value !== "string" || value.trim() === "" || /[?#]/.test(value)) { return false; }
         var url;
         try { url = new URL(value.trim()); } catch (e) { return false; }
-        return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
+        // No user:password@: it would be stored and shown in plain text (issue 22).
+        return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "" && url.username === "" && url.password === "";
     }
 
     function timeoutSetting(value) {
@@ -112,6 +121,12 @@
         if (isBlankSetting(value)) { return true; }
         var n = Number(value);
         return (/^\s*\d+\s*$/.test(String(value)) && n >= 1 && n <= 32) || t("errors.maxInFlight");
+    }
+
+    function validateRetries(value) {
+        if (isBlankSetting(value)) { return true; }
+        var n = Number(value);
+        return (/^\s*\d+\s*$/.test(String(value)) && n >= 0 && n <= 10) || t("errors.retries");
     }
 
     function textInput(row, cls, placeholder, value, flex) {
@@ -210,7 +225,37 @@
         });
     }
 
+    // Browser copy of src/nodes/asset-event-in/admin-paths.ts (test/api/editor-rules.test.js compares them).
+    var ADMIN_ROUTE_SEGMENTS = [
+        "auth", "flows", "flow", "nodes", "context", "settings", "plugins", "diagnostics",
+        "icons", "resources", "theme", "projects", "locales", "library", "credentials",
+        "red", "vendor", "types", "favicon.ico", "comms",
+        "inject", "debug", "udp-ports", "dam-assets"
+    ];
+    function normaliseRoutePath(path) {
+        return ("/" + path).replace(/\/{2,}/g, "/").replace(/(.)\/$/, "$1").toLowerCase();
+    }
+    /** The editor route an asset-event-in path would take over (httpAdminRoot + segment), or undefined. */
+    function adminPathClash(path, httpNodeRoot, httpAdminRoot) {
+        if (httpAdminRoot === false || httpNodeRoot === false) { return undefined; }
+        var adminRoot = normaliseRoutePath(httpAdminRoot || "/");
+        var full = normaliseRoutePath((httpNodeRoot || "/") + "/" + path);
+        var prefix = adminRoot === "/" ? "/" : adminRoot + "/";
+        if (full !== adminRoot && full.indexOf(prefix) !== 0) { return undefined; }
+        var first = full.slice(prefix.length).split("/")[0];
+        if (first === "") { return adminRoot + " (the editor)"; }
+        if (/[:*(?+]/.test(first) || ADMIN_ROUTE_SEGMENTS.indexOf(first) >= 0) { return prefix + first; }
+        return undefined;
+    }
+    /** The editor is served at httpAdminRoot: its page's folder. */
+    function editorRoot() {
+        return typeof location === "undefined" ? "/" : location.pathname.replace(/[^/]*$/, "");
+    }
+
     window.DamEditor = {
+        ADMIN_ROUTE_SEGMENTS: ADMIN_ROUTE_SEGMENTS,
+        adminPathClash: adminPathClash,
+        editorRoot: editorRoot,
         fieldTypes: FIELD_TYPES,
         typedField: typedField,
         SUBSCRIPTION_ID: SUBSCRIPTION_ID,
@@ -218,6 +263,7 @@
         validateSubscriptionId: validateSubscriptionId,
         subscriptionIdValidator: subscriptionIdValidator,
         validateInFlight: validateInFlight,
+        validateRetries: validateRetries,
         isBlankSetting: isBlankSetting,
         numberSetting: numberSetting,
         baseUrl: baseUrl,

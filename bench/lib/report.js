@@ -182,6 +182,25 @@ function markdown(results) {
     L.push(`| ${f.subscriptions} | ${f.matching} | ${fmt(f.ms)} ms / ${fmt(f.msFromAnswer)} ms | ` +
       `${mib(f.idleRss)} → ${mib(f.afterSubscribeRss)} → ${mib(f.peakRss)} | ${t.text}${f.strays ? ` (${f.strays} calls to non-matching subscriptions)` : ''} |`, '');
   }
+  if (results.hotfolder) {
+    const h = results.hotfolder;
+    L.push(`## 5. Hot folder: files renamed into a watched folder → emulator, ${h.parallel} at once (asset-hot-folder, untouched interval ${h.untouchedSeconds} s) vs \`curl -F\` over the same files with \`xargs -P ${h.parallel}\``, '');
+    L.push('| Files | Variant | Seconds | Files/s | MiB/s | × curl | Node-RED CPU s | Peak RSS growth (MiB) | Target |', '|---|---|---:|---:|---:|---:|---:|---:|---|');
+    for (const r of h.rows) {
+      const curl = h.rows.find((c) => c.set === r.set && c.variant === 'curl');
+      const ratio = curl ? curl.seconds / r.seconds : NaN;
+      const rowTargets = [];
+      if (r.variant === 'node') {
+        rowTargets.push(target(`hot folder, ${r.files} × ${formatSize(r.size)}: ≥ ${TARGET.ratio}× the curl loop`, ratio >= TARGET.ratio, `≥ ${TARGET.ratio}× curl`));
+        rowTargets.push(target(`hot folder, ${r.files} × ${formatSize(r.size)}: peak RSS growth < ${TARGET.growthMiB} MiB`, r.growth < TARGET.growthMiB * MiB, `< ${TARGET.growthMiB} MiB`));
+      }
+      targets.push(...rowTargets);
+      L.push(`| ${r.files} × ${formatSize(r.size)} | ${r.variant === 'curl' ? `curl -F, xargs -P ${h.parallel}` : '**asset-hot-folder** (Node-RED)'} | ${fmt(r.seconds, 2)} | ` +
+        `${fmt(r.filesPerSec, 1)} | ${fmt(r.mibPerSec)} | ${r.variant === 'curl' ? '1.00' : fmt(ratio, 2)} | ${r.cpu === undefined ? '' : fmt(r.cpu, 2)} | ` +
+        `${r.growth === undefined ? '' : mib(r.growth)} | ${rowTargets.map((t) => t.text).join(', ')} |`);
+    }
+    L.push('');
+  }
   for (const e of results.errors) L.push(`**Case not run or broken:** ${e}`, '');
 
   L.push('## Targets', '');

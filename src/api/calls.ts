@@ -98,12 +98,18 @@ export class ApiCalls {
     const first = await this.sendOnce(operation, control, config);
     if (first.status !== 401 || !this.session.canLogin) return first;
     (first.data as Readable | undefined)?.destroy?.();
-    await this.session.renew(usedHeader, operation);
+    try {
+      // The call's own timeout and the caller's abort end the wait for the login too.
+      await this.session.renew(usedHeader, operation, control.signal);
+    } catch (err) {
+      if (control.signal.aborted) throw this.failure(operation, new Error('ended while waiting for the automatic login'), control);
+      throw err;
+    }
     const repeatHeader = this.session.cookieHeader;
     const again = await this.sendOnce(operation, control, config);
     if (again.status !== 401) return again;
     (again.data as Readable | undefined)?.destroy?.();
-    if (await this.session.renewAdopted(repeatHeader, operation)) {
+    if (await this.session.renewAdopted(repeatHeader, operation, control.signal)) {
       const third = await this.sendOnce(operation, control, config);
       if (third.status !== 401) return third;
       (third.data as Readable | undefined)?.destroy?.();

@@ -103,7 +103,7 @@ export const DEFAULT_MAX_SOCKETS = 32;
 /**
  * The base URL rule (one place: the node and the editor's copy in resources/dam-editor.js are
  * checked against it by test/house/rules.test.js): an absolute http(s) URL with a host, no
- * query or fragment; a trailing /review (the API's context path) and slashes are dropped.
+ * query or fragment, no user:password@; a trailing /review (the API's context path) and slashes are dropped.
  */
 export function parseBaseUrl(value: unknown): { base: string; origin: string } {
   const rule = 'must be an absolute http:// or https:// URL such as http://127.0.0.1:8873';
@@ -117,6 +117,11 @@ export function parseBaseUrl(value: unknown): { base: string; origin: string } {
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') throw invalidInput('baseUrl', rule);
   // Also a bare ? or # (the URL parser drops an empty query or fragment, the text still has it).
   if (url.search !== '' || url.hash !== '' || /[?#]/.test(value)) throw invalidInput('baseUrl', 'must not have a query (?) or fragment (#)');
+  // A password there would be stored and shown in plain text (flows.json, GET /flows, the sidebar).
+  if (url.username !== '' || url.password !== '') {
+    throw invalidInput('baseUrl', 'must not hold a user name or password (user:password@): a base URL is stored and shown in plain text; ' +
+      'use the Cookie or Automatic login, whose password is kept as a credential');
+  }
   // The API paths start with the context path /review: a base URL pasted with it is used as is.
   const base = value.trim().replace(/\/+$/, '').replace(/\/review$/, '');
   return { base, origin: url.origin };

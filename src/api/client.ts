@@ -19,6 +19,7 @@ import type { Readable } from 'stream';
 import { ApiCalls, byteLimitOf, timeoutOf, type CallOptions } from './calls';
 import { downloadToBuffer, downloadToFile, openDownload, type BufferDownloadOptions, type DownloadInfo, type DownloadOptions } from './download';
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
+import type { IfExists } from './file-placement';
 import { readExportAnswer } from './json-answer';
 import { SessionHolder } from './session';
 import type { TransferProgress } from './transfer';
@@ -123,9 +124,9 @@ export class AssetClient extends EventEmitter {
   }
 
   /** Logs in now with the automatic login settings; rejects with an `auth` error naming the failed step. */
-  async login(): Promise<void> {
+  async login(opts: { signal?: AbortSignal } = {}): Promise<void> {
     if (!this.session.canLogin) throw invalidInput('login', 'automatic login is not set up (asset-server node: Automatic login; client option: login)');
-    await this.session.loginNow('login');
+    await this.session.loginNow('login', opts.signal);
   }
 
   /** The Cookie header sent now (a secret: for keeping it across a restart of the caller, never for display). */
@@ -211,7 +212,7 @@ export class AssetClient extends EventEmitter {
    * server's (sanitized) file name, else `asset-<fuid>`. A failed download leaves no file behind.
    * `onTemporaryFile` is for the transfer thread (see download.ts); a call on the worker ignores it.
    */
-  async downloadToFile(opts: DownloadOptions & { path: string }, onTemporaryFile?: (file: string) => void): Promise<DownloadInfo & { path: string; bytes: number }> {
+  async downloadToFile(opts: DownloadOptions & { path: string; ifExists?: IfExists }, onTemporaryFile?: (file: string) => void): Promise<DownloadInfo & { path: string; bytes: number }> {
     const job = this.threadJob('downloadToFile', opts);
     if (!job) return downloadToFile(this.calls, opts, onTemporaryFile);
     type Result = DownloadInfo & { path: string; bytes: number };
@@ -221,7 +222,7 @@ export class AssetClient extends EventEmitter {
     } catch (err) {
       // As a call on this thread does: one login for a 401, then once more.
       if (!(err instanceof AssetApiError) || err.kind !== 'auth' || err.status !== 401 || !this.session.canLogin) throw err;
-      await this.session.renew(usedHeader, 'download');
+      await this.session.renew(usedHeader, 'download', opts.signal ?? undefined);
       const is401 = (e: unknown) => e instanceof AssetApiError && e.kind === 'auth' && e.status === 401;
       for (let attempt = 0; ; attempt++) {
         const repeatHeader = this.session.cookieHeader;
@@ -232,7 +233,7 @@ export class AssetClient extends EventEmitter {
         } catch (failed) {
           if (!is401(failed)) throw failed;
           // A cookie from the shared store the server had ended: once more after a login (session.ts).
-          if (attempt > 0 || !await this.session.renewAdopted(repeatHeader, 'download')) throw this.session.refused('download');
+          if (attempt > 0 || !await this.session.renewAdopted(repeatHeader, 'download', opts.signal ?? undefined)) throw this.session.refused('download');
         }
       }
     }

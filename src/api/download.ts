@@ -3,7 +3,6 @@
  * a stream, or a file written atomically. A body sent as a file is never taken for an error.
  */
 import type { AxiosResponse } from 'axios';
-import { randomBytes } from 'crypto';
 import * as fs from 'fs';
 import * as fsp from 'fs/promises';
 import * as path from 'path';
@@ -12,6 +11,7 @@ import { pipeline } from 'stream/promises';
 import { type ApiCalls, type CallOptions, callbackOf } from './calls';
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import { errorForFailedAnswer, errorForLocalFile, formatSize, isFailedAnswer, isFileSystemError, tryParseJson } from './error-mapping';
+import { ifExistsOf, placeFile, temporaryNameFor, type IfExists } from './file-placement';
 import { filenameFromContentDisposition } from './filename';
 import { headerOf, isJsonType, plainHeaders, sentAsFile, statusError } from './json-answer';
 import { ByteCounter, CallControl, TRANSFER_HIGH_WATER_MARK, peek, type TransferProgress } from './transfer';
@@ -105,26 +105,30 @@ export async function downloadToBuffer(calls: ApiCalls, opts: BufferDownloadOpti
  * `onTemporaryFile` is told the temporary file's path before it is created (a transfer thread
  * tells its caller, who removes it should the thread die before it could).
  */
-export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { path: string },
+export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { path: string; ifExists?: IfExists },
   onTemporaryFile?: (file: string) => void): Promise<DownloadInfo & { path: string; bytes: number }> {
   const operation: AssetOperation = 'download';
   if (opts === null || typeof opts !== 'object') throw invalidInput('options', 'must be an object with fuid and path', operation);
   const requested = textField('path', opts.path, operation);
+  // In folder mode the name is the server's: an existing file of that name is kept unless the
+  // caller says otherwise. A path that names the file is the caller's say: replaced.
+  const ifExists = ifExistsOf(opts.ifExists, 'keep-both', operation);
   const { info, body, control } = await openDownload(calls, operation, opts);
   // Until pipeline() below takes over, an abort or reset must not be an unhandled 'error' event
   // (it would crash Node-RED); pipeline() still sees the stream's error and rejects with it.
   body.on('error', () => undefined);
   let target = path.resolve(requested);
   let temporary: string | undefined;
+  let intoFolder = false;
   try {
     try {
-      const intoFolder = /[\\/]$/.test(requested) || (await fsp.stat(target).catch(() => undefined))?.isDirectory();
+      intoFolder = /[\\/]$/.test(requested) || (await fsp.stat(target).catch(() => undefined))?.isDirectory() === true;
       if (intoFolder) target = path.join(target, info.filename ?? `asset-${String(opts.fuid)}`);
       await fsp.mkdir(path.dirname(target), { recursive: true });
     } catch (err) {
       throw errorForLocalFile(err, 'path', `cannot create the folder of ${target}`, operation);
     }
-    temporary = path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(6).toString('hex')}.part`);
+    temporary = temporaryNameFor(target);
     onTemporaryFile?.(temporary);
     try {
       await pipeline(body, fs.createWriteStream(temporary, { flags: 'wx', highWaterMark: TRANSFER_HIGH_WATER_MARK }));
@@ -133,9 +137,7 @@ export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { 
       if (isFileSystemError(err)) throw errorForLocalFile(err, 'path', `cannot write ${temporary}`, operation);
       throw calls.failure(operation, err, control);
     }
-    await fsp.rename(temporary, target).catch((err: unknown) => {
-      throw errorForLocalFile(err, 'path', `cannot rename the downloaded file to ${target}`, operation);
-    });
+    target = await placeFile(temporary, target, intoFolder ? ifExists : 'replace', operation);
     temporary = undefined;
     return { ...info, path: target, bytes: body.bytes };
   } catch (err) {
@@ -204,12 +206,18 @@ export async function openDownload(calls: ApiCalls, operation: AssetOperation, o
     if (length === undefined) delete info.length;
     if (contentType === undefined) delete info.contentType;
 
+    // Without Content-Length and chunking the body ends when the connection does: complete only
+    // on a clean end (FIN), not when the connection was reset (a chunked body that misses its
+    // last chunk already fails in Node's HTTP parser).
+    const reset = length === undefined ? watchForReset(raw, response) : undefined;
     const counter = new ByteCounter(length, {
       onChunk: () => control.ping(),
       onProgress,
       onEnd: (bytes) => length !== undefined && bytes !== length
         ? new AssetApiError('network', `${operation}: the download ended after ${bytes} of ${length} bytes`, { operation })
-        : undefined
+        : reset?.seen
+          ? new AssetApiError('network', `${operation}: the connection was reset after ${bytes} bytes, before the download ended cleanly`, { operation })
+          : undefined
     });
     counterRef.counter = counter;
     counter.once('close', () => {
@@ -226,6 +234,16 @@ export async function openDownload(calls: ApiCalls, operation: AssetOperation, o
     control.dispose();
     throw calls.failure(operation, err, control);
   }
+}
+
+/** Notes a reset or error of the connection under an answer (read until the connection closes). */
+function watchForReset(raw: Readable, response: AxiosResponse): { seen: boolean } {
+  const state = { seen: false };
+  const note = () => { state.seen = true; };
+  const socket = (raw as Readable & { socket?: NodeJS.EventEmitter }).socket;
+  socket?.on('error', note);
+  (response.request as NodeJS.EventEmitter | undefined)?.on?.('error', note);
+  return state;
 }
 
 function tooLargeForBuffer(operation: AssetOperation, maxBytes: number, bytes: number, declared: boolean): AssetApiError {

@@ -85,8 +85,20 @@ export function errorForFailedAnswer(ctx: ErrorContext, status: number, body: un
     { operation: op, status, serverMessage });
 }
 
-/** Error for an HTTP status other than 2xx (body: the parsed JSON body, if any). */
-export function errorForStatus(ctx: ErrorContext, status: number, body?: unknown, location?: string): AssetApiError {
+/**
+ * A Retry-After header (RFC 9110 10.2.3: delay-seconds or an HTTP date) in ms from `now`;
+ * undefined when absent or unreadable. A date in the past is 0.
+ */
+export function parseRetryAfter(value: string | undefined, now = Date.now()): number | undefined {
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  const date = Date.parse(text);
+  return Number.isNaN(date) || !/[a-z]/i.test(text) ? undefined : Math.max(0, date - now);
+}
+
+/** Error for an HTTP status other than 2xx (body: the parsed JSON body, if any; retryAfter: the header). */
+export function errorForStatus(ctx: ErrorContext, status: number, body?: unknown, location?: string, retryAfter?: string): AssetApiError {
   const op = ctx.operation;
   const raw = serverMessageOf(body);
   const serverMessage = raw === undefined ? undefined : ctx.redact(raw);
@@ -102,7 +114,9 @@ export function errorForStatus(ctx: ErrorContext, status: number, body?: unknown
     return new AssetApiError('permission', `${op}: permission denied (HTTP 403).${suffix}`, details);
   }
   if (status === 449 || status === 503) {
-    return new AssetApiError('http', `${op}: server busy (HTTP ${status}), retry later.${suffix}`, details);
+    const retryAfterMs = parseRetryAfter(retryAfter);
+    return new AssetApiError('http', `${op}: server busy (HTTP ${status}), retry later.${suffix}`,
+      retryAfterMs === undefined ? details : { ...details, retryAfterMs });
   }
   if (status >= 300 && status < 400) {
     let where = '';

@@ -32,9 +32,11 @@ export class AssetApiError extends Error {
   readonly field?: string;
   /** Low-level code such as ECONNREFUSED, when there is one. */
   readonly code?: string;
+  /** A busy answer's Retry-After, in ms, when the server sent one. */
+  readonly retryAfterMs?: number;
 
   constructor(kind: AssetErrorKind, message: string, details: {
-    operation?: AssetOperation; status?: number; serverMessage?: string; field?: string; code?: string;
+    operation?: AssetOperation; status?: number; serverMessage?: string; field?: string; code?: string; retryAfterMs?: number;
   } = {}) {
     super(message);
     this.name = 'AssetApiError';
@@ -44,13 +46,15 @@ export class AssetApiError extends Error {
     if (details.serverMessage !== undefined) this.serverMessage = details.serverMessage;
     if (details.field !== undefined) this.field = details.field;
     if (details.code !== undefined) this.code = details.code;
+    if (details.retryAfterMs !== undefined) this.retryAfterMs = details.retryAfterMs;
   }
 
   /** Plain object for msg.error and JSON. */
   toJSON(): Record<string, unknown> {
     return {
       name: this.name, message: this.message, kind: this.kind, operation: this.operation,
-      status: this.status, serverMessage: this.serverMessage, field: this.field, code: this.code
+      status: this.status, serverMessage: this.serverMessage, field: this.field, code: this.code,
+      retryAfterMs: this.retryAfterMs
     };
   }
 }
@@ -60,9 +64,51 @@ export function invalidInput(field: string, rule: string, operation?: AssetOpera
   return new AssetApiError('invalid-input', `${field}: ${rule}`, { field, operation });
 }
 
-/** `text` with every occurrence of each secret replaced by ***, so that no secret reaches a message. */
+/**
+ * `text` with every occurrence of each secret replaced by ***, so that no secret reaches a message:
+ * the secret as is, and as a server may echo it: URL-encoded (either hex case), form-encoded
+ * (`+` for a space) and base64 (standard or URL-safe, alone or inside a longer base64 text such
+ * as a Basic `user:password`).
+ */
 export function redactSecrets(text: string, secrets: Iterable<string | undefined>): string {
+  const forms: string[] = [];
+  for (const secret of secrets) if (secret) forms.push(...encodedForms(secret));
+  forms.sort((a, b) => b.length - a.length); // a longer form first, so that no part of it is left
   let clean = text;
-  for (const secret of secrets) if (secret) clean = clean.split(secret).join('***');
+  for (const form of forms) clean = clean.split(form).join('***');
   return clean;
+}
+
+/** Shortest encoded piece worth redacting: shorter ones would mask ordinary words. */
+const MIN_FORM = 4;
+const formCache = new Map<string, string[]>();
+
+/** The secret and its encoded forms (see {@link redactSecrets}); cached for the last few hundred secrets. */
+function encodedForms(secret: string): string[] {
+  const cached = formCache.get(secret);
+  if (cached) return cached;
+  const forms = new Set<string>([secret]);
+  const url = encodeURIComponent(secret);
+  const form = new URLSearchParams({ s: secret }).toString().slice(2);
+  for (const encoded of [url, form, url.replace(/%20/g, '+')]) {
+    forms.add(encoded);
+    forms.add(encoded.replace(/%[0-9A-F]{2}/g, (hex) => hex.toLowerCase()));
+  }
+  const bytes = Buffer.from(secret, 'utf8');
+  forms.add(bytes.toString('base64'));
+  forms.add(bytes.toString('base64url'));
+  // Inside a longer base64 text the secret starts at any of three byte offsets: the characters
+  // made of the secret's bits alone are the same whatever comes before or after.
+  for (let offset = 0; offset < 3; offset++) {
+    const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString('base64');
+    const core = encoded.slice(Math.ceil((8 * offset) / 6), Math.floor((8 * (offset + bytes.length)) / 6));
+    if (core.length >= MIN_FORM) {
+      forms.add(core);
+      forms.add(core.replace(/\+/g, '-').replace(/\//g, '_'));
+    }
+  }
+  const list = [...forms].filter((f) => f.length >= Math.min(MIN_FORM, secret.length));
+  if (formCache.size >= 256) formCache.delete(formCache.keys().next().value as string);
+  formCache.set(secret, list);
+  return list;
 }

@@ -33,11 +33,13 @@ function decodeExtValue(value: string): string | undefined {
 
 /**
  * Makes a server-given name safe as a local file name: base name only (no `/` or `\`),
- * no `..`, no control characters, no leading dots, no characters Windows refuses,
+ * no `..`, no control or bidirectional-override characters, no leading dots, no characters Windows refuses,
  * at most 255 bytes. Returns undefined when nothing usable remains.
  */
 export function sanitizeFilename(name: string): string | undefined {
-  let safe = name.replace(/[\x00-\x1f\x7f]/g, '');
+  // C0 and C1 controls, and the bidirectional marks, embeddings, overrides and isolates (a name
+  // shown as "invoice_fdp.exe" may be "invoice_\u202Eexe.pdf"): never part of a name.
+  let safe = name.replace(/[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '');
   safe = safe.split(/[\\/]/).pop() ?? '';
   safe = safe.replace(/\.{2,}/g, '.').replace(/[<>:"|?*]/g, '_');
   safe = safe.replace(/^[\s.]+/, '').replace(/[\s.]+$/, '');

@@ -46,7 +46,7 @@ export function isAnswerTooLarge(err: unknown): boolean {
 
 /** The error for a status other than 2xx, with the server's message when its body says one. */
 export function statusError(ctx: ErrorContext, status: number, text: string, response: AxiosResponse): AssetApiError {
-  return errorForStatus(ctx, status, tryParseJson(text)?.value, headerOf(response, 'location'));
+  return errorForStatus(ctx, status, tryParseJson(text)?.value, headerOf(response, 'location'), headerOf(response, 'retry-after'));
 }
 
 /** A JSON answer with success true, or the error it stands for. */

@@ -166,3 +166,25 @@ function fieldListOf(fields: string | Record<string, string>): Array<[string, st
   if (!isPlainObject(fields)) throw invalidInput('login.fields', 'must be name=value lines or an object');
   return Object.entries(fields).map(([name, value]) => [name, String(value)]);
 }
+
+/**
+ * The login URL and the session page must be on the base URL's host (any port or scheme, as for a
+ * cookie): the session they give is sent to the base URL, and a session of another host (an
+ * internal service) must never be sent there.
+ */
+export function checkLoginHost(login: LoginOptions | undefined, base: string): void {
+  if (!login) return;
+  const resolved = resolveLogin(login);
+  const baseHost = new URL(base).hostname.toLowerCase();
+  const check = (field: string, text: string | undefined) => {
+    if (!text || !/^https?:\/\//i.test(text)) return; // relative: on the base URL
+    let host: string;
+    try { host = new URL(text).hostname.toLowerCase(); } catch { throw invalidInput(`login.${field}`, 'must be a valid URL'); }
+    if (host !== baseHost) {
+      throw invalidInput(`login.${field}`, `must be on the base URL's host (${baseHost}): the session it gives is sent to the base URL, ` +
+        `never to another host than the one it came from (here ${host})`);
+    }
+  };
+  check('url', resolved.url);
+  check('sessionUrl', resolved.sessionUrl);
+}

@@ -9,7 +9,7 @@ import type { AxiosInstance, AxiosResponse } from 'axios';
 import { cookieHeaderOf } from './cookie';
 import { AssetApiError, invalidInput, redactSecrets, type AssetOperation } from './errors';
 import { serverMessageOf, tryParseJson } from './error-mapping';
-import { DEFAULT_MAX_RETRY_MS, DEFAULT_RETRY_MS, resolveLogin, type LoginOptions, type ResolvedLogin } from './login';
+import { DEFAULT_MAX_RETRY_MS, DEFAULT_RETRY_MS, checkLoginHost, resolveLogin, type LoginOptions, type ResolvedLogin } from './login';
 import { loginLeaseMs, renewShared, type SharedSessionOption } from './shared-session';
 import { isPlainObject } from './values';
 
@@ -18,18 +18,30 @@ export * from './login';
 
 /** How many past cookies are still redacted from text (a cookie may come back in a late error). */
 const REMEMBERED_SECRETS = 64;
+/** Longest a whole login may take when the client has no timeout (timeout 0). */
+const DEFAULT_LOGIN_DEADLINE_MS = 60000;
 
-/** Why a login failed: the step, and what happened, free of secrets; `credentialsRefused` when the server refused the user name or password. */
+/**
+ * Why a login failed: the step, and what happened in our own words, free of secrets;
+ * `credentialsRefused` when the server refused the user name or password; `said`: the login
+ * server's own message (redacted), kept apart so that a caller can leave it out.
+ */
 class LoginFailure {
-  constructor(readonly step: string, readonly reason: string, readonly credentialsRefused = false, readonly preLoginSessionLost = false) {}
+  constructor(readonly step: string, readonly reason: string, readonly credentialsRefused = false, readonly said?: string,
+    readonly preLoginSessionLost = false) {}
 }
 
-/** An `auth` error of a failed automatic login (code LOGIN_FAILED): the step that failed and why, free of secrets. */
+/**
+ * An `auth` error of a failed automatic login (code LOGIN_FAILED): the step that failed and why
+ * (`reason`, our own words), free of secrets; `serverSaid`, the login server's message, redacted.
+ */
 export class LoginError extends AssetApiError {
-  constructor(message: string, readonly step: string, readonly reason: string, readonly credentialsRefused: boolean, operation: AssetOperation) {
+  constructor(message: string, readonly step: string, readonly reason: string, readonly credentialsRefused: boolean, operation: AssetOperation,
+    readonly serverSaid?: string) {
     super('auth', message, { operation, status: 401, code: 'LOGIN_FAILED' });
   }
 }
+
 
 /** What the client lends the session for its login request. */
 export interface SessionDeps {
@@ -58,6 +70,7 @@ export class SessionHolder {
 
   constructor(private readonly deps: SessionDeps, cookie: unknown, login?: LoginOptions, private readonly shared?: SharedSessionOption) {
     this.login = login === undefined || login === null ? undefined : resolveLogin(login);
+    checkLoginHost(this.login, deps.base);
     this.header = cookieHeaderOf(cookie);
     this.remember(cookie, this.header);
     this.delayMs = this.login?.retryDelayMs ?? DEFAULT_RETRY_MS;
@@ -94,7 +107,7 @@ export class SessionHolder {
    * once when the cookie changed meanwhile; else joins the login in flight or starts one (unless
    * a failed login's delay is still running). Rejects with an `auth` error naming the failed step.
    */
-  async renew(usedHeader: string | undefined, operation: AssetOperation): Promise<void> {
+  async renew(usedHeader: string | undefined, operation: AssetOperation, signal?: AbortSignal): Promise<void> {
     if (this.header !== usedHeader) return;
     if (!this.login) throw new AssetApiError('auth', `${operation}: automatic login is not set up`, { operation, status: 401 });
     if (!this.inFlight) {
@@ -111,7 +124,7 @@ export class SessionHolder {
       this.inFlight = renewing.finally(() => { this.inFlight = undefined; });
     }
     try {
-      await this.inFlight;
+      await untilAborted(this.inFlight, signal, operation);
     } catch (err) {
       if (err instanceof LoginFailure) throw this.loginError(operation, err, this.failure ? this.failure.until - Date.now() : 0);
       throw err;
@@ -122,8 +135,8 @@ export class SessionHolder {
    * Logs in now (e.g. at start); during the wait after a failed login it rejects at once saying
    * when the next try is. Rejects with an `auth` error naming the failed step.
    */
-  async loginNow(operation: AssetOperation): Promise<void> {
-    return this.renew(this.header, operation);
+  async loginNow(operation: AssetOperation, signal?: AbortSignal): Promise<void> {
+    return this.renew(this.header, operation, signal);
   }
 
   /** The server answered a request sent with `usedHeader` with anything but 401: that session works. */
@@ -138,10 +151,10 @@ export class SessionHolder {
    * in Redis overnight), the store is asked again, which now logs in through the lock: resolves
    * true, worth one more try. Else false: the caller reports {@link refused}.
    */
-  async renewAdopted(repeatHeader: string | undefined, operation: AssetOperation): Promise<boolean> {
+  async renewAdopted(repeatHeader: string | undefined, operation: AssetOperation, signal?: AbortSignal): Promise<boolean> {
     if (!this.shared || repeatHeader === undefined || repeatHeader !== this.adoptedUnproven) return false;
     this.adoptedUnproven = undefined;
-    await this.renew(repeatHeader, operation);
+    await this.renew(repeatHeader, operation, signal);
     return this.header !== repeatHeader;
   }
 
@@ -191,10 +204,11 @@ export class SessionHolder {
   private loginError(operation: AssetOperation, failure: LoginFailure, waitMs: number): LoginError {
     const next = waitMs > 0 ? `next try in ${Math.ceil(waitMs / 1000)} s` : 'next try on the next request';
     const reason = this.redact(failure.reason);
+    const said = failure.said === undefined ? undefined : this.redact(failure.said);
     return new LoginError(
-      `${operation}: login failed, ${next}: ${failure.step}: ${reason}. ` +
+      `${operation}: login failed, ${next}: ${failure.step}: ${reason}${said ? ` (server says: ${said})` : ''}. ` +
       'Automatic login: check the user name, password and login settings of the asset-server node, or set a new cookie.',
-      failure.step, reason, failure.credentialsRefused, operation);
+      failure.step, reason, failure.credentialsRefused, operation, said);
   }
 
   /** `text` without the password and any cookie this session sent (each becomes ***). */
@@ -220,15 +234,19 @@ export class SessionHolder {
 
   private async runLogin(login: ResolvedLogin): Promise<void> {
     let value: string;
+    // One deadline for the whole login (session page and login request): the socket's idle timeout
+    // alone never ends an answer that trickles in a byte at a time.
+    const deadlineMs = this.deps.timeoutMs > 0 ? this.deps.timeoutMs : DEFAULT_LOGIN_DEADLINE_MS;
+    const deadline = AbortSignal.timeout(deadlineMs);
     try {
       let response: AxiosResponse;
       try {
-        response = await this.sendLogin(login);
+        response = await this.sendLogin(login, deadline, deadlineMs);
       } catch (err) {
         // The session the page gave was lost before the login (Tomcat answers 408: expired, or
         // another node of a cluster): not a wrong password, so once more at once, with a new one.
         if (!(err instanceof LoginFailure && err.preLoginSessionLost)) throw err;
-        response = await this.sendLogin(login);
+        response = await this.sendLogin(login, deadline, deadlineMs);
       }
       value = this.sessionOf(login, response);
     } catch (err) {
@@ -244,12 +262,12 @@ export class SessionHolder {
     this.emit('renewed');
   }
 
-  private async sendLogin(login: ResolvedLogin): Promise<AxiosResponse> {
+  private async sendLogin(login: ResolvedLogin, deadline: AbortSignal, deadlineMs: number): Promise<AxiosResponse> {
     const fill = (text: string) => text.split('{{username}}').join(login.username).split('{{password}}').join(login.password);
     const fields = new URLSearchParams();
     for (const [name, value] of login.fieldList) fields.append(fill(name), fill(value));
     const url = this.resolve(login.url, 'login URL');
-    const sessionCookies = login.sessionUrl ? await this.firstSession(this.resolve(login.sessionUrl, 'session page URL')) : undefined;
+    const sessionCookies = login.sessionUrl ? await this.firstSession(this.resolve(login.sessionUrl, 'session page URL'), deadline, deadlineMs) : undefined;
     const form = login.fieldsIn === 'form';
     if (!form) for (const [name, value] of fields) url.searchParams.append(name, value);
     const where = `${url.origin}${url.pathname}`;
@@ -266,9 +284,11 @@ export class SessionHolder {
         },
         responseType: 'text',
         timeout: this.deps.timeoutMs,
+        signal: deadline,
         maxRedirects: 0
       });
     } catch (err) {
+      if (deadline.aborted) throw new LoginFailure('login request', `${where} did not answer completely within ${deadlineMs} ms (timed out)`);
       const code = (err as { code?: unknown })?.code;
       throw new LoginFailure('login request', `${where} could not be reached${typeof code === 'string' ? ` (${code})` : ''}`);
     }
@@ -278,7 +298,7 @@ export class SessionHolder {
       const refused = response.status === 401 || response.status === 403;
       const hint = refused ? ' (user name or password refused)' : '';
       const sessionLost = response.status === 408 && login.sessionUrl !== undefined;
-      throw new LoginFailure('login request', `${where} answered HTTP ${response.status}${hint}${said ? `: ${this.redact(said).slice(0, 200)}` : ''}`, refused, sessionLost);
+      throw new LoginFailure('login request', `${where} answered HTTP ${response.status}${hint}`, refused, said ? this.redact(said).slice(0, 200) : undefined, sessionLost);
     }
     return response;
   }
@@ -292,11 +312,14 @@ export class SessionHolder {
   }
 
   /** GETs the session page; the `name=value` pairs of its Set-Cookie headers, for the login request. */
-  private async firstSession(url: URL): Promise<string | undefined> {
+  private async firstSession(url: URL, deadline: AbortSignal, deadlineMs: number): Promise<string | undefined> {
     let response: AxiosResponse;
     try {
-      response = await this.deps.http.request({ method: 'GET', url: url.toString(), responseType: 'text', timeout: this.deps.timeoutMs, maxRedirects: 0 });
+      response = await this.deps.http.request({
+        method: 'GET', url: url.toString(), responseType: 'text', timeout: this.deps.timeoutMs, signal: deadline, maxRedirects: 0
+      });
     } catch (err) {
+      if (deadline.aborted) throw new LoginFailure('session page', `${url.origin}${url.pathname} did not answer completely within ${deadlineMs} ms (timed out)`);
       const code = (err as { code?: unknown })?.code;
       throw new LoginFailure('session page', `${url.origin}${url.pathname} could not be reached${typeof code === 'string' ? ` (${code})` : ''}`);
     }
@@ -328,10 +351,26 @@ export class SessionHolder {
     for (const key of login.sessionName.split('.')) value = isPlainObject(value) ? value[key] : undefined;
     if (typeof value !== 'string' && typeof value !== 'number') {
       const said = serverMessageOf(parsed.value);
-      throw new LoginFailure('login answer', `the JSON answer has no property ${login.sessionName}${said ? ` (server says: ${this.redact(said).slice(0, 200)})` : ''}`);
+      throw new LoginFailure('login answer', `the JSON answer has no property ${login.sessionName}`, false, said ? this.redact(said).slice(0, 200) : undefined);
     }
     return checkedValue(String(value));
   }
+}
+
+/**
+ * Waits for the shared login, unless the caller's signal ends first: then this caller stops
+ * waiting ('aborted'; a call maps it to its own timeout or abort), and the login goes on for the
+ * others within its own deadline.
+ */
+function untilAborted(login: Promise<void>, signal: AbortSignal | undefined, operation: AssetOperation): Promise<void> {
+  if (!signal) return login;
+  const aborted = () => new AssetApiError('aborted', `${operation}: aborted while waiting for the automatic login`, { operation });
+  if (signal.aborted) return Promise.reject(aborted());
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => reject(aborted());
+    signal.addEventListener('abort', onAbort, { once: true });
+    login.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 function setCookieLines(response: AxiosResponse): string[] {

@@ -148,6 +148,7 @@ export function errorFromThread(operation: AssetOperation, e: Record<string, unk
     status: typeof e.status === 'number' ? e.status : undefined,
     serverMessage: text(e.serverMessage),
     field: text(e.field),
-    code: text(e.code)
+    code: text(e.code),
+    retryAfterMs: typeof e.retryAfterMs === 'number' ? e.retryAfterMs : undefined
   });
 }

@@ -79,7 +79,7 @@ export async function upload(calls: ApiCalls, opts: UploadOptions,
     return await attempt(opts);
   } catch (err) {
     if (!(err instanceof AssetApiError) || err.kind !== 'auth' || err.status !== 401 || !session.canLogin) throw err;
-    await session.renew(usedHeader, 'upload');
+    await session.renew(usedHeader, 'upload', opts.signal ?? undefined);
     if (opts.file && 'stream' in opts.file && !('path' in opts.file) && !('buffer' in opts.file)) {
       throw new AssetApiError('auth',
         'upload: the session had expired (HTTP 401) and a new one was obtained, but the file was given as a stream, ' +
@@ -94,7 +94,7 @@ export async function upload(calls: ApiCalls, opts: UploadOptions,
       if (!is401(again)) throw again;
     }
     // A cookie from the shared store the server had ended: once more after a login (session.ts).
-    if (await session.renewAdopted(repeatHeader, 'upload')) {
+    if (await session.renewAdopted(repeatHeader, 'upload', opts.signal ?? undefined)) {
       try {
         return await attempt(opts);
       } catch (third) {

@@ -2,7 +2,7 @@
  * The flow `npm start` deploys: a hot folder that ingests into the server, and a
  * mirror that follows the server's changes back to disk.
  *
- *   watch inbox/ -> files only -> wait until stable -> asset-upload /inbox -> move to inbox/done/
+ *   asset-hot-folder inbox/ -> /inbox on the server, then moved to inbox/done/
  *   asset-event-in (owns `* /inbox`) -> added|modified -> asset-download to mirror/<path>
  *       -> asset-export -> file out <name>.metadata.json
  *
@@ -55,9 +55,7 @@ function code(...lines: string[]): string {
 
 /** The demo flow, credentials included (for POST /flows). */
 export function demoFlow(o: DemoFlowOptions): object[] {
-  const inbox = JSON.stringify(o.inboxDir);
   const mirror = JSON.stringify(o.mirrorDir);
-  const ingestNodes = [id('sweep'), id('filter'), id('stable'), id('upload'), id('move')];
   const mirrorNodes = [id('events'), id('target'), id('download'), id('export'), id('metafile'), id('writemeta')];
   const node = (props: Record<string, unknown>) => ({ z: TAB, ...props });
 
@@ -70,98 +68,24 @@ export function demoFlow(o: DemoFlowOptions): object[] {
 
     // ---------------------------------------------------------------- hot-folder ingest
     node({ id: id('c1'), type: 'comment', name: `Hot folder: files dropped into ${o.inboxDir} are uploaded to /inbox, then moved to done/`,
-      info: 'The watch node reports every change in the folder. Folders, hidden and temporary files ' +
-        '(.tmp, .part, .crdownload, .swp, ~) are skipped; a file is uploaded once its size and time ' +
-        'stop changing, then moved to done/ so it is not uploaded twice. Files already waiting when ' +
-        'Node-RED starts are picked up too. When an upload fails, the file stays in the inbox and is ' +
-        'tried again when it changes or at the next start.', x: 400, y: 40, wires: [] }),
-    node({ id: id('watch'), type: 'watch', name: 'inbox', files: o.inboxDir, recursive: '', x: 120, y: 100, wires: [[id('filter')]] }),
-    node({ id: id('sweep'), type: 'inject', name: 'files waiting at start', props: [], repeat: '', crontab: '',
-      once: true, onceDelay: '1', topic: '', x: 140, y: 160, wires: [[id('list')]] }),
-    node({ id: id('list'), type: 'function', name: 'list inbox', libs: FS_LIBS, outputs: 1, timeout: 0, noerr: 0,
-      initialize: '', finalize: '', x: 330, y: 160, wires: [[id('filter')]],
-      func: code(
-        `const inbox = ${inbox};`,
-        'for (const entry of await fs.promises.readdir(inbox, { withFileTypes: true })) {',
-        '    if (!entry.isFile()) continue;',
-        '    const filename = path.join(inbox, entry.name);',
-        '    node.send({ payload: filename, filename, file: entry.name, type: "file" });',
-        '}',
-        'return null;') }),
-    node({ id: id('filter'), type: 'function', name: 'files only', outputs: 1, timeout: 0, noerr: 0,
-      initialize: '', finalize: '', libs: [], x: 470, y: 100, wires: [[id('stable')]],
-      func: code(
-        'if (msg.type !== "file") return null;  // folders (done/) and removed files',
-        'if (/^[.~]|~$|\\.(tmp|temp|part|partial|crdownload|download|swp)$/i.test(msg.file)) return null;',
-        'return msg;') }),
-    node({ id: id('stable'), type: 'function', name: 'wait until stable', libs: FS_LIBS, outputs: 1, timeout: 0, noerr: 0,
-      initialize: '', finalize: '', x: 630, y: 100, wires: [[id('upload')]],
-      func: code(
-        '// One upload per file: the watch node reports a file several times while it is written,',
-        '// and again while it is uploaded. A file stays busy until it is in done/ or its upload failed.',
-        'const busy = flow.get("hotFolderBusy") || {};',
-        'if (busy[msg.filename]) return null;',
-        'busy[msg.filename] = true;',
-        'flow.set("hotFolderBusy", busy);',
-        'let last = "";',
-        'for (;;) {',
-        '    await new Promise((resolve) => setTimeout(resolve, 300));',
-        '    let stat;',
-        '    try {',
-        '        stat = await fs.promises.stat(msg.filename);',
-        '    } catch (e) {  // gone',
-        '        delete busy[msg.filename];',
-        '        flow.set("hotFolderBusy", busy);',
-        '        return null;',
-        '    }',
-        '    const now = stat.size + ":" + stat.mtimeMs;',
-        '    if (now === last) break;',
-        '    last = now;',
-        '}',
-        'return { payload: msg.filename, filename: msg.filename, topic: path.basename(msg.filename) };') }),
-    node({ id: id('upload'), type: 'asset-upload', name: 'upload to /inbox', server: SERVER,
-      filename: 'filename', filenameType: 'msg', assetName: '', assetNameType: 'str',
-      destination: '/inbox', destinationType: 'str', destinationFuid: '', destinationFuidType: 'num',
+      info: 'The asset-hot-folder node takes every file dropped into the folder once its size and time have not ' +
+        'changed for 2 s (the demo is quick; the node\'s default is 5 s), uploads it to /inbox and moves it to ' +
+        'done/ once the server answered success. Hidden and temporary files (.part, .tmp, .crdownload, ~$...) ' +
+        'are skipped; files already waiting when Node-RED starts are taken too. A file that fails for good goes ' +
+        'to failed/ with <name>.error.json beside it; a busy or unreachable server is tried again. A file leaves ' +
+        'the inbox only after the server\'s success, so nothing is lost if Node-RED stops.', x: 400, y: 40, wires: [] }),
+    node({ id: id('hotFolder'), type: 'asset-hot-folder', name: 'inbox', server: SERVER, folder: o.inboxDir,
+      recursive: false, mode: 'events', untouchedSeconds: 2, rescanSeconds: 5, include: '', exclude: '',
+      afterUpload: 'move', doneFolder: path.join(o.inboxDir, 'done'), failedFolder: path.join(o.inboxDir, 'failed'), subfolders: 'keep',
+      assetName: '', assetNameType: 'str', destination: '/inbox', destinationType: 'str', destinationFuid: '', destinationFuidType: 'num',
       collectionId: '', collectionIdType: 'num', wait: 'true', waitType: 'bool',
-      waitInMinutes: '', waitInMinutesType: 'num', expandZip: 'false', expandZipType: 'bool',
-      x: 820, y: 100, wires: [[id('move')]] }),
-    node({ id: id('move'), type: 'function', name: 'move to done/', libs: FS_LIBS, outputs: 1, timeout: 0, noerr: 0,
-      initialize: '', finalize: '', x: 1010, y: 100, wires: [[id('ingested')]],
-      func: code(
-        'const name = path.basename(msg.filename);',
-        'const doneDir = path.join(path.dirname(msg.filename), "done");',
-        'let target = path.join(doneDir, name);',
-        'try {',
-        '    await fs.promises.mkdir(doneDir, { recursive: true });',
-        '    if (fs.existsSync(target)) {',
-        '        // Keep the earlier file: add the time to the new one\'s name.',
-        '        const ext = path.extname(name);',
-        '        const stamp = new Date().toISOString().replace(/[:.]/g, "-");',
-        '        target = path.join(doneDir, path.basename(name, ext) + " " + stamp + ext);',
-        '    }',
-        '    await fs.promises.rename(msg.filename, target);',
-        '} finally {',
-        '    const busy = flow.get("hotFolderBusy") || {};',
-        '    delete busy[msg.filename];',
-        '    flow.set("hotFolderBusy", busy);',
-        '}',
-        'msg.payload = { uploaded: name, fuid: msg.fuid, rrn: msg.rrn, movedTo: target };',
-        'return msg;') }),
+      waitInMinutes: '', waitInMinutesType: 'num', expandZip: 'false', expandZipType: 'bool', maxParallel: 2, retries: 2,
+      x: 140, y: 100, wires: [[id('ingested')], [id('ingestError')]] }),
     node({ id: id('ingested'), type: 'debug', name: 'ingested', active: true, tosidebar: true, console: false,
-      tostatus: false, complete: 'payload', targetType: 'msg', statusVal: '', statusType: 'auto', x: 1170, y: 100, wires: [] }),
-    node({ id: id('catchIngest'), type: 'catch', name: 'ingest failed', scope: ingestNodes, uncaught: false,
-      x: 630, y: 160, wires: [[id('release')]] }),
-    node({ id: id('release'), type: 'function', name: 'release the file', outputs: 1, timeout: 0, noerr: 0,
-      initialize: '', finalize: '', libs: [], x: 820, y: 160, wires: [[id('ingestError')]],
-      func: code(
-        '// The file stays in the inbox: it is tried again when it changes, or at the next start.',
-        'const busy = flow.get("hotFolderBusy") || {};',
-        'delete busy[msg.filename];',
-        'flow.set("hotFolderBusy", busy);',
-        'return msg;') }),
+      tostatus: false, complete: 'filename', targetType: 'msg', statusVal: '', statusType: 'auto', x: 400, y: 100, wires: [] }),
     node({ id: id('ingestError'), type: 'debug', name: 'ingest error', active: true,
-      tosidebar: true, console: true, tostatus: false, complete: 'error.message', targetType: 'msg', statusVal: '', statusType: 'auto',
-      x: 1010, y: 160, wires: [] }),
+      tosidebar: true, console: true, tostatus: false, complete: 'assetError.message', targetType: 'msg', statusVal: '', statusType: 'auto',
+      x: 410, y: 140, wires: [] }),
 
     // ---------------------------------------------------------------- change mirror
     node({ id: id('c2'), type: 'comment', name: `Mirror: every asset added or modified under /inbox is downloaded to ${o.mirrorDir}, with its metadata beside it`,

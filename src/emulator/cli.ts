@@ -5,12 +5,14 @@
  *   dam-emulator [--host 127.0.0.1] [--port 8873] [--data DIR] [--retry-delay 60s]
  *                [--ingest-delay 0s] [--session VALUE:PERMS[:USER] ...] [--user NAME:PASSWORD:PERMS ...]
  *                [--session-idle SECONDS] [--session-max-age SECONDS] [--one-session-per-user] [--form-charset iso-8859-1|utf-8] [--quiet]
+ *                [--max-upload SIZE] [--max-zip-ratio N] [--max-zip-size SIZE]
  */
 import * as path from 'path';
 import { parseArgs } from 'util';
 import type { Permission } from '../api/types';
 import { DEFAULT_PORT, DEFAULT_SESSION, startEmulator, type EmulatorSession, type EmulatorUser } from './index';
 import { DEFAULT_FORM_CHARSET, FORM_CHARSETS, type FormCharset } from './charset';
+import { parseSize } from './limits';
 
 export const DEFAULT_DATA_DIR = '.dam-emulator';
 
@@ -18,6 +20,7 @@ const USAGE = `usage: dam-emulator [--host 127.0.0.1] [--port ${DEFAULT_PORT}] [
                     [--ingest-delay 0s] [--session VALUE:PERMS[:USER] ...] [--user NAME:PASSWORD:PERMS ...]
                     [--session-idle SECONDS] [--session-max-age SECONDS] [--one-session-per-user]
                     [--form-charset iso-8859-1|utf-8] [--quiet]
+                    [--max-upload SIZE] [--max-zip-ratio N] [--max-zip-size SIZE]
 
   --host HOST            address to listen on (default 127.0.0.1)
   --port PORT            TCP port, 0 picks a free one (default ${DEFAULT_PORT})
@@ -39,6 +42,9 @@ const USAGE = `usage: dam-emulator [--host 127.0.0.1] [--port ${DEFAULT_PORT}] [
   --one-session-per-user a login ends that user's other sessions, as the vendor's licence
                          (one active session per named user) has it (default: off)
   --quiet                no request log lines
+  --max-upload SIZE      largest uploaded file, e.g. 500MB or 2GiB (default 10GB)
+  --max-zip-ratio N      a zip archive may expand to at most N times its size (default 100)
+  --max-zip-size SIZE    ... and to at most SIZE (default 10GB); a larger one is refused
 `;
 
 export class UsageError extends Error {}
@@ -99,6 +105,7 @@ export interface CliOptions {
   host: string; port: number; dataDir: string; retryDelayMs: number; ingestDelayMs: number; sessions: EmulatorSession[]; quiet: boolean; help: boolean;
   formCharset: FormCharset;
   users: EmulatorUser[]; sessionIdle?: number; sessionMaxAge?: number; oneSessionPerUser: boolean;
+  maxUploadBytes?: number; maxZipRatio?: number; maxZipBytes?: number;
 }
 
 export function parseCli(argv: string[]): CliOptions {
@@ -112,6 +119,7 @@ export function parseCli(argv: string[]): CliOptions {
         host: { type: 'string' }, port: { type: 'string' }, data: { type: 'string' }, 'retry-delay': { type: 'string' },
         'ingest-delay': { type: 'string' }, session: { type: 'string', multiple: true }, user: { type: 'string', multiple: true },
         'session-idle': { type: 'string' }, 'session-max-age': { type: 'string' }, 'one-session-per-user': { type: 'boolean' }, 'form-charset': { type: 'string' },
+        'max-upload': { type: 'string' }, 'max-zip-ratio': { type: 'string' }, 'max-zip-size': { type: 'string' },
         quiet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }
       }
     });
@@ -128,7 +136,18 @@ export function parseCli(argv: string[]): CliOptions {
   if (!FORM_CHARSETS.includes(formCharset)) {
     throw new UsageError(`--form-charset must be ${FORM_CHARSETS.join(' or ')}, got ${JSON.stringify(v['form-charset'])}`);
   }
+  const size = (option: string, text: string | undefined) => {
+    if (text === undefined) return undefined;
+    try { return parseSize(text, option); } catch (e) { throw new UsageError((e as Error).message); }
+  };
+  const ratioText = v['max-zip-ratio'];
+  if (ratioText !== undefined && !(/^\d+(\.\d+)?$/.test(ratioText.trim()) && Number(ratioText) > 0)) {
+    throw new UsageError(`--max-zip-ratio must be a number above 0, got ${JSON.stringify(ratioText)}`);
+  }
   return {
+    maxUploadBytes: size('--max-upload', v['max-upload']),
+    maxZipRatio: ratioText === undefined ? undefined : Number(ratioText),
+    maxZipBytes: size('--max-zip-size', v['max-zip-size']),
     host, port,
     dataDir: path.resolve(v.data ?? DEFAULT_DATA_DIR),
     retryDelayMs: v['retry-delay'] === undefined ? 60_000 : parseDuration(v['retry-delay']),
@@ -156,6 +175,7 @@ async function main(): Promise<void> {
     host: options.host, port: options.port, dataDir: options.dataDir, retryDelayMs: options.retryDelayMs,
     ingestDelayMs: options.ingestDelayMs, sessions: options.sessions,
     formCharset: options.formCharset,
+    maxUploadBytes: options.maxUploadBytes, maxZipRatio: options.maxZipRatio, maxZipBytes: options.maxZipBytes,
     users: options.users, sessionIdle: options.sessionIdle, sessionMaxAge: options.sessionMaxAge, oneSessionPerUser: options.oneSessionPerUser,
     log: options.quiet ? undefined : line => process.stdout.write(`${stamp()} ${line}\n`)
   });

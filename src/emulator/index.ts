@@ -10,11 +10,14 @@ import type { Permission } from '../api/types';
 import { openSubscriptionHub } from './subscriptions';
 import { Repository } from './repository';
 import { Ingester } from './upload';
+import { uploadLimits } from './limits';
 import { SessionStore, createHandler } from './server';
+import { FaultPlan, type BusyFault } from './faults';
 import { DEFAULT_FORM_CHARSET, FORM_CHARSETS, type FormCharset } from './charset';
 import type { EmulatorUser, SessionStats } from './sessions';
 
 export type { FormCharset } from './charset';
+export type { BusyFault } from './faults';
 export type { EmulatorUser, SessionStats } from './sessions';
 
 export interface EmulatorSession {
@@ -52,6 +55,12 @@ export interface EmulatorOptions {
    * waitInMinutes (which may be a fraction, e.g. 0.01 = 600 ms) and client timeouts. Default 0.
    */
   ingestDelayMs?: number;
+  /** Largest uploaded file in bytes (default 10 GB); larger ones are refused. */
+  maxUploadBytes?: number;
+  /** A zip archive may expand to at most this multiple of its size (default 100)... */
+  maxZipRatio?: number;
+  /** ... and to at most this many bytes (default 10 GB); else it is refused. */
+  maxZipBytes?: number;
   /** Where log lines go. Default: nowhere. Never receives a cookie value. */
   log?: (line: string) => void;
   /**
@@ -75,6 +84,10 @@ export interface RunningEmulator {
   requestsWith(value: string): number;
   /** Logins, refused logins and expired sessions so far. */
   sessionStats(): SessionStats;
+  /** Answers the next `fault.count` API requests busy (449/503, optional Retry-After); see faults.ts. */
+  injectBusy(fault: BusyFault): void;
+  /** Busy answers sent so far. */
+  busyAnswers(): number;
   /** Stops accepting, ends deliveries in flight, flushes state. */
   close(): Promise<void>;
 }
@@ -115,10 +128,12 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     await hub.close();
     throw e;
   }
-  const ingester = new Ingester(repo, log, ingestDelayMs);
+  const limits = uploadLimits({ maxUploadBytes: options.maxUploadBytes, maxZipRatio: options.maxZipRatio, maxZipBytes: options.maxZipBytes });
+  const ingester = new Ingester(repo, log, ingestDelayMs, limits);
   ingester.resume();
 
-  const server = http.createServer(createHandler({ repo, hub, ingester, sessions, users: options.users ?? [], log, formCharset }));
+  const faults = new FaultPlan();
+  const server = http.createServer(createHandler({ repo, hub, ingester, sessions, users: options.users ?? [], log, formCharset, limits, faults }));
   server.requestTimeout = 0; // a multi-GiB upload may take longer than Node's default 5 minutes
   server.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"success":false,"error":"malformed HTTP request"}');
@@ -147,6 +162,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     revokeSession: value => sessions.delete(value),
     requestsWith: value => sessions.requestsWith(value),
     sessionStats: () => ({ ...sessions.stats }),
+    injectBusy: fault => faults.addBusy(fault),
+    busyAnswers: () => faults.busyAnswers,
     close: () => closing ??= (async () => {
       const stopped = new Promise<void>(resolve => server.close(() => resolve()));
       server.closeAllConnections(); // uploads in flight are cut: their temporary files are removed

@@ -2,8 +2,11 @@
  * An append-only JSON-lines journal with group commit, for the emulator's durable state.
  *
  * `append` resolves only once the record is on disk (fdatasync), so an answer sent after it
- * survives `kill -9`. Concurrent appends share one write + sync. A torn last line (the process
- * died mid-write) is ignored on open. `compact` atomically replaces the file with a snapshot.
+ * survives `kill -9`. Concurrent appends share one write + sync. A torn record never costs a
+ * later one: a write that fails (disk full) is cut off again before the next, an incomplete last
+ * line (the process died mid-write) is cut off on open, and a broken line anywhere else (a disk
+ * that lost part of a write) is skipped on open while every record after it is read.
+ * `compact` atomically replaces the file with a snapshot.
  */
 import { promises as fsp } from 'fs';
 import * as path from 'path';
@@ -14,7 +17,10 @@ export class Journal<T> {
   private flushing: Promise<void> | null = null;
   private closed = false;
 
-  private constructor(private readonly file: string, handle: fsp.FileHandle) {
+  /** Lines skipped on open because they were not JSON (a torn write), for the caller's log. */
+  skipped = 0;
+
+  private constructor(private readonly file: string, handle: fsp.FileHandle, private size: number) {
     this.handle = handle;
   }
 
@@ -24,16 +30,20 @@ export class Journal<T> {
     const records: T[] = [];
     let text = '';
     try { text = await fsp.readFile(file, 'utf8'); } catch (e) { if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e; }
-    const lines = text.split('\n');
-    let validLength = 0;
-    for (const line of lines) {
-      if (line === '') { validLength += 1; continue; }
-      try { records.push(JSON.parse(line) as T); validLength += Buffer.byteLength(line) + 1; }
-      catch { break; } // torn tail from a crash: drop it and everything after
+    // Every complete line (ending in a newline) is a record, or a torn one to skip; what follows
+    // the last newline was being written when the process died: cut off, never acknowledged.
+    const end = text.lastIndexOf('\n') + 1;
+    let skipped = 0;
+    for (const line of text.slice(0, end).split('\n')) {
+      if (line === '') continue;
+      try { records.push(JSON.parse(line) as T); } catch { skipped++; }
     }
-    if (validLength < Buffer.byteLength(text)) await fsp.truncate(file, Math.min(validLength, Buffer.byteLength(text)));
+    const complete = Buffer.byteLength(text.slice(0, end));
+    if (complete < Buffer.byteLength(text)) await fsp.truncate(file, complete);
     const handle = await fsp.open(file, 'a');
-    return { journal: new Journal<T>(file, handle), records };
+    const journal = new Journal<T>(file, handle, complete);
+    journal.skipped = skipped;
+    return { journal, records };
   }
 
   /** Appends one record; resolves when it is durable. */
@@ -48,11 +58,16 @@ export class Journal<T> {
   private async flush(): Promise<void> {
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.queue.length);
+      const text = batch.map(b => b.line).join('');
       try {
-        await this.handle.write(batch.map(b => b.line).join(''));
+        await this.handle.write(text);
         await this.handle.datasync();
+        this.size += Buffer.byteLength(text);
         for (const b of batch) b.resolve();
       } catch (e) {
+        // Nothing of this batch was acknowledged: cut off whatever of it reached the file, so that
+        // the next record starts on a line of its own instead of after a torn one.
+        await this.handle.truncate(this.size).catch(() => undefined);
         for (const b of batch) b.reject(e as Error);
       }
     }
@@ -72,6 +87,7 @@ export class Journal<T> {
     await syncDir(path.dirname(this.file));
     await this.handle.close();
     this.handle = await fsp.open(this.file, 'a');
+    this.size = (await this.handle.stat()).size;
   }
 
   async close(): Promise<void> {

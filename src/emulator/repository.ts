@@ -243,6 +243,7 @@ export class Repository {
   static async open(dataDir: string, options: RepositoryOptions): Promise<Repository> {
     const { journal, records } = await Journal.open<RepoRecord>(path.join(dataDir, 'repository.jsonl'));
     const repo = new Repository(dataDir, journal, options);
+    if (journal.skipped) options.log(`repository journal: ${journal.skipped} torn line(s) skipped, every record after them read`);
     repo.initRoot();
     for (const r of records) repo.replay(r);
     if (records.length === 0) await journal.append({ t: 'init', at: repo.rootCreated });

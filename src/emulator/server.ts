@@ -15,7 +15,9 @@ import type { FormFields, SubscriptionHub } from './feed-types';
 import { Repository, RepoError, type Asset, type Job, type Revision } from './repository';
 import { bodyEncoding, declaredCharset, parseUrlEncodedBody, type FormCharset } from './charset';
 import { ClientGone, IngestCancelled, Ingester, UploadError, buildIngestRequest, receiveUpload, scanZip } from './upload';
+import { DEFAULT_UPLOAD_LIMITS, type UploadLimits } from './limits';
 import { SESSION_COOKIE, SessionStore, handleLogin, parseCookieHeader, type EmulatorUser, type Session } from './sessions';
+import type { FaultPlan } from './faults';
 
 export { DEFAULT_USER, SESSION_COOKIE, SessionStore, parseCookieHeader, type Session } from './sessions';
 
@@ -211,6 +213,10 @@ export interface ServerDeps {
   log: (line: string) => void;
   /** Charset of a form or multipart body that declares none (see charset.ts). */
   formCharset: FormCharset;
+  /** Upload size and zip expansion limits (default DEFAULT_UPLOAD_LIMITS). */
+  limits?: UploadLimits;
+  /** Busy answers armed by a test (faults.ts). */
+  faults?: FaultPlan;
 }
 
 /** Method, raw path (no query) and query fields of a request target; absolute-form targets too. */
@@ -226,6 +232,7 @@ function splitTarget(url: string): { path: string; query: string } {
 
 export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: ServerResponse) => void {
   const { repo, hub, ingester, sessions, log, formCharset } = deps;
+  const limits = deps.limits ?? DEFAULT_UPLOAD_LIMITS;
   const users = deps.users ?? [];
 
   const authenticate = (req: IncomingMessage): Session | undefined => {
@@ -273,7 +280,7 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
   // ---- 4.2 upload ----
   const upload: Handler = async (req, res, { session }) => {
     let received;
-    try { received = await receiveUpload(req, repo, formCharset); } catch (e) {
+    try { received = await receiveUpload(req, repo, formCharset, limits); } catch (e) {
       if (e instanceof ClientGone) { log(`upload abandoned by the client: nothing stored`); return; }
       throw e;
     }
@@ -282,7 +289,7 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
     let job: Job | undefined;
     try {
       const { request, options } = buildIngestRequest(repo, received, blob, session.user);
-      if (request.expand) await scanZip(repo.blobPath(blob)); // bad entry names are refused before anything is accepted
+      if (request.expand) await scanZip(repo.blobPath(blob), limits); // bad entry names and zip bombs are refused before anything is accepted
       if (!options.wait) {
         job = await ingester.enqueue(request);
         // The ingest finishes in the background: no fuids or rrn yet (GET /emulator/jobs/:id has them).
@@ -428,6 +435,7 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
     let route: Route | undefined;
     let match: RegExpExecArray | null = null;
     for (const r of routes) { match = r.pattern.exec(routePath); if (match) { route = r; break; } }
+    if (deps.faults?.answer(req, res, routePath)) return;
     if (!route || !match) { sendJson(res, 404, { success: false, error: `no such endpoint: ${req.method} ${routePath.slice(0, 200)}` }); return; }
     const handler = route.methods[req.method ?? ''];
     if (!handler) {

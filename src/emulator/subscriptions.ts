@@ -479,6 +479,7 @@ class Hub implements SubscriptionHub {
 export async function openSubscriptionHub(options: SubscriptionHubOptions & SubscriptionHubExtraOptions): Promise<SubscriptionHub> {
   const { journal, records } = await Journal.open<JournalRecord>(path.join(options.dataDir, 'subscriptions.jsonl'));
   const hub = new Hub(journal, options);
+  if (journal.skipped) options.log(`subscription journal: ${journal.skipped} torn line(s) skipped, every record after them read`);
   hub.replay(records);
   hub.resume();
   return hub;

@@ -14,6 +14,7 @@ import { pipeline } from 'stream/promises';
 import busboy from 'busboy';
 import * as yauzl from 'yauzl';
 import { DEFAULT_FORM_CHARSET, bodyEncoding, declaredCharset, type FormCharset } from './charset';
+import { DEFAULT_UPLOAD_LIMITS, type UploadLimits } from './limits';
 import {
   Repository, RepoError, ROOT_FUID, checkName, normalizeFolderPath,
   type IngestRequest, type Job, type UploadResultData
@@ -71,7 +72,8 @@ async function streamToFile(source: Readable, file: string): Promise<{ length: n
  * other fields are collected (a repeated field: the last value wins). Fields may come before or
  * after the file. On any failure the temporary file is removed.
  */
-export function receiveUpload(req: IncomingMessage, repo: Repository, formCharset: FormCharset = DEFAULT_FORM_CHARSET): Promise<ReceivedUpload> {
+export function receiveUpload(req: IncomingMessage, repo: Repository, formCharset: FormCharset = DEFAULT_FORM_CHARSET,
+  limits: UploadLimits = DEFAULT_UPLOAD_LIMITS): Promise<ReceivedUpload> {
   return new Promise((resolve, reject) => {
     // Text fields: the declared charset, else formCharset (ISO-8859-1, as a servlet container).
     // The file name: UTF-8, as Tomcat 10 reads a part header (measured).
@@ -83,7 +85,7 @@ export function receiveUpload(req: IncomingMessage, repo: Repository, formCharse
     }
     let bb: busboy.Busboy;
     try {
-      bb = busboy({ headers: req.headers, defCharset: encoding, defParamCharset: 'utf8', limits: { fields: 50, fieldSize: FIELD_LIMIT, parts: 100, fieldNameSize: 200 } });
+      bb = busboy({ headers: req.headers, defCharset: encoding, defParamCharset: 'utf8', limits: { fields: 50, fieldSize: FIELD_LIMIT, parts: 100, fieldNameSize: 200, fileSize: limits.maxUploadBytes + 1 } });
     } catch (e) {
       reject(new UploadError(`the request must be multipart/form-data with a boundary (${(e as Error).message})`));
       return;
@@ -93,6 +95,7 @@ export function receiveUpload(req: IncomingMessage, repo: Repository, formCharse
     let fileWrite: Promise<void> | undefined;
     let tmpPath: string | undefined;
     let settled = false;
+    let tooLarge = false;
 
     const fail = (err: Error) => {
       if (settled) return;
@@ -124,6 +127,13 @@ export function receiveUpload(req: IncomingMessage, repo: Repository, formCharse
       if (settled) { stream.resume(); return; } // parts parsed from the same chunk after a failure
       if (name !== 'file') { stream.resume(); return fail(new UploadError(`unexpected file part "${name}": the file goes in the part named "file"`)); }
       if (fileWrite) { stream.resume(); return fail(new UploadError('only one file part "file" is allowed per upload')); }
+      // busboy stops the part at its limit (one byte past ours: it counts reaching it as over): refused, and the part kept so far removed. Not from
+      // inside busboy's own 'limit' call (destroying it there breaks its parser): on the next tick,
+      // and the form counts as failed at once.
+      stream.once('limit', () => {
+        tooLarge = true;
+        process.nextTick(() => fail(new UploadError(`file: larger than ${limits.maxUploadBytes} bytes, the emulator's upload limit (--max-upload)`)));
+      });
       const target = tmpPath = repo.tmpFile();
       fileWrite = streamToFile(stream, target).then(({ length, head }) => {
         file = {
@@ -136,7 +146,7 @@ export function receiveUpload(req: IncomingMessage, repo: Repository, formCharse
 
     bb.on('close', () => {
       (fileWrite ?? Promise.resolve()).then(() => {
-        if (settled) return;
+        if (settled || tooLarge) return;
         settled = true;
         resolve({ fields, file });
       }, () => undefined);
@@ -269,13 +279,26 @@ async function eachEntry(file: string, onEntry: (zip: yauzl.ZipFile, entry: yauz
   });
 }
 
-/** Checks every entry name and that there is at least one file; reads no file data. */
-export async function scanZip(file: string): Promise<void> {
+/**
+ * Checks every entry name, that there is at least one file, and that the archive expands no
+ * further than the limits (its entries' sizes from the central directory; yauzl's
+ * validateEntrySizes makes an entry that inflates to more than it declares fail); reads no file data.
+ */
+export async function scanZip(file: string, limits: UploadLimits = DEFAULT_UPLOAD_LIMITS): Promise<void> {
   let files = 0;
+  let expanded = 0;
+  const { size } = await fsp.stat(file);
+  const allowed = Math.min(limits.maxZipBytes, limits.maxZipRatio * Math.max(size, 1));
   await eachEntry(file, async (_zip, entry) => {
     const { segments, isDir } = entryPath(entry);
     if (!isDir && segments.length > 0) files++;
     if (entry.isEncrypted()) throw new UploadError(`zip entry ${JSON.stringify(segments.join('/'))} is encrypted, which is not supported`);
+    expanded += entry.uncompressedSize;
+    if (expanded > allowed) {
+      throw new UploadError(`the zip archive expands to more than ${allowed} bytes, the emulator's limit ` +
+        `(${limits.maxZipRatio} times its size of ${size} bytes, --max-zip-ratio; at most ${limits.maxZipBytes} bytes, --max-zip-size); ` +
+        'send expandZip=false to store it as it is');
+    }
   });
   if (files === 0) throw new UploadError('the zip archive holds no files');
 }
@@ -322,7 +345,8 @@ export class Ingester {
    * @param delayMs how long every ingest takes at least before it commits (a slow server, for
    *   trying out waitInMinutes and timeouts); 0 = as fast as it goes.
    */
-  constructor(private readonly repo: Repository, private readonly log: (line: string) => void, private readonly delayMs = 0) {}
+  constructor(private readonly repo: Repository, private readonly log: (line: string) => void, private readonly delayMs = 0,
+    private readonly limits: UploadLimits = DEFAULT_UPLOAD_LIMITS) {}
 
   /** Requeues jobs a previous run accepted but did not finish. */
   resume(): void {
@@ -354,7 +378,7 @@ export class Ingester {
         }, jobId, toResult);
         return toResult(value, rrn);
       }
-      await scanZip(repo.blobPath(request.blob));
+      await scanZip(repo.blobPath(request.blob), this.limits);
       const entries = await expandZip(repo, repo.blobPath(request.blob));
       try {
         const { rrn, value } = await repo.write(request.user, tx => {

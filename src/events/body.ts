@@ -9,6 +9,7 @@
  */
 import type { IncomingMessage } from 'http';
 import { parseJsonKeepingBigInts } from '../api/json';
+import { entriesInText, tooManyEntries } from './entry-count';
 
 export type BodyOutcome =
   | { ok: true; value: unknown }
@@ -41,10 +42,13 @@ export const READ_OWN_BODY = Symbol.for('@dam-assets/node-red.readOwnBody');
 
 type MaybeParsed = IncomingMessage & { body?: unknown; _body?: boolean; [READ_OWN_BODY]?: boolean };
 
-/** Reads and parses the body of `req`, answering 413 past `limitBytes` and 400 for anything that is not JSON. */
-export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<BodyOutcome> {
+/**
+ * Reads and parses the body of `req`, answering 413 past `limitBytes` or with more than
+ * `maxEntries` callback entries (counted before parsing), and 400 for anything that is not JSON.
+ */
+export async function readJsonBody(req: IncomingMessage, limitBytes: number, maxEntries = Infinity): Promise<BodyOutcome> {
   const pre = req as MaybeParsed;
-  if (req.readableEnded || (pre._body && !pre[READ_OWN_BODY])) return fromParsedBody(pre.body);
+  if (req.readableEnded || (pre._body && !pre[READ_OWN_BODY])) return fromParsedBody(pre.body, maxEntries);
 
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
   if (encoding !== 'identity') {
@@ -53,12 +57,13 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number): Pr
   }
   const read = await readLimited(req, limitBytes);
   if (!read.ok) return read;
-  return parseText(read.body.toString('utf8'));
+  return parseText(read.body.toString('utf8'), maxEntries);
 }
 
-function fromParsedBody(body: unknown): BodyOutcome {
-  if (Buffer.isBuffer(body)) return parseText(body.toString('utf8'));
-  if (typeof body === 'string') return parseText(body);
+/** An already parsed body's entries are counted by parseCallbackPayload. */
+function fromParsedBody(body: unknown, maxEntries: number): BodyOutcome {
+  if (Buffer.isBuffer(body)) return parseText(body.toString('utf8'), maxEntries);
+  if (typeof body === 'string') return parseText(body, maxEntries);
   if (body === undefined || (typeof body === 'object' && body !== null && Object.keys(body).length === 0)) {
     return { ok: false, status: 400, reason: 'body is empty' };
   }
@@ -104,10 +109,11 @@ export function valueDeeperThan(value: unknown, max: number): boolean {
   return false;
 }
 
-function parseText(text: string): BodyOutcome {
+function parseText(text: string, maxEntries: number): BodyOutcome {
   const trimmed = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   if (trimmed.trim() === '') return { ok: false, status: 400, reason: 'body is empty' };
   if (textDeeperThan(trimmed, MAX_JSON_DEPTH)) return tooDeep();
+  if (maxEntries !== Infinity && entriesInText(trimmed, maxEntries) > maxEntries) return { ok: false, status: 413, reason: tooManyEntries(maxEntries) };
   try {
     return { ok: true, value: parseJsonKeepingBigInts(trimmed) };
   } catch {

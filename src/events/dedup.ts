@@ -2,30 +2,49 @@
  * Duplicate filter: remembers keys for a time window, holding at most `maxKeys`.
  *
  * A key counts from when it was FIRST seen: a delivery the server keeps
- * retrying is dropped until the window has passed since the first copy. The
- * Map is for lookups only; the order of arrival (which is also expiry order)
- * is kept in two parallel arrays read from a moving head, so expired keys and
- * (past the cap) the oldest keys are dropped in O(1) each. Not the Map's own
- * order: V8 leaves a deleted Map entry as a hole until the table is rebuilt,
- * so `keys().next()` and iterating from the start walk thousands of holes once
- * the cap is reached (~22 µs per call at 10,000 keys, against ~3 µs here).
+ * retrying is dropped until the window has passed since the first copy. Only
+ * each key's SHA-1 is kept (the same digest as the Redis filter): a key holds
+ * a whole entry, and a caller chooses its length. The Set is for lookups
+ * only; the order of arrival (which is also expiry order) is kept in two
+ * parallel arrays read from a moving head, so expired keys and (past the cap)
+ * the oldest keys are dropped in O(1) each. Not the Set's own order: V8
+ * leaves a deleted entry as a hole until the table is rebuilt, so iterating
+ * from the start walks thousands of holes once the cap is reached.
+ *
+ * The cap never evicts the keys of a batch still being checked (one
+ * callback's entries, see {@link DuplicateFilter.begin}): a callback with
+ * more entries than the cap would otherwise push out its own first keys, and
+ * the same callback sent again would be emitted again.
  */
+import { entryDigest } from './entry-digest';
+
 export interface DuplicateFilterOptions {
   /** How long a key is remembered, in ms. */
   windowMs: number;
-  /** Most keys held at once; the oldest go first. */
+  /** Most keys held at once (apart from an open batch's own); the oldest go first. */
   maxKeys: number;
   /** Clock, for tests. Default Date.now. */
   now?: () => number;
 }
 
+/** The keys of one callback, checked in one or more steps; `end()` once they all are. */
+export interface FilterBatch {
+  /** True when `key` was seen within the window (a duplicate); otherwise remembers it and returns false. */
+  isDuplicate(key: string): boolean;
+  end(): void;
+}
+
 export class DuplicateFilter {
   private readonly seen = new Set<string>();
-  /** Keys in order of arrival; entries before `head` are already forgotten. */
+  /** Key digests in order of arrival; entries before `head` are already forgotten. */
   private keys: string[] = [];
   /** When each key in `keys` was first seen. */
   private times: number[] = [];
   private head = 0;
+  /** Arrival number of `keys[0]` (arrival numbers survive compaction). */
+  private base = 0;
+  /** Arrival numbers at which the open batches began: keys from the lowest on are not evicted by the cap. */
+  private readonly openBatches: number[] = [];
   private readonly windowMs: number;
   private readonly maxKeys: number;
   private readonly now: () => number;
@@ -36,17 +55,29 @@ export class DuplicateFilter {
     this.now = options.now ?? Date.now;
   }
 
-  /** True when `key` was seen within the window (a duplicate); otherwise remembers it and returns false. */
+  /** One key on its own (a batch of one). */
   isDuplicate(key: string): boolean {
-    const now = this.now();
-    this.evictExpired(now);
-    if (this.seen.has(key)) return true;
-    this.seen.add(key);
-    this.keys.push(key);
-    this.times.push(now);
-    while (this.seen.size > this.maxKeys) this.dropOldest();
-    this.compact();
-    return false;
+    const batch = this.begin();
+    try {
+      return batch.isDuplicate(key);
+    } finally {
+      batch.end();
+    }
+  }
+
+  /** Opens a batch: until it ends, the cap does not evict the keys it adds (nor any added after it began). */
+  begin(): FilterBatch {
+    const start = this.base + this.keys.length;
+    this.openBatches.push(start);
+    let open = true;
+    return {
+      isDuplicate: (key) => this.check(key),
+      end: () => {
+        if (!open) return;
+        open = false;
+        this.openBatches.splice(this.openBatches.indexOf(start), 1);
+      }
+    };
   }
 
   /** Number of keys held now. */
@@ -60,7 +91,22 @@ export class DuplicateFilter {
     this.seen.clear();
     this.keys = [];
     this.times = [];
+    this.base += this.head;
     this.head = 0;
+  }
+
+  private check(key: string): boolean {
+    const now = this.now();
+    this.evictExpired(now);
+    const digest = entryDigest(key).toString('latin1');
+    if (this.seen.has(digest)) return true;
+    this.seen.add(digest);
+    this.keys.push(digest);
+    this.times.push(now);
+    const protectedFrom = this.openBatches.length ? Math.min(...this.openBatches) : Infinity;
+    while (this.seen.size > this.maxKeys && this.base + this.head < protectedFrom) this.dropOldest();
+    this.compact();
+    return false;
   }
 
   private evictExpired(now: number): void {
@@ -78,6 +124,7 @@ export class DuplicateFilter {
     if (this.head === 0 || this.head * 2 < this.keys.length) return;
     this.keys = this.keys.slice(this.head);
     this.times = this.times.slice(this.head);
+    this.base += this.head;
     this.head = 0;
   }
 }

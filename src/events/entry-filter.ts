@@ -4,6 +4,7 @@
  * answer it.
  */
 import type { DuplicateFilter } from './dedup';
+import { YIELD_EVERY, yieldToEventLoop } from './entry-digest';
 
 /**
  * Per entry key: `new` (emit it), `duplicate` (emitted already within the window: drop it), or
@@ -31,10 +32,26 @@ export interface EntryFilter {
 
 const confirmed = async (): Promise<void> => undefined;
 
-/** The in-memory filter behind the same interface: a key is claimed and confirmed at once. */
+/**
+ * The in-memory filter behind the same interface: a key is claimed and confirmed at once. The keys
+ * of one callback form one batch (the cap never evicts them while it runs), checked a few hundred
+ * at a time so that a large callback does not hold the event loop.
+ */
 export function memoryEntryFilter(filter: DuplicateFilter): EntryFilter {
   return {
-    // undo: nothing to do, a node's in-memory filter closes with it.
-    claim: async (keys) => ({ verdicts: keys.map((key) => (filter.isDuplicate(key) ? 'duplicate' : 'new')), confirm: confirmed, undo: confirmed })
+    claim: async (keys) => {
+      const batch = filter.begin();
+      try {
+        const verdicts: Verdict[] = new Array(keys.length);
+        for (let i = 0; i < keys.length; i++) {
+          if (i > 0 && i % YIELD_EVERY === 0) await yieldToEventLoop();
+          verdicts[i] = batch.isDuplicate(keys[i]) ? 'duplicate' : 'new';
+        }
+        // undo: nothing to do, a node's in-memory filter closes with it.
+        return { verdicts, confirm: confirmed, undo: confirmed };
+      } finally {
+        batch.end();
+      }
+    }
   };
 }

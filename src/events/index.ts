@@ -5,3 +5,5 @@ export * from './secret';
 export * from './dedup';
 export * from './entry-filter';
 export * from './redis-dedup';
+export * from './entry-digest';
+export * from './entry-count';

@@ -5,10 +5,11 @@
  */
 import type { CallbackEntry } from '../api/types';
 import { exactInteger, isIntegerText, isPlainObject, readFlag } from '../api/values';
+import { tooManyEntries } from './entry-count';
 
 export type ParsedCallback =
   | { ok: true; id?: string; success?: boolean; entries: CallbackEntry[] }
-  | { ok: false; reason: string };
+  | { ok: false; reason: string; status?: 413 };
 
 /** Reads a boolean that may come as a string. undefined when absent, null when unreadable. */
 export function readBooleanFlag(v: unknown): boolean | undefined | null {
@@ -37,8 +38,8 @@ export function isEmptyEntry(entry: CallbackEntry): boolean {
   return Object.keys(entry).length === 0;
 }
 
-/** Checks the 2.3 shape of an already parsed JSON body and returns its entries. */
-export function parseCallbackPayload(body: unknown): ParsedCallback {
+/** Checks the 2.3 shape of an already parsed JSON body and returns its entries (413 past `maxEntries`). */
+export function parseCallbackPayload(body: unknown, maxEntries = Infinity): ParsedCallback {
   if (!isPlainObject(body)) return { ok: false, reason: 'body: must be a JSON object (spec 2.3)' };
 
   const success = readBooleanFlag(body.success);
@@ -56,6 +57,7 @@ export function parseCallbackPayload(body: unknown): ParsedCallback {
   else if (Array.isArray(rawEntries)) list = rawEntries;
   else if (isPlainObject(rawEntries)) list = [rawEntries]; // a lone entry not wrapped in an array
   else return { ok: false, reason: 'data.entry: must be an array of objects' };
+  if (list.length > maxEntries) return { ok: false, status: 413, reason: tooManyEntries(maxEntries) };
 
   const entries: CallbackEntry[] = [];
   for (let i = 0; i < list.length; i++) {

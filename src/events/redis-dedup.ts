@@ -24,9 +24,8 @@
  * the node id as a cluster hash tag, is the script's one declared key.
  */
 import * as crypto from 'crypto';
+import { DIGEST_BYTES as DIGEST, entryDigest as digest } from './entry-digest';
 import type { Claim, EntryFilter, Verdict } from './entry-filter';
-
-const DIGEST = 20;
 
 /** The key of a batch's marker, after the prefix (entry keys are the prefix and 20 binary bytes). */
 const MARKER = 'b:';
@@ -69,12 +68,6 @@ const DROP = `return redis.call('DEL', KEYS[1] .. '${MARKER}' .. ARGV[1])`;
 
 /** Exported for the tests (the pre-7 branch of CLAIM is run by forcing the version to 0). */
 export const SCRIPTS = { claim: CLAIM, confirm: CONFIRM, drop: DROP };
-
-/** SHA-1 of a string as 20 bytes; `crypto.hash` (Node 20.12+) is about twice as fast for short strings. */
-const fastHash = (crypto as unknown as { hash?: (algorithm: string, data: string, encoding: 'buffer') => Buffer }).hash;
-const digest: (text: string) => Buffer = fastHash
-  ? (text) => fastHash('sha1', text, 'buffer')
-  : (text) => crypto.createHash('sha1').update(text).digest();
 
 /** The part of an ioredis client used here. */
 export interface RedisLike {

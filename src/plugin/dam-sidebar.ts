@@ -15,7 +15,8 @@
  *
  * The asset-server dialog's Test connection route lives with that node (src/nodes/asset-server/connection-test.ts).
  *
- * Comms topic `dam-assets/event-in/<node id>`: the node's counters, at most once a second per node.
+ * Comms topic `dam-assets/event-in/<node id>`: the node's counters, at most once a second per node;
+ * `dam-assets/hot-folder/<node id>`: an asset-hot-folder's counters and last failed files, likewise.
  */
 import { AssetApiError } from '../api/errors';
 import { derivedSubscriptionId } from '../nodes/asset-event-in/settings';
@@ -25,10 +26,12 @@ import type { AssetServerConfigNode } from '../nodes/asset-server/options';
 import type { NodeAPI } from '../nodes/shared/node-red';
 import { eventInStats, type EventInStats } from '../nodes/shared/event-in-stats';
 import { maskHeaderValues } from '../nodes/shared/masking';
+import { hotFolderStats, type HotFolderView } from '../nodes/asset-hot-folder/stats';
 
 export const READ_PERMISSION = 'asset-server.read';
 export { WRITE_PERMISSION };
 export const COMMS_TOPIC = 'dam-assets/event-in/';
+export const HOT_FOLDER_TOPIC = 'dam-assets/hot-folder/';
 /** Live counters of one node go to the editor at most this often. */
 const PUBLISH_INTERVAL_MS = 1000;
 
@@ -65,6 +68,7 @@ export default function register(RED: NodeAPI): void {
   function overview() {
     const servers: Record<string, unknown>[] = [];
     const eventIns: Record<string, unknown>[] = [];
+    const hotFolders: Record<string, unknown>[] = [];
     const subscriptions = new Map<string, SubscriptionView>();
     const use = (serverId: unknown, id: string | undefined, user: SubscriptionUse) => {
       if (!id || typeof serverId !== 'string' || !serverId) return;
@@ -91,11 +95,14 @@ export default function register(RED: NodeAPI): void {
           running: !!stats, registrable: !!stats?.registerNow, ...(stats ? stats.view() : {})
         });
         use(config.server, subscriptionId, { nodeId: config.id, type: config.type, name: config.name, owned: config.manage === true });
+      } else if (config.type === 'asset-hot-folder') {
+        const view = hotFolderStats.get(config.id);
+        hotFolders.push({ id: config.id, name: config.name || '', folder: config.folder || '', running: !!view, ...(view ?? {}) });
       } else if (config.type === 'asset-subscribe') {
         use(config.server, subscribeFixedId(config), { nodeId: config.id, type: config.type, name: config.name, owned: false });
       }
     });
-    return { servers, subscriptions: [...subscriptions.values()], eventIns };
+    return { servers, subscriptions: [...subscriptions.values()], eventIns, hotFolders };
   }
 
   function liveServer(id: string): AssetServerConfigNode | undefined {
@@ -179,5 +186,20 @@ export default function register(RED: NodeAPI): void {
     const timer = setTimeout(() => publish(eventInStats.get(stats.nodeId) ?? stats), wait);
     timer.unref?.();
     pending.set(stats.nodeId, timer);
+  });
+  // Hot folders: the same throttle, keyed apart from the event-in nodes.
+  const publishHot = (view: HotFolderView) => {
+    pending.delete(`hot:${view.nodeId}`);
+    lastSent.set(`hot:${view.nodeId}`, Date.now());
+    RED.comms.publish(HOT_FOLDER_TOPIC + view.nodeId, hotFolderStats.get(view.nodeId) ?? view, false);
+  };
+  hotFolderStats.onChange((view) => {
+    const key = `hot:${view.nodeId}`;
+    if (pending.has(key)) return;
+    const wait = (lastSent.get(key) ?? 0) + PUBLISH_INTERVAL_MS - Date.now();
+    if (wait <= 0) { publishHot(view); return; }
+    const timer = setTimeout(() => publishHot(view), wait);
+    timer.unref?.();
+    pending.set(key, timer);
   });
 }

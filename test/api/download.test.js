@@ -78,9 +78,13 @@ describe('api client: download against the emulator', () => {
 
     const intoFolder = await api.downloadToFile({ fuid: small.fuid, path: path.join(dir, 'folder') + path.sep });
     intoFolder.path.should.equal(path.join(dir, 'folder', 'hello.txt'));
-    const again = await api.downloadToFile({ fuid: small.fuid, path: path.join(dir, 'folder') });
+    const again = await api.downloadToFile({ fuid: small.fuid, path: path.join(dir, 'folder'), ifExists: 'replace' });
     again.path.should.equal(path.join(dir, 'folder', 'hello.txt'));
     (await filesIn(path.join(dir, 'folder'))).should.eql(['hello.txt']);
+    // By default an existing file of the server's name is kept (issue 22).
+    const kept = await api.downloadToFile({ fuid: small.fuid, path: path.join(dir, 'folder') });
+    kept.path.should.equal(path.join(dir, 'folder', 'hello (1).txt'));
+    (await filesIn(path.join(dir, 'folder'))).should.eql(['hello (1).txt', 'hello.txt']);
   });
 
   it('a JSON file that reads like an error answer is file content: the server sends it as a file', async () => {
@@ -235,7 +239,7 @@ describe('api client: download faults (small real servers)', () => {
     received.should.be.above(0).and.belowOrEqual(length / 2);
     // While it ran, only a temporary file was there; after the abort, nothing.
     partial.should.have.length(1);
-    partial[0].should.match(/^\.x\.bin\.[0-9a-f]{12}\.part$/);
+    partial[0].should.match(/^\.dam-[0-9a-f]{12}\.part$/);
     (await filesIn(path.dirname(target))).should.eql([]);
   });
 
@@ -451,7 +455,7 @@ describe('api client: download faults (small real servers)', () => {
     saved.path.should.equal(path.join(dir, 'safe', 'escape.txt'));
     fs.existsSync(path.join(dir, 'escape.txt')).should.be.false();
     const unnamed = await api.downloadToFile({ fuid: 77, path: path.join(dir, 'safe') + path.sep });
-    unnamed.path.should.equal(path.join(dir, 'safe', 'escape.txt'));
+    unnamed.path.should.equal(path.join(dir, 'safe', 'escape (1).txt')); // the first one is kept (issue 22)
   });
 });
 

@@ -36,7 +36,7 @@ function editorDefaults(type, DamEditor) {
   const html = fs.readFileSync(path.join(__dirname, '../../nodes', `${type}.html`), 'utf8');
   const script = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(html)[1];
   const registered = {};
-  const RED = { _: (key) => key, nodes: { registerType: (name, def) => { registered[name] = def; }, node: () => null } };
+  const RED = { _: (key) => key, nodes: { registerType: (name, def) => { registered[name] = def; }, node: () => null }, validators: { typedInput: () => () => true } };
   vm.runInNewContext(script, { RED, DamEditor, window: {} });
   return registered[type].defaults;
 }
@@ -94,6 +94,29 @@ describe('editor rules: browser copies answer as the source does', function () {
     inFlightLimit(undefined, { warn: () => { throw new Error('warned'); } }, '   ').should.equal(2, 'only spaces: the default');
   });
 
+  it('Retries: DamEditor.validateRetries accepts what retriesSetting (shared/retry.ts) takes', function () {
+    const { retriesSetting } = require('../../dist/nodes/shared/retry');
+    const cases = ['', undefined, null, 0, 1, 2, 10, 11, -1, 1.5, '0', ' 2 ', '10', '11', '-1', '+2', '1.5', '1e1', 'two', '０', ' ', '\t'];
+    for (const value of cases) {
+      let runtimeTakes = true;
+      try { retriesSetting(value); } catch { runtimeTakes = false; }
+      (editor.validateRetries(value) === true).should.equal(runtimeTakes, `validateRetries on ${JSON.stringify(value)}`);
+    }
+  });
+
+  it('hot folder: Parallel, Untouched for and Rescan every in the editor agree with hotFolderSettings', function () {
+    const { hotFolderSettings } = require('../../dist/nodes/asset-hot-folder/settings');
+    const defaults = editorDefaults('asset-hot-folder', editor);
+    for (const [prop, cases] of [['maxParallel', ['', ' ', 1, 32, 33, 0, '2', ' 3 ', '+2', '1e1', '1.5', 'x']],
+      ['untouchedSeconds', NUMBER_TEXTS], ['rescanSeconds', NUMBER_TEXTS]]) {
+      for (const value of cases) {
+        let runtimeTakes = true;
+        try { hotFolderSettings({ folder: '/tmp/x', [prop]: value }, (p) => p); } catch { runtimeTakes = false; }
+        editorAccepts(defaults, prop, value, { _: (k) => k }).should.equal(runtimeTakes, `${prop} on ${JSON.stringify(value)}`);
+      }
+    }
+  });
+
   it('blank settings: DamEditor.isBlankSetting agrees with isBlankSetting (empty or only spaces = the default)', function () {
     for (const value of [...NUMBER_TEXTS, ...HEADER_SETTINGS]) {
       editor.isBlankSetting(value).should.equal(isBlankSetting(value), `isBlankSetting on ${JSON.stringify(value)}`);
@@ -148,5 +171,48 @@ describe('editor rules: browser copies answer as the source does', function () {
       runtimeTakes({ secretHeader: ' X-Hook-Key ' }).fields.header.should.eql(['X-Hook-Key: s3cret-value']);
       runtimeTakes({ secretHeader: '   ' }).settings.secretHeader.should.equal('X-DAM-Secret');
     });
+  });
+});
+
+describe('editor rules: asset-event-in paths on the editor\'s routes (issue 22 item 8)', function () {
+  const editor = loadDamEditor();
+  const { adminRouteClash, ADMIN_ROUTE_SEGMENTS } = require('../../dist/nodes/asset-event-in/admin-paths');
+  const PATHS = ['/auth/token', 'auth/login', '/AUTH/Token/', '/flows', '/flows/', '//flows', '/flows/state', '/flow/abc', '/nodes', '/context/global',
+    '/settings', '/settings/user', '/plugins/messages', '/diagnostics', '/icons', '/resources/x/y', '/theme', '/projects', '/locales/editor',
+    '/library/a/b', '/credentials/t/i', '/red/main.js', '/vendor/x', '/types/x', '/favicon.ico', '/comms', '/inject/1', '/debug/view',
+    '/udp-ports/1', '/dam-assets/overview', '/', '', '/:id', '/*', '/dam/events', '/flowsx', '/hook/flows', '/admin/flows', '/api/auth/token'];
+  const ROOTS = [['/', '/'], [undefined, undefined], ['/', '/admin'], ['/admin', '/admin/'], ['/api', '/'], ['/', false], [false, '/'], ['/api/', '/api/x']];
+
+  it('the same list of route segments', function () {
+    should([...editor.ADMIN_ROUTE_SEGMENTS]).eql([...ADMIN_ROUTE_SEGMENTS]);
+  });
+
+  it('the same answer for every path and pair of roots', function () {
+    for (const [nodeRoot, adminRoot] of ROOTS) {
+      for (const p of PATHS) {
+        should(editor.adminPathClash(p, nodeRoot, adminRoot)).equal(adminRouteClash(p, nodeRoot, adminRoot), `${p} under ${nodeRoot} / ${adminRoot}`);
+      }
+    }
+  });
+
+  it('refuses the editor\'s routes when both roots are /, and only then', function () {
+    adminRouteClash('/auth/token', '/', '/').should.equal('/auth');
+    adminRouteClash('/flows', undefined, undefined).should.equal('/flows');
+    adminRouteClash('/', '/', '/').should.match(/the editor/);
+    should(adminRouteClash('/dam/events', '/', '/')).be.undefined();
+    should(adminRouteClash('/flows', '/api', '/')).be.undefined(); // /api/flows is no editor route
+    adminRouteClash('/flows', '/admin', '/admin/').should.equal('/admin/flows');
+    adminRouteClash('/admin/flows', '/', '/admin').should.equal('/admin/flows');
+    should(adminRouteClash('/flows', '/', false)).be.undefined();
+  });
+
+  it('the asset-event-in editor marks such a path, naming the route', function () {
+    const RED = { _: (key, params) => `${key} ${JSON.stringify(params || {})}`, settings: { httpNodeRoot: '/' } };
+    const html = fs.readFileSync(path.join(__dirname, '../../nodes/asset-event-in.html'), 'utf8');
+    const script = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(html)[1];
+    const registered = {};
+    vm.runInNewContext(script, { RED: { ...RED, nodes: { registerType: (n, d) => { registered[n] = d; }, node: () => null } }, DamEditor: editor, window: {} });
+    registered['asset-event-in'].defaults.path.validate.call({}, '/flows', {}).should.match(/errors\.pathAdmin.*\/flows/);
+    registered['asset-event-in'].defaults.path.validate.call({}, '/dam/events', {}).should.be.true();
   });
 });

@@ -103,84 +103,23 @@ describe('demo flow', () => {
       }
     });
 
-    it('skips folders, removed files, hidden and temporary files', async () => {
-      const filter = demoFlow(options()).find((n) => n.name === 'files only');
-      const pass = async (file, type = 'file') => (await runFunctionNode(filter, { file, type }, {})) !== null;
-      (await pass('photo.jpg')).should.be.true();
-      (await pass('Report 2024.final.pdf')).should.be.true();
-      (await pass('done', 'directory')).should.be.false();
-      (await pass('gone.jpg', 'none')).should.be.false();
-      for (const temp of ['.hidden', '~$doc.docx', 'a.tmp', 'a.TEMP', 'b.part', 'c.partial', 'd.crdownload', 'e.download', '.f.swp', 'g.txt~']) {
-        (await pass(temp)).should.be.false(temp);
-      }
+    it('ingests with an asset-hot-folder node: inbox -> /inbox, moved to inbox/done', () => {
+      const hot = demoFlow(options()).find((n) => n.type === 'asset-hot-folder');
+      hot.should.containEql({ folder: '/data/demo/inbox', doneFolder: path.join('/data/demo/inbox', 'done'), afterUpload: 'move',
+        destination: '/inbox', destinationType: 'str', wait: 'true' });
+      demoFlow(options()).filter((n) => n.type === 'function' && /stable|done|files only|release/.test(n.name)).should.eql([]);
     });
   });
 });
 
-describe('demo flow: hot folder, one upload per file', () => {
-  let dir;
-  beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-hot-')); });
-  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
-
-  /** Node-RED's flow context of one flow, as the memory store keeps it. */
-  function flowContext() {
-    const data = {};
-    return { get: (k) => data[k], set: (k, v) => { data[k] = v; } };
-  }
-
-  it('reports a file once while it is written and until it is moved, then releases it', async () => {
-    const flow = demoFlow(options({ inboxDir: dir }));
-    const fn = (name) => flow.find((n) => n.name === name);
-    const globals = { fs, path, flow: flowContext() };
-    const file = path.join(dir, 'big.bin');
-    fs.writeFileSync(file, 'first part');
-
-    const first = runFunctionNode(fn('wait until stable'), { filename: file }, globals);
-    setTimeout(() => fs.appendFileSync(file, ' and more'), 100); // still growing
-    (await runFunctionNode(fn('wait until stable'), { filename: file }, globals) === null).should.be.true();
-    const ready = await first;
-    ready.filename.should.equal(file);
-    // Being uploaded: a late report of the same file is dropped.
-    (await runFunctionNode(fn('wait until stable'), { filename: file }, globals) === null).should.be.true();
-
-    const moved = await runFunctionNode(fn('move to done/'), { ...ready, fuid: 5, rrn: 9 }, globals);
-    moved.payload.should.eql({ uploaded: 'big.bin', fuid: 5, rrn: 9, movedTo: path.join(dir, 'done', 'big.bin') });
-    fs.readFileSync(path.join(dir, 'done', 'big.bin'), 'utf8').should.equal('first part and more');
-    globals.flow.get('hotFolderBusy').should.eql({});
-  });
-
-  it('keeps the earlier file in done/ when a name comes again', async () => {
-    const move = demoFlow(options({ inboxDir: dir })).find((n) => n.name === 'move to done/');
-    const globals = { fs, path, flow: flowContext() };
-    fs.mkdirSync(path.join(dir, 'done'));
-    fs.writeFileSync(path.join(dir, 'done', 'a.txt'), 'old');
-    fs.writeFileSync(path.join(dir, 'a.txt'), 'new');
-    const moved = await runFunctionNode(move, { filename: path.join(dir, 'a.txt') }, globals);
-    fs.readFileSync(path.join(dir, 'done', 'a.txt'), 'utf8').should.equal('old');
-    fs.readFileSync(moved.payload.movedTo, 'utf8').should.equal('new');
-    path.basename(moved.payload.movedTo).should.match(/^a \d{4}-\d\d-\d\dT[\d-]+Z\.txt$/);
-  });
-
-  it('a failed upload releases the file, so a later change is tried again', async () => {
-    const flow = demoFlow(options({ inboxDir: dir }));
-    const fn = (name) => flow.find((n) => n.name === name);
-    const globals = { fs, path, flow: flowContext() };
-    const file = path.join(dir, 'c.txt');
-    fs.writeFileSync(file, 'c');
-    await runFunctionNode(fn('wait until stable'), { filename: file }, globals);
-    await runFunctionNode(fn('release the file'), { filename: file }, globals);
-    (await runFunctionNode(fn('wait until stable'), { filename: file }, globals)).filename.should.equal(file);
-  });
-});
-
 describe('example 03 (hot folder)', () => {
-  it('uses the same function code as the demo flow', () => {
+  it('uses asset-hot-folder with the demo\'s upload fields, and no function nodes', () => {
     const example = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'examples', '03-hot-folder-ingest.json'), 'utf8'));
-    const demo = demoFlow(options());
-    for (const name of ['files only', 'wait until stable', 'move to done/']) {
-      example.find((n) => n.name === name).func.should.equal(demo.find((n) => n.name === name).func, name);
+    const hot = example.find((n) => n.type === 'asset-hot-folder');
+    const demo = demoFlow(options()).find((n) => n.type === 'asset-hot-folder');
+    for (const field of ['destinationType', 'wait', 'waitType', 'expandZip', 'expandZipType', 'afterUpload', 'subfolders', 'retries']) {
+      hot[field].should.eql(demo[field], field);
     }
-    example.find((n) => n.name === 'release the file').func.split('\n').slice(1)
-      .should.eql(demo.find((n) => n.name === 'release the file').func.split('\n').slice(1));
+    example.filter((n) => n.type === 'function').should.eql([]);
   });
 });

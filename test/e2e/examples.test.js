@@ -274,27 +274,30 @@ describe('example flows, packed and installed into a real Node-RED', function ()
     ex.noErrorsLogged();
   });
 
-  it('03 hot folder: uploads a dropped file once, moves it to done/, skips temporary files', async () => {
+  it('03 hot folder: uploads a dropped file once it is complete, moves it to .done/, skips temporary files', async () => {
     const hot = path.join(exampleDir, 'hot-folder');
     fs.mkdirSync(hot, { recursive: true }); // the comment asks the user to create it
     const ex = await deployExample('03-hot-folder-ingest');
-    await sleep(300); // the watcher starts with the flow
 
     fs.writeFileSync(path.join(hot, 'still-copying.part'), 'partial');
     const bytes = crypto.randomBytes(256 * 1024);
     const handle = fs.openSync(path.join(hot, 'scan 001.tif'), 'w');
     for (let i = 0; i < bytes.length; i += 32 * 1024) {
       fs.writeSync(handle, bytes.subarray(i, i + 32 * 1024));
-      await sleep(20); // a slow copy: reported several times while it grows
+      await sleep(20); // a slow copy
     }
     fs.closeSync(handle);
 
-    const ingested = await ex.next('ingested', undefined, 10000);
-    ingested.payload.uploaded.should.equal('scan 001.tif');
-    (await downloadBytes(ingested.payload.fuid)).equals(bytes).should.be.true();
+    const ingested = await ex.next('ingested', undefined, 60000);
+    ingested.relativePath.should.equal('scan 001.tif');
+    ingested.size.should.equal(bytes.length);
+    (await downloadBytes(ingested.fuid)).equals(bytes).should.be.true();
+    ingested.filename.should.equal(path.join(hot, '.done', 'scan 001.tif'));
     fs.existsSync(path.join(hot, 'scan 001.tif')).should.be.false();
-    fs.readFileSync(path.join(hot, 'done', 'scan 001.tif')).equals(bytes).should.be.true();
+    fs.readFileSync(path.join(hot, '.done', 'scan 001.tif')).equals(bytes).should.be.true();
 
+    // A rescan finds nothing new: the file was uploaded once, the temporary file is left alone.
+    await ex.inject('rescan');
     await sleep(1000);
     collector.reports.slice(ex.since).filter((r) => r.debug === 'ingested').length.should.equal(1, 'uploaded once');
     fs.existsSync(path.join(hot, 'still-copying.part')).should.be.true();

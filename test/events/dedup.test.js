@@ -85,3 +85,42 @@ describe('events: duplicate filter', function () {
     f.isDuplicate('k1').should.be.false();
   });
 });
+
+describe('events: duplicate filter memory (issue 22 item 2)', function () {
+  const { memoryEntryFilter, entryDigest } = require('../../dist/events');
+
+  it('keeps the SHA-1 digest of a key (as the Redis filter), not the key itself', function () {
+    const f = new DuplicateFilter({ windowMs: 60000, maxKeys: 10 });
+    const big = 'x'.repeat(1e6);
+    f.isDuplicate(big).should.be.false();
+    f.isDuplicate(big).should.be.true();
+    // What the filter holds: 20-byte digests only, the same digest the Redis filter sends.
+    const held = [...f.seen];
+    held.should.eql([entryDigest(big).toString('latin1')]);
+    held[0].length.should.equal(20);
+  });
+
+  it('a callback with more keys than the cap keeps all its keys: sent again, all are duplicates', async function () {
+    const filter = memoryEntryFilter(new DuplicateFilter({ windowMs: 60000, maxKeys: 10 }));
+    const keys = Array.from({ length: 1200 }, (_, i) => `entry-${i}`);
+    (await filter.claim(keys)).verdicts.every((v) => v === 'new').should.be.true();
+    (await filter.claim(keys)).verdicts.every((v) => v === 'duplicate').should.be.true();
+  });
+
+  it('past the cap, the oldest callback\'s keys go first, never the current callback\'s', async function () {
+    const df = new DuplicateFilter({ windowMs: 60000, maxKeys: 10 });
+    const filter = memoryEntryFilter(df);
+    await filter.claim(['old-1', 'old-2']);
+    await filter.claim(Array.from({ length: 20 }, (_, i) => `new-${i}`));
+    df.size.should.equal(20); // the current callback kept whole, the older keys evicted
+    (await filter.claim(['old-1'])).verdicts.should.eql(['new']);
+  });
+
+  it('two callbacks checked at once (each yielding) keep each other\'s keys', async function () {
+    const filter = memoryEntryFilter(new DuplicateFilter({ windowMs: 60000, maxKeys: 10 }));
+    const a = Array.from({ length: 1500 }, (_, i) => `a-${i}`);
+    const b = Array.from({ length: 1500 }, (_, i) => `b-${i}`);
+    await Promise.all([filter.claim(a), filter.claim(b)]);
+    (await filter.claim(b)).verdicts.every((v) => v === 'duplicate').should.be.true();
+  });
+});

@@ -113,6 +113,24 @@ describe('asset-download node (against the emulator)', function () {
     fs.readFileSync(msg.filename, 'utf8').should.equal('revision two, longer');
   });
 
+  it('file mode into a folder: If it exists keeps both by default, fail reaches Catch, replace replaces (issue 22)', async function () {
+    const folder = path.join(tmp.dir, 'if-exists') + path.sep;
+    fs.mkdirSync(folder, { recursive: true });
+    fs.writeFileSync(path.join(folder, 'doc.txt'), 'mine');
+    await s.load(s.flow('asset-download', { output: 'file', filename: folder }, { baseUrl: emulator.url })); // saved before the setting existed
+    (await s.run({ fuid: first.fuid })).filename.should.equal(path.join(folder, 'doc (1).txt'));
+    await helper.unload();
+    await s.load(s.flow('asset-download', { output: 'file', filename: folder, ifExists: 'fail' }, { baseUrl: emulator.url }));
+    const caught = await s.runFailing({ fuid: first.fuid });
+    caught.assetError.kind.should.equal('invalid-input');
+    caught.error.message.should.match(/exists and was left as it is \(asset-download "If it exists": fail, option ifExists\)/);
+    fs.readFileSync(path.join(folder, 'doc.txt'), 'utf8').should.equal('mine');
+    await helper.unload();
+    await s.load(s.flow('asset-download', { output: 'file', filename: folder, ifExists: 'replace' }, { baseUrl: emulator.url }));
+    (await s.run({ fuid: first.fuid })).filename.should.equal(path.join(folder, 'doc.txt'));
+    fs.readFileSync(path.join(folder, 'doc.txt'), 'utf8').should.equal('revision two, longer');
+  });
+
   it('file mode resolves relative paths against fileWorkingDirectory', async function () {
     helper.settings({ fileWorkingDirectory: tmp.dir });
     try {

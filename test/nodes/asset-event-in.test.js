@@ -362,10 +362,18 @@ describe('asset-event-in (test helper)', function () {
 
     it('forgets the oldest entries past its cap', async function () {
       await load({ dedupMax: 2 });
-      await request(app).post('/dam/events').send(payload([entry(1, 1), entry(2, 2), entry(3, 3)])).expect(200);
+      for (const id of [1, 2, 3]) await request(app).post('/dam/events').send(payload([entry(id, id)])).expect(200);
       await request(app).post('/dam/events').send(payload([entry(1, 1), entry(3, 3)])).expect(200);
       const msgs = await messages(4);
       msgs.map((m) => m.payload.assetId).should.eql([1, 2, 3, 1]);
+    });
+
+    it('past its cap never forgets the entries of the callback being checked (issue 22)', async function () {
+      await load({ dedupMax: 2 });
+      const batch = payload([entry(1, 1), entry(2, 2), entry(3, 3)]);
+      (await request(app).post('/dam/events').send(batch).expect(200)).body.emitted.should.equal(3);
+      (await request(app).post('/dam/events').send(batch).expect(200)).body.emitted.should.equal(0);
+      (await messages(3)).map((m) => m.payload.assetId).should.eql([1, 2, 3]);
     });
 
     it('can be switched off', async function () {

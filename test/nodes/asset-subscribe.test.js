@@ -33,6 +33,22 @@ describe('asset-subscribe node (against the emulator)', function () {
     return msg.payload.subscription;
   }
 
+  it('get masks the query values of the callback URL (issue 22 item 5); the server keeps them whole', async function () {
+    const callback = 'http://robot:cb-pass-31@127.0.0.1:9/callback?token=cb-token-8Hq2&flag&b=2#frag-secret';
+    await s.load(s.flow('asset-subscribe', { ...registerProps, subscriptionId: 'node-test-sub-cbq', callback }, { baseUrl: emulator.url }));
+    await s.run({ payload: 'go' });
+    await helper.unload();
+    const stored = await getStored('node-test-sub-cbq');
+    stored.callback.should.equal('http://robot:***@127.0.0.1:9/callback?token=***&flag&b=***#***');
+    JSON.stringify(stored).should.not.containEql('cb-token-8Hq2').and.not.containEql('cb-pass-31').and.not.containEql('frag-secret');
+    (await s.emulatorGet(`${emulator.url}/review/api/events/assets/subscribe/node-test-sub-cbq`)).body.subscription.callback.should.equal(callback);
+    // The DAM sidebar's subscription details go through the same mask.
+    const { maskHeaderValues } = require('../../dist/nodes/asset-subscribe');
+    maskHeaderValues({ subscription: { callback } }).subscription.callback.should.equal(stored.callback);
+    await s.load(s.flow('asset-subscribe', { action: 'delete', subscriptionId: 'node-test-sub-cbq' }, { baseUrl: emulator.url }));
+    await s.run({});
+  });
+
   it('registers with every editor field, then get returns them in order, then delete', async function () {
     await s.load(s.flow('asset-subscribe', registerProps, { baseUrl: emulator.url }));
     const statuses = s.recordStatus();

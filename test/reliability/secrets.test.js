@@ -44,8 +44,18 @@ const RUNTIME_NEW = 'Rt3-runtimenew-K5jH88gFd7';
 const HEADER_SECRET = 'Hs4-customheadersecret-V7cX30bNm2';
 const REDIS_PASSWORD = 'Rp6-redispassword-M1qW48eRt9';
 const REDIS_WRONG_PASSWORD = 'Rp6-wrongredispassword-U2yT59iOp0';
+/** The password of a server whose login server echoes it back encoded (issue 22 item 7): characters that encoding changes. */
+const ECHO_PASSWORD = 'Ep9 echo/pass+word=Z4&q';
 const SECRETS = { GOOD, WRONG, VIEWER, WEBHOOK_SECRET, LOGIN_PASSWORD, WRONG_PASSWORD, RUNTIME_OLD, RUNTIME_NEW,
-  HEADER_SECRET, REDIS_PASSWORD, REDIS_WRONG_PASSWORD };
+  HEADER_SECRET, REDIS_PASSWORD, REDIS_WRONG_PASSWORD, ECHO_PASSWORD };
+/** The echoed password's encoded forms: never stored anywhere, and never to be seen either. */
+const ECHO_FORMS = {
+  ECHO_URL_ENCODED: encodeURIComponent(ECHO_PASSWORD),
+  ECHO_URL_ENCODED_LOWER: encodeURIComponent(ECHO_PASSWORD).replace(/%[0-9A-F]{2}/g, (h) => h.toLowerCase()),
+  ECHO_FORM_ENCODED: new URLSearchParams({ p: ECHO_PASSWORD }).toString().slice(2),
+  ECHO_BASE64: Buffer.from(ECHO_PASSWORD).toString('base64'),
+  ECHO_BASIC: Buffer.from(`robot:${ECHO_PASSWORD}`).toString('base64')
+};
 /** Session cookies handed out by the emulator's login endpoints. */
 const LOGIN_COOKIE = /ses1-[0-9a-f]{32}/;
 
@@ -79,6 +89,9 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
   let sidebarComms;
   /** Every answer of the sidebar's admin routes, as `<method> <route> -> <status> <body>`. */
   const sidebarAnswers = [];
+  /** A login server that refuses every login, echoing the password it got in every encoded form. */
+  let echoLogin;
+  let echoLogins = 0;
 
   before(async function () {
     this.timeout(90000);
@@ -87,6 +100,16 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
       '--session', `${GOOD}:events,add`, '--session', `${VIEWER}:`, '--session', 'Sx7-unused-session:events',
       '--user', `robot:${LOGIN_PASSWORD}:events,add`]);
     downPort = await freePort();
+    echoLogin = require('http').createServer((req, res) => {
+      echoLogins++;
+      const password = new URL(req.url, 'http://x').searchParams.get('zm_password') || '';
+      res.writeHead(401, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({
+        error: `login refused for ${req.url} (password ${encodeURIComponent(password)}, form ${new URLSearchParams({ p: password }).toString().slice(2)}, ` +
+          `base64 ${Buffer.from(password).toString('base64')}, Basic ${Buffer.from(`robot:${password}`).toString('base64')})`
+      }));
+    });
+    await new Promise((resolve) => echoLogin.listen(0, '127.0.0.1', resolve));
     redis = await startRedis(path.join(work, 'redis'), { password: REDIS_PASSWORD, durable: false });
     nodeRed = await startRealNodeRed({ credentialSecret: CREDENTIAL_SECRET, logLevel: 'debug', env: { DAM_RUNTIME_COOKIE: `JSESSIONID=${RUNTIME_NEW}` } });
     statusTexts = [];
@@ -108,12 +131,15 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
     if (ws) ws.close();
     if (nodeRed) await nodeRed.stopAndClean();
     if (redis) await redis.stop();
+    if (echoLogin) echoLogin.close();
     if (emulator && emulator.child.exitCode === null) {
       emulator.child.kill('SIGTERM');
       await emulator.exited;
     }
     r.rmDir(work);
   });
+
+  const echoUrl = () => `http://127.0.0.1:${echoLogin.address().port}/command`;
 
   function flows() {
     const server = (id, cookie, baseUrl = emulator.url) => ({
@@ -132,6 +158,9 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
         credentials: { cookie: `JSESSIONID=${RUNTIME_OLD}`, username: 'robot', password: LOGIN_PASSWORD } },
       { ...server('sec-srv-badlogin', ''), loginEnabled: true, loginPreset: 'form',
         credentials: { username: 'robot', password: WRONG_PASSWORD } },
+      // Its login server echoes the password back URL-encoded, form-encoded and in base64.
+      { ...server('sec-srv-echo', ''), loginEnabled: true, loginPreset: 'utility', loginUrl: echoUrl(),
+        credentials: { username: 'robot', password: ECHO_PASSWORD } },
 
       // Receives the emulator's callbacks (it owns its subscription, with the shared secret as header).
       node(EVENT_IN, 'asset-event-in', { method: 'post', path: '/secrets-hook', manage: true, server: 'sec-srv-good',
@@ -196,6 +225,8 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
       // The new cookie comes from Node-RED's environment, so that the flow itself does not hold it.
       inject('sec-inj-set-cookie', 'sec-set-cookie'),
       node('sec-set-cookie', 'asset-session', { server: 'sec-srv-login', cookie: 'DAM_RUNTIME_COOKIE', cookieType: 'env' }, 'sec-dbg-session'),
+      inject('sec-inj-echo-login', 'sec-echo-login'),
+      node('sec-echo-login', 'asset-subscribe', { server: 'sec-srv-echo', action: 'get', subscriptionId: OWNED_SUB, subscriptionIdType: 'str' }, 'sec-dbg-never'),
       inject('sec-inj-bad-login', 'sec-bad-login'),
       node('sec-bad-login', 'asset-subscribe', { server: 'sec-srv-badlogin', action: 'get', subscriptionId: OWNED_SUB, subscriptionIdType: 'str' }, 'sec-dbg-never'),
       debugNode('sec-dbg-session'),
@@ -215,7 +246,7 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
   }
 
   function leaks(text) {
-    const found = Object.entries(SECRETS).filter(([, value]) => text.includes(value)).map(([name]) => name);
+    const found = Object.entries({ ...SECRETS, ...ECHO_FORMS }).filter(([, value]) => text.includes(value)).map(([name]) => name);
     return LOGIN_COOKIE.test(text) ? [...found, 'LOGIN_COOKIE'] : found;
   }
 
@@ -261,6 +292,8 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
     (await login({ password: '__PWRD__', timeout: 7 })).json.result.should.equal('ok');
     (await login({ password: '__PWRD__', loginPreset: 'form' })).json.should.containEql({ result: 'config', part: 'password' });
     (await login({ password: '__PWRD__', baseUrl: `http://127.0.0.1:${downPort}` })).json.should.containEql({ result: 'config', part: 'password' });
+    // ... towards a login server that echoes the typed password encoded.
+    (await login({ id: 'sec-srv-echo', loginUrl: echoUrl(), password: ECHO_PASSWORD })).json.result.should.equal('login');
     // Register again (one that works, one whose server refuses the cookie), and a delete the server refuses.
     (await sidebar('POST', `event-in/${CUSTOM_IN}/register`)).json.ok.should.be.true();
     (await sidebar('POST', 'event-in/sec-event-in-401/register')).json.ok.should.be.false();
@@ -293,7 +326,8 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
     await clickAndWait('sec-inj-login-export', 'sec-dbg-session');
     await clickAndWait('sec-inj-set-cookie', 'sec-dbg-session');
     await clickAndWait('sec-inj-login-export', 'sec-dbg-session');
-    for (const id of ['sec-inj-401', 'sec-inj-401-export', 'sec-inj-permission', 'sec-inj-permission-subscribe', 'sec-inj-network', 'sec-inj-network-download', 'sec-inj-bad-login']) {
+    for (const id of ['sec-inj-401', 'sec-inj-401-export', 'sec-inj-permission', 'sec-inj-permission-subscribe', 'sec-inj-network', 'sec-inj-network-download', 'sec-inj-bad-login',
+      'sec-inj-echo-login']) {
       await clickAndWait(id, 'sec-dbg-catch');
     }
     printed('sec-dbg-never').should.equal(0);
@@ -304,6 +338,8 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
     const log = nodeRed.lines.join('\n');
     for (const kind of ['auth', 'permission', 'network']) log.should.match(new RegExp(`kind: '${kind}'`), `a caught ${kind} error was printed`);
     log.should.match(/login failed, next try in \d+ s: login request/, 'the failed login reached the Catch node');
+    echoLogins.should.be.above(0);
+    log.should.match(/\(server says: login refused for \/command\?/, 'the echoing login server\'s text reached the Catch node, redacted');
 
     // Callers of the webhook with a wrong or no secret are refused (401), and say nothing of the secret.
     const forged = (id) => JSON.stringify({ success: true, id, data: { entry: [{ assetId: 99, rrn: 1, path: '/secrets/forged', action: 'added' }] } });

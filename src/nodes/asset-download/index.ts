@@ -5,9 +5,11 @@
  */
 import { invalidInput } from '../../api/errors';
 import { DEFAULT_MAX_BUFFER_BYTES, type DownloadInfo, type DownloadOptions } from '../../api/client';
+import type { IfExists } from '../../api/file-placement';
 import { clientFor } from '../asset-server';
 import { asIntegerId, asString, formatBytes, handleInputAndClose, isBlank, isBlankSetting, localText, required, resolveField, resolvePath } from '../shared';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
+import { nodeRetry, withRetries } from '../shared/retry';
 
 export type DownloadOutput = 'buffer' | 'file';
 
@@ -22,8 +24,12 @@ export interface AssetDownloadConfig {
   output?: DownloadOutput;
   filename?: string; filenameType?: string;
   maxInFlight?: string | number;
+  /** Tries after a transient failure (shared/retry.ts); missing in flows saved before: 0. */
+  retries?: string | number;
   /** Buffer mode: largest file taken into memory, in MB (10^6 bytes). Default 100. */
   maxSizeMB?: string | number;
+  /** File mode into a folder: replace, keep-both (default, also for flows saved before the setting) or fail. */
+  ifExists?: string;
 }
 
 /** The Buffer mode limit in bytes; blank is the client's default (100 MB). */
@@ -52,6 +58,7 @@ export default function register(RED: NodeAPI): void {
     const output: DownloadOutput = config.output === 'file' ? 'file' : 'buffer';
 
     handleInputAndClose(RED, node, async (msg, request) => {
+      const withRetry = <T>(work: () => Promise<T>) => withRetries(work, nodeRetry(RED, node, config.retries, request.signal));
       const fuidField = await resolveField(RED, node, msg, { field: 'fuid', blankReads: 'fuid', value: config.fuid, type: config.fuidType });
       const options: DownloadOptions = {
         fuid: required(fuidField, asIntegerId(fuidField)),
@@ -65,7 +72,8 @@ export default function register(RED: NodeAPI): void {
 
       if (output === 'buffer') {
         const client = clientFor(RED, config.server);
-        const result = await client.downloadToBuffer({ ...options, maxBytes: maxBufferBytes(config.maxSizeMB) });
+        const maxBytes = maxBufferBytes(config.maxSizeMB);
+        const result = await withRetry(() => client.downloadToBuffer({ ...options, maxBytes }));
         msg.payload = result.data;
         setResponseProperties(msg, result);
         return RED._('asset-download.status.received', { size: formatBytes(result.data.length) });
@@ -81,7 +89,10 @@ export default function register(RED: NodeAPI): void {
           : invalidInput(filenameField.label, localText(RED, 'asset-download.errors.emptyFile', EMPTY_FILE));
       }
       const client = clientFor(RED, config.server);
-      const result = await client.downloadToFile({ ...options, path: resolvePath(RED, filename) });
+      const target = resolvePath(RED, filename);
+      // The editor's choice only (never a msg property); checked by the client, naming ifExists.
+      const ifExists = (config.ifExists || undefined) as IfExists | undefined;
+      const result = await withRetry(() => client.downloadToFile({ ...options, path: target, ifExists }));
       msg.filename = result.path;
       msg.payload = result.path;
       setResponseProperties(msg, result);

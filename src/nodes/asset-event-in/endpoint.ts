@@ -9,7 +9,10 @@ import { randomBytes } from 'crypto';
 import type { IncomingMessage, ServerResponse } from 'http';
 import { redactSecrets } from '../../api/errors';
 import type { CallbackEntry } from '../../api/types';
-import { contentTypeProblem, entryKey, isEmptyEntry, parseCallbackPayload, readJsonBody, secretMatches, type Claim, type EntryFilter } from '../../events';
+import {
+  YIELD_EVERY, contentTypeProblem, entryKey, isEmptyEntry, parseCallbackPayload, readJsonBody, secretMatches, yieldToEventLoop,
+  type Claim, type EntryFilter
+} from '../../events';
 import type { EventInStats } from '../shared/event-in-stats';
 import type { Node, NodeMessage, NodeStatus } from '../shared/node-red';
 import { STATUS_INTERVAL_MS } from '../shared/texts';
@@ -124,16 +127,20 @@ export class EventInEndpoint {
   private async emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<Emitted> {
     const { filter, stats } = this;
     const candidates: CallbackEntry[] = [];
-    for (const entry of entries) {
-      if (isEmptyEntry(entry) && !this.settings.emitEmpty) { this.empties++; stats.empty(); continue; }
+    // Empty entries, and entries without a key (no rrn: see entryKey), are never dropped.
+    const keys: Array<string | undefined> = [];
+    for (let i = 0; i < entries.length; i++) {
+      if (i > 0 && i % YIELD_EVERY === 0) await yieldToEventLoop(); // a loop over outside data
+      const entry = entries[i];
+      const empty = isEmptyEntry(entry);
+      if (empty && !this.settings.emitEmpty) { this.empties++; stats.empty(); continue; }
       candidates.push(entry);
+      if (filter) keys.push(empty ? undefined : entryKey(subscriptionId, entry));
     }
     const kept: CallbackEntry[] = [];
     let busy = 0;
     let claim: Claim | undefined;
     if (filter) {
-      // Empty entries, and entries without a key (no rrn: see entryKey), are never dropped.
-      const keys = candidates.map((entry) => (isEmptyEntry(entry) ? undefined : entryKey(subscriptionId, entry)));
       const claimed = keys.filter((key): key is string => key !== undefined);
       const verdicts = claimed.length > 0 ? (claim = await filter.claim(claimed)).verdicts : [];
       let at = 0;
@@ -160,12 +167,16 @@ export class EventInEndpoint {
       if (claim) await claim.undo().catch(() => undefined);
       return { sent: 0, entries: 0, busy, closing: true };
     }
-    const sent = this.sendEntries(kept, subscriptionId, receivedAt);
+    const sent = await this.sendEntries(kept, subscriptionId, receivedAt);
     return { sent, entries: kept.length, busy, undo: claim?.undo, unconfirmed };
   }
 
-  /** Sends the kept entries and returns how many messages went out. */
-  private sendEntries(kept: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): number {
+  /**
+   * Sends the kept entries and returns how many messages went out. Every YIELD_EVERY messages
+   * it lets the event loop run (Node-RED delivers them, the editor and other callbacks are
+   * answered); a node closed meanwhile sends no more (the answer is then 503).
+   */
+  private async sendEntries(kept: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<number> {
     if (kept.length === 0) return 0;
     const node = this.node;
     // Plain literals, not `{ ...common, payload }`: a spread per message is a measurable cost in bursts.
@@ -178,6 +189,10 @@ export class EventInEndpoint {
     const partsId = randomBytes(8).toString('hex');
     const count = kept.length;
     for (let index = 0; index < count; index++) {
+      if (index > 0 && index % YIELD_EVERY === 0) {
+        await yieldToEventLoop();
+        if (this.closed) return index;
+      }
       const entry = kept[index];
       // type/len let a core join node in automatic mode rebuild the array of entries.
       const msg: NodeMessage = { payload: entry, receivedAt, parts: { id: partsId, index, count, type: 'array', len: 1 } };
@@ -237,10 +252,10 @@ export class EventInEndpoint {
     }
     const typeProblem = contentTypeProblem(req.headers['content-type']);
     if (typeProblem) { req.resume(); return this.rejectCall(res, 400, typeProblem); }
-    const body = await readJsonBody(req, settings.maxBodyBytes);
+    const body = await readJsonBody(req, settings.maxBodyBytes, settings.maxEntries);
     if (!body.ok) return this.rejectCall(res, body.status, body.reason);
-    const parsed = parseCallbackPayload(body.value);
-    if (!parsed.ok) return this.rejectCall(res, 400, parsed.reason);
+    const parsed = parseCallbackPayload(body.value, settings.maxEntries);
+    if (!parsed.ok) return this.rejectCall(res, parsed.status ?? 400, parsed.reason);
     if (settings.checkId && settings.subscriptionId && parsed.id !== settings.subscriptionId) {
       return this.rejectCall(res, 400, 'id: does not match the subscription of this endpoint');
     }

@@ -16,6 +16,7 @@ import { eventInStats } from '../shared/event-in-stats';
 import type { AssetRedisConfigNode } from '../asset-redis';
 import type { AssetServerConfigNode } from '../asset-server';
 import { SettingError, localText } from '../shared';
+import { adminClashReason, adminRouteClash } from './admin-paths';
 import { EventInEndpoint, redact } from './endpoint';
 import { openRoute } from './route';
 import { callbackUrl, readSettings, subscriptionFields, type AssetEventInConfig, type Settings } from './settings';
@@ -46,6 +47,8 @@ export default function register(RED: NodeAPI): void {
     let settings: Settings;
     try {
       settings = readSettings(config, node.id);
+      const clash = adminRouteClash(settings.path, RED.settings.httpNodeRoot, RED.settings.httpAdminRoot);
+      if (clash) throw new SettingError(adminClashReason(clash));
     } catch (err) {
       refuse(err);
       return;

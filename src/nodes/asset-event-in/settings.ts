@@ -23,6 +23,8 @@ export interface AssetEventInConfig {
   emitEmpty?: boolean;
   /** Body size limit in MB (10^6 bytes). Default 50. */
   maxBodyMB?: string | number;
+  /** Most entries in one callback (413 above). Default 100000. */
+  maxEntries?: string | number;
   /** Header carrying the shared secret. Default X-DAM-Secret. */
   secretHeader?: string;
   /** Fixed subscription id; blank = derived from the node id (`nr-<id>`) when managing. */
@@ -57,6 +59,7 @@ export interface Settings {
   perCallback: boolean;
   emitEmpty: boolean;
   maxBodyBytes: number;
+  maxEntries: number;
   secretHeader: string;
   subscriptionId?: string;
   checkId: boolean;
@@ -67,6 +70,7 @@ export interface Settings {
 export const DEFAULTS = {
   successCode: 200,
   maxBodyMB: 50,
+  maxEntries: 100000,
   secretHeader: 'X-DAM-Secret',
   dedupWindowS: 600,
   dedupMax: 10000
@@ -82,6 +86,7 @@ export function readSettings(config: AssetEventInConfig, nodeId: string): Settin
   const successCode = numberSetting(config.successCode, 'successCode', DEFAULTS.successCode,
     (n) => Number.isInteger(n) && n >= 200 && n <= 299, 'must be an HTTP status from 200 to 299');
   const maxBodyMB = numberSetting(config.maxBodyMB, 'maxBodyMB', DEFAULTS.maxBodyMB, (n) => n > 0, 'must be a number of MB above 0');
+  const maxEntries = numberSetting(config.maxEntries, 'maxEntries', DEFAULTS.maxEntries, (n) => Number.isInteger(n) && n >= 1, 'must be a whole number, 1 or more');
   // Spaces around the name are the editor's, not the header's (as in every other text setting).
   const secretHeader = isBlankSetting(config.secretHeader) ? DEFAULTS.secretHeader : String(config.secretHeader).trim();
   if (!isToken(secretHeader)) throw new SettingError('secretHeader: must be a valid HTTP header name');
@@ -96,6 +101,7 @@ export function readSettings(config: AssetEventInConfig, nodeId: string): Settin
     perCallback: config.output === 'callback',
     emitEmpty: config.emitEmpty === true,
     maxBodyBytes: Math.floor(maxBodyMB * 1e6),
+    maxEntries,
     checkId: config.checkId !== false
   };
   if (config.dedup !== false) {

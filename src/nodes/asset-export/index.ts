@@ -6,6 +6,7 @@ import type { ExportOptions } from '../../api/client';
 import { clientFor } from '../asset-server';
 import { asIntegerId, asString, handleInputAndClose, required, resolveField } from '../shared';
 import { createNode, registerType, type Node, type NodeAPI } from '../shared/node-red';
+import { nodeRetry, withRetries } from '../shared/retry';
 
 /** Editor properties. TypedInput fields come as value + `<name>Type`. */
 export interface AssetExportConfig {
@@ -16,6 +17,8 @@ export interface AssetExportConfig {
   rrn?: string; rrnType?: string;
   exportType?: string; exportTypeType?: string;
   maxInFlight?: string | number;
+  /** Tries after a transient failure (shared/retry.ts); missing in flows saved before: 0. */
+  retries?: string | number;
 }
 
 export default function register(RED: NodeAPI): void {
@@ -34,7 +37,8 @@ export default function register(RED: NodeAPI): void {
       const type = asString(await resolveField(RED, node, msg, { field: 'type', value: config.exportType, type: exportTypeType }));
       if (type !== undefined) options.type = type;
 
-      const outcome = await clientFor(RED, config.server).exportMetadata(options);
+      const client = clientFor(RED, config.server);
+      const outcome = await withRetries(() => client.exportMetadata(options), nodeRetry(RED, node, config.retries, request.signal));
       msg.payload = outcome.data;
       msg.contentType = outcome.contentType;
       return RED._('asset-export.status.exported');

@@ -59,6 +59,7 @@ export function configReport(err: unknown): ConnectionReport {
 /** A failed automatic login, or a session the server refused right after one, as a report; undefined for other errors. */
 function loginReport(err: unknown): ConnectionReport | undefined {
   if (err instanceof LoginError) {
+    // err.reason: our own words; the login server's text (err.serverSaid) is not passed on.
     return report('login', `login failed: ${err.step}: ${err.reason}`, { part: err.credentialsRefused ? 'credentials' : 'login', status: err.status });
   }
   if (err instanceof AssetApiError && err.code === 'LOGIN_REFUSED') {
@@ -98,8 +99,7 @@ export async function checkConnection(client: AssetClient, timeoutMs = 10000): P
       case 'auth':
         return report('auth', 'the server refused the session cookie (HTTP 401): it is missing, wrong or expired', { part: 'cookie', ...status });
       case 'permission':
-        return report('permission', `the cookie is accepted, but the user has no permission for events: ${err.serverMessage ?? err.message}`,
-          { part: 'permission', ...status });
+        return report('permission', 'the cookie is accepted, but the user has no permission for events', { part: 'permission', ...status });
       case 'network':
       case 'timeout':
         return report('network', `the base URL cannot be reached: ${err.message.replace(/^getSubscription: /, '')}`, { part: 'baseUrl' });
@@ -110,7 +110,20 @@ export async function checkConnection(client: AssetClient, timeoutMs = 10000): P
           return report('path', 'the server answered 404 Not Found: nothing serves the API under this base URL; check its path ' +
             '(the base URL is the part before /review/api, e.g. http://host:8873)', { part: 'path', ...status });
         }
-        return report('http', err.message.replace(/^getSubscription: /, ''), status);
+        return report('http', unexpectedAnswer(err.status), status);
     }
   }
+}
+
+/**
+ * Our own words for an answer that is not the API's. Never the answer's text: the base URL may
+ * point at any service the Node-RED host reaches, and a user allowed to test connections must not
+ * read what it says.
+ */
+function unexpectedAnswer(status: number | undefined): string {
+  const at = 'check the base URL (http/https, host, port, path prefix)';
+  if (status === undefined || (status >= 200 && status < 300)) return `the server's answer is not a JSON object as the API gives: ${at}`;
+  if (status >= 300 && status < 400) return `the server answered with a redirect (HTTP ${status}), which is not followed: ${at}`;
+  if (status === 449 || status === 503) return `the server is busy (HTTP ${status}): try again later`;
+  return `unexpected HTTP status ${status}: nothing answers as the API under this base URL; ${at}`;
 }

@@ -7,6 +7,7 @@ import { clientFor } from '../asset-server';
 import { asInteger, asString, handleInputAndClose, required, resolveField } from '../shared';
 import { maskHeaderValues } from '../shared/masking';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
+import { nodeRetry, withRetries } from '../shared/retry';
 
 export { maskHeaderValues } from '../shared/masking';
 
@@ -34,6 +35,8 @@ export interface AssetSubscribeConfig {
   watchPath?: string[];
   watchMetadata?: string[];
   maxInFlight?: string | number;
+  /** Tries after a transient failure (shared/retry.ts); missing in flows saved before: 0. */
+  retries?: string | number;
 }
 
 /** Repeated fields of spec 2.1, in the order the editor lists them. */
@@ -95,13 +98,15 @@ export default function register(RED: NodeAPI): void {
       const id = required(idField, asString(idField));
       const client = clientFor(RED, config.server);
       const call = { signal: request.signal };
+      const retry = nodeRetry(RED, node, config.retries, request.signal);
 
       if (action === 'register') {
-        msg.payload = await client.registerSubscription(id, await subscriptionFields(msg), call);
+        const fields = await subscriptionFields(msg);
+        msg.payload = await withRetries(() => client.registerSubscription(id, fields, call), retry);
       } else if (action === 'get') {
-        msg.payload = maskHeaderValues(await client.getSubscription(id, call));
+        msg.payload = maskHeaderValues(await withRetries(() => client.getSubscription(id, call), retry));
       } else {
-        msg.payload = await client.deleteSubscription(id, call);
+        msg.payload = await withRetries(() => client.deleteSubscription(id, call), retry);
       }
       msg.subscriptionId = id;
       msg.action = action;

@@ -6,26 +6,21 @@ import { Readable } from 'stream';
 import type { UploadOptions, UploadOutcome } from '../../api/client';
 import { invalidInput } from '../../api/errors';
 import { clientFor } from '../asset-server';
-import { asBoolean, asInteger, asNumber, asString, handleInputAndClose, localText, resolveField, resolvePath, type FieldSource } from '../shared';
+import { asString, handleInputAndClose, resolveField, resolvePath, type FieldSource } from '../shared';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
+import { canRepeatUpload, nodeRetry, withRetries } from '../shared/retry';
+import { uploadFieldReader, type UploadFieldsConfig } from '../shared/upload-fields';
 
 /** Editor properties. TypedInput fields come as value + `<name>Type`. */
-export interface AssetUploadConfig {
+export interface AssetUploadConfig extends UploadFieldsConfig {
   id: string;
   name?: string;
   server?: string;
   filename?: string; filenameType?: string;
-  assetName?: string; assetNameType?: string;
-  destination?: string; destinationType?: string;
-  destinationFuid?: string; destinationFuidType?: string;
-  collectionId?: string; collectionIdType?: string;
-  wait?: string; waitType?: string;
-  waitInMinutes?: string; waitInMinutesType?: string;
-  expandZip?: string; expandZipType?: string;
   maxInFlight?: string | number;
+  /** Tries after a transient failure (shared/retry.ts); missing in flows saved before: 0. */
+  retries?: string | number;
 }
-
-const BOTH_DESTINATIONS = 'both Destination (__destination__) and Folder fuid (__destinationFuid__) are set: the server uses Destination and ignores Folder fuid';
 
 function isReadable(value: unknown): value is Readable {
   return value instanceof Readable ||
@@ -39,15 +34,6 @@ export default function register(RED: NodeAPI): void {
     const node = this;
     const field = (msg: NodeMessage, source: FieldSource) => resolveField(RED, node, msg, source);
 
-    let warnedBoth = false;
-    /** Spec 4.2: with both, the server uses destination. Said once per node, not per file. */
-    function warnBothDestinations(options: UploadOptions): void {
-      if (warnedBoth) return;
-      warnedBoth = true;
-      node.warn(localText(RED, 'asset-upload.warn.bothDestinations', BOTH_DESTINATIONS,
-        { destination: options.destination, destinationFuid: options.destinationFuid }));
-    }
-
     /** Where the File field points (new nodes: msg.filename; blank: msg.filename too); else msg.payload. */
     async function fileSource(msg: NodeMessage): Promise<UploadOptions['file']> {
       const filename = asString(await field(msg, { field: 'filename', blankReads: 'filename', value: config.filename, type: config.filenameType }));
@@ -59,26 +45,7 @@ export default function register(RED: NodeAPI): void {
       throw invalidInput('msg.payload', 'must be a Buffer, a string or a Readable stream when File gives no file name');
     }
 
-    /** Every upload field except the file, from where the editor points (a blank field reads msg.<field>). */
-    async function uploadOptions(msg: NodeMessage, file: UploadOptions['file']): Promise<UploadOptions> {
-      const options: UploadOptions = { file };
-      const assetName = asString(await field(msg, { field: 'name', blankReads: 'name', value: config.assetName, type: config.assetNameType }));
-      if (assetName !== undefined) options.name = assetName;
-      const destination = asString(await field(msg, { field: 'destination', blankReads: 'destination', value: config.destination, type: config.destinationType }));
-      if (destination !== undefined) options.destination = destination;
-      const destinationFuid = asInteger(await field(msg, { field: 'destinationFuid', blankReads: 'destinationFuid', value: config.destinationFuid, type: config.destinationFuidType || 'num' }));
-      if (destinationFuid !== undefined) options.destinationFuid = destinationFuid;
-      const collectionId = asInteger(await field(msg, { field: 'collectionId', blankReads: 'collectionId', value: config.collectionId, type: config.collectionIdType || 'num' }));
-      if (collectionId !== undefined) options.collectionId = collectionId;
-      const wait = asBoolean(await field(msg, { field: 'wait', blankReads: 'wait', value: config.wait, type: config.waitType || 'bool' }));
-      if (wait !== undefined) options.wait = wait;
-      const waitInMinutes = asNumber(await field(msg, { field: 'waitInMinutes', blankReads: 'waitInMinutes', value: config.waitInMinutes, type: config.waitInMinutesType || 'num' }));
-      if (waitInMinutes !== undefined) options.waitInMinutes = waitInMinutes;
-      const expandZip = asBoolean(await field(msg, { field: 'expandZip', blankReads: 'expandZip', value: config.expandZip, type: config.expandZipType || 'bool' }));
-      if (expandZip !== undefined) options.expandZip = expandZip;
-      if (options.destination !== undefined && options.destinationFuid !== undefined) warnBothDestinations(options);
-      return options;
-    }
+    const uploadOptions = uploadFieldReader(RED, node, config);
 
     handleInputAndClose(RED, node, async (msg, request) => {
       const file = await fileSource(msg);
@@ -87,7 +54,9 @@ export default function register(RED: NodeAPI): void {
         const options = await uploadOptions(msg, file);
         options.signal = request.signal;
         options.onProgress = request.progress;
-        outcome = await clientFor(RED, config.server).upload(options);
+        const client = clientFor(RED, config.server);
+        outcome = await withRetries(() => client.upload(options),
+          nodeRetry(RED, node, config.retries, request.signal, { canRepeat: (err) => canRepeatUpload(file, err) }));
       } catch (err) {
         // A stream handed over in msg.payload must not stay open when the upload fails.
         if ('stream' in file && !file.stream.destroyed) file.stream.destroy();

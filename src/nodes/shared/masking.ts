@@ -15,7 +15,8 @@ const PUBLIC_HEADER = /^(content-type|content-language|content-encoding|accept|a
  * parameter value (`name=value` -> `name=***`: tokens travel under any name there).
  * asset-event-in sends its shared secret as a header, and secrets never go into a msg. Any
  * `header`/`headers`/`queryParam` property is masked, as a string, a list of strings or an
- * object, since the answer's shape is "not shown" in the spec.
+ * object, since the answer's shape is "not shown" in the spec; so are the query values of a
+ * `callback` URL ({@link maskUrlSecrets}).
  */
 export function maskHeaderValues(value: unknown, depth = 0): unknown {
   if (depth > 8 || value === null || typeof value !== 'object') return value;
@@ -24,9 +25,28 @@ export function maskHeaderValues(value: unknown, depth = 0): unknown {
   for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
     out[key] = /^headers?$/i.test(key) ? maskValues(v, ':', false, name => !PUBLIC_HEADER.test(name.trim()))
       : /^queryParams?$/i.test(key) ? maskValues(v, '=', true, () => true)
-        : maskHeaderValues(v, depth + 1);
+        : /^callback(url)?$/i.test(key) && typeof v === 'string' ? maskUrlSecrets(v)
+          : maskHeaderValues(v, depth + 1);
   }
   return out;
+}
+
+/**
+ * A callback URL as shown: every query value masked as queryParam's are (`?token=abc` ->
+ * `?token=***`; a bare flag stays), a fragment and the password of `user:password@` too. The
+ * text is masked as given, without parsing it into a URL, so nothing else of it changes.
+ */
+export function maskUrlSecrets(url: string): string {
+  const hashAt = url.indexOf('#');
+  const beforeHash = hashAt < 0 ? url : url.slice(0, hashAt);
+  const queryAt = beforeHash.indexOf('?');
+  let head = queryAt < 0 ? beforeHash : beforeHash.slice(0, queryAt);
+  head = head.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*):[^/@]*@/i, '$1:***@');
+  const query = queryAt < 0 ? '' : '?' + beforeHash.slice(queryAt + 1).split('&').map((pair) => {
+    const at = pair.indexOf('=');
+    return at < 0 ? pair : `${pair.slice(0, at)}=***`;
+  }).join('&');
+  return head + query + (hashAt < 0 ? '' : '#***');
 }
 
 /**

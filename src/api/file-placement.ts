@@ -1,0 +1,89 @@
+/**
+ * Where a finished download goes: its temporary file is moved to the target name, and what
+ * happens when a file of that name exists is the caller's choice ({@link IfExists}). Never a
+ * silent replace of a file the user did not name: in folder mode the name is the server's.
+ */
+import { randomBytes } from 'crypto';
+import * as fsp from 'fs/promises';
+import * as path from 'path';
+import { AssetApiError, invalidInput, type AssetOperation } from './errors';
+import { errorForLocalFile } from './error-mapping';
+
+/** replace: the existing file is replaced (keeping its mode); keep-both: the new one gets a suffix ` (1)`; fail: an error, nothing changed. */
+export type IfExists = 'replace' | 'keep-both' | 'fail';
+export const IF_EXISTS: readonly IfExists[] = ['replace', 'keep-both', 'fail'];
+
+/** Checks an `ifExists` option; `fallback` when not given. */
+export function ifExistsOf(value: unknown, fallback: IfExists, operation: AssetOperation): IfExists {
+  if (value === undefined || value === null || value === '') return fallback;
+  if (typeof value === 'string' && (IF_EXISTS as readonly string[]).includes(value)) return value as IfExists;
+  throw invalidInput('ifExists', 'must be replace, keep-both or fail', operation);
+}
+
+/**
+ * The temporary name beside `target`: short and independent of the target's name, so that a
+ * target name of up to 255 bytes (the usual file-system limit) still has a temporary one.
+ */
+export function temporaryNameFor(target: string): string {
+  return path.join(path.dirname(target), `.dam-${randomBytes(6).toString('hex')}.part`);
+}
+
+/** `name (n).ext` */
+function suffixed(target: string, n: number): string {
+  const ext = path.extname(target);
+  const base = path.basename(target, ext);
+  return path.join(path.dirname(target), `${base} (${n})${ext}`);
+}
+
+/** Most ` (n)` suffixes tried before keep-both gives up. */
+const MAX_SUFFIX = 999;
+
+/**
+ * Moves the complete `temporary` file to `target` as `ifExists` says; returns the final path.
+ * fail and keep-both never replace a file, not even one created meanwhile: the file is linked
+ * under the new name (refused when the name exists), then the temporary name removed. On a file
+ * system without hard links it checks, then renames.
+ */
+export async function placeFile(temporary: string, target: string, ifExists: IfExists, operation: AssetOperation): Promise<string> {
+  if (ifExists === 'replace') {
+    const old = await fsp.stat(target).catch(() => undefined);
+    // The replaced file's permissions stay (a new file would get the default 0644 of the umask).
+    if (old?.isFile()) await fsp.chmod(temporary, old.mode & 0o7777).catch(() => undefined);
+    await fsp.rename(temporary, target).catch((err: unknown) => {
+      throw errorForLocalFile(err, 'path', `cannot rename the downloaded file to ${target}`, operation);
+    });
+    return target;
+  }
+  const last = ifExists === 'fail' ? 0 : MAX_SUFFIX;
+  for (let n = 0; n <= last; n++) {
+    const candidate = n === 0 ? target : suffixed(target, n);
+    if (await linkOrRenameNew(temporary, candidate, operation)) return candidate;
+  }
+  if (ifExists === 'fail') {
+    throw new AssetApiError('invalid-input',
+      `${operation}: ${target} exists and was left as it is (asset-download "If it exists": fail, option ifExists); choose replace or keep both, or remove the file`,
+      { operation, field: 'ifExists', code: 'EEXIST' });
+  }
+  throw new AssetApiError('invalid-input', `${operation}: ${target} and its copies (1) to (${MAX_SUFFIX}) all exist`, { operation, field: 'ifExists', code: 'EEXIST' });
+}
+
+/** True when `temporary` now is `candidate` (which did not exist); false when `candidate` exists. */
+async function linkOrRenameNew(temporary: string, candidate: string, operation: AssetOperation): Promise<boolean> {
+  try {
+    await fsp.link(temporary, candidate);
+    await fsp.rm(temporary, { force: true });
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return false;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS' && code !== 'EMLINK') {
+      throw errorForLocalFile(err, 'path', `cannot move the downloaded file to ${candidate}`, operation);
+    }
+  }
+  // No hard links here: check, then rename (a file created in between would be replaced).
+  if (await fsp.lstat(candidate).then(() => true, () => false)) return false;
+  await fsp.rename(temporary, candidate).catch((err: unknown) => {
+    throw errorForLocalFile(err, 'path', `cannot rename the downloaded file to ${candidate}`, operation);
+  });
+  return true;
+}

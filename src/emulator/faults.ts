@@ -1,0 +1,49 @@
+/**
+ * Fault injection for tests and demos: the next N API requests (optionally only those whose
+ * path contains a given text) are answered "busy" (HTTP 449 or 503, with Retry-After when asked)
+ * before anything else is looked at, as the vendor's preview server does under load.
+ */
+import type { IncomingMessage, ServerResponse } from 'http';
+
+export interface BusyFault {
+  /** How many requests get the busy answer. */
+  count: number;
+  /** 449 ("retry with", what the vendor's server sends) or 503. Default 503. */
+  status?: 449 | 503;
+  /** Retry-After header value in seconds; none when not given. */
+  retryAfterSeconds?: number;
+  /** Only requests whose path contains this text (e.g. `/asset/upload`). Default: every API request. */
+  pathContains?: string;
+}
+
+export class FaultPlan {
+  private readonly busy: Array<Required<Omit<BusyFault, 'retryAfterSeconds'>> & { retryAfterSeconds?: number }> = [];
+  /** Busy answers sent so far. */
+  busyAnswers = 0;
+
+  /** Arms `fault.count` busy answers (added after those already armed). */
+  addBusy(fault: BusyFault): void {
+    if (!Number.isInteger(fault.count) || fault.count < 1) throw new Error('busy fault: count must be a whole number above 0');
+    const status = fault.status ?? 503;
+    if (status !== 449 && status !== 503) throw new Error('busy fault: status must be 449 or 503');
+    this.busy.push({ count: fault.count, status, retryAfterSeconds: fault.retryAfterSeconds, pathContains: fault.pathContains ?? '' });
+  }
+
+  /** Answers `req` busy when a fault is armed for its path; true when it did. */
+  answer(req: IncomingMessage, res: ServerResponse, path: string): boolean {
+    if (!path.startsWith('/review/api/')) return false;
+    const fault = this.busy.find(f => path.includes(f.pathContains));
+    if (!fault) return false;
+    if (--fault.count === 0) this.busy.splice(this.busy.indexOf(fault), 1);
+    this.busyAnswers++;
+    const body = JSON.stringify({ success: false, error: fault.status === 449 ? 'retry, resources unavailable' : 'server busy' });
+    const headers: Record<string, string> = {
+      'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)), Connection: 'close'
+    };
+    if (fault.retryAfterSeconds !== undefined) headers['Retry-After'] = String(fault.retryAfterSeconds);
+    req.resume(); // an upload's body is read and dropped: nothing is stored
+    res.writeHead(fault.status, headers);
+    res.end(body);
+    return true;
+  }
+}

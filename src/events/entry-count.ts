@@ -1,0 +1,77 @@
+/**
+ * The cap on entries per callback (asset-event-in's "Max entries" setting), checked on the JSON
+ * text before it is parsed: JSON.parse of 6 million tiny entries (48 MB, under the default body
+ * limit) takes about 240 MB of heap, enough to take down a Node-RED with a small heap.
+ */
+
+/** The reason a callback with too many entries is refused with (413): names the setting. */
+export function tooManyEntries(max: number): string {
+  return `data.entry: more than ${max} entries in one callback (setting Max entries, maxEntries)`;
+}
+
+const QUOTE = 0x22, BACKSLASH = 0x5c, OPEN_OBJECT = 0x7b, CLOSE_OBJECT = 0x7d, OPEN_ARRAY = 0x5b, CLOSE_ARRAY = 0x5d, COMMA = 0x2c;
+
+/**
+ * How many entries (objects in `data.entry`, or a lone object there) the JSON text of a callback
+ * body holds, counting no further than `limit + 1`. Keys are read (escapes decoded) only as deep
+ * as `data.entry`; everything deeper is only walked. A repeated key (`"data"` twice) counts both:
+ * an upper bound, as JSON.parse keeps only the last.
+ */
+export function entriesInText(text: string, limit: number): number {
+  let count = 0;
+  let depth = 0;
+  let expectKey = false;
+  // For depths 1 to 3: is the container an object, under which key it sits, its last key read.
+  const isObject: boolean[] = [];
+  const nameOf: Array<string | undefined> = [];
+  const lastKey: Array<string | undefined> = [];
+  for (let i = 0, n = text.length; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      const start = i;
+      let escaped = false;
+      for (i++; i < n; i++) {
+        const s = text.charCodeAt(i);
+        if (s === BACKSLASH) { escaped = true; i++; } else if (s === QUOTE) break;
+      }
+      if (expectKey) {
+        expectKey = false;
+        if (depth <= 2) lastKey[depth] = readKey(text, start, i, escaped);
+      }
+    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+      const parent = depth++;
+      const object = c === OPEN_OBJECT;
+      if (depth <= 3) {
+        isObject[depth] = object;
+        nameOf[depth] = parent >= 1 && isObject[parent] ? lastKey[parent] : undefined;
+        lastKey[depth] = undefined;
+      }
+      if (object && inEntryList(depth, isObject, nameOf) && ++count > limit) return count;
+      expectKey = object;
+    } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+      depth--;
+      expectKey = false;
+    } else if (c === COMMA) {
+      // Deeper than 3 no key is read, so whether a key follows does not matter there.
+      expectKey = depth >= 1 && depth <= 3 && isObject[depth];
+    }
+  }
+  return count;
+}
+
+/** An object opened at `depth` is an entry: in the array `data.entry` (depth 4) or alone as `data.entry` (depth 3). */
+function inEntryList(depth: number, isObject: boolean[], nameOf: Array<string | undefined>): boolean {
+  if (!isObject[1] || !isObject[2] || nameOf[2] !== 'data') return false;
+  if (depth === 3) return nameOf[3] === 'entry';
+  return depth === 4 && !isObject[3] && nameOf[3] === 'entry';
+}
+
+function readKey(text: string, start: number, end: number, escaped: boolean): string | undefined {
+  const raw = text.slice(start, end + 1);
+  if (!escaped) return raw.slice(1, -1);
+  try {
+    return JSON.parse(raw) as string;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * Moving an ingested or failed file without ever overwriting anything: a name already taken in
+ * the target folder gets a suffix (`report (2).pdf`). The move is a hard link plus unlink, so
+ * that "already there" is decided by the file system atomically; across file systems it is an
+ * exclusive copy, then the unlink. A crash between the two leaves the file in both places, never
+ * in none: it is then uploaded once more (at-least-once). Where a hard link is not allowed (Linux
+ * `fs.protected_hardlinks` refuses one to a file of another user that this user cannot read and
+ * write, and some file systems have none) it is a rename after checking that the name is free.
+ */
+import * as fsp from 'fs/promises';
+import { constants } from 'fs';
+import * as path from 'path';
+
+/** Most suffixes tried before giving up (a folder with that many copies of one name). */
+const MAX_SUFFIX = 10000;
+
+/** `name (n).ext` for n >= 2; `name` itself for n = 1. */
+export function suffixedName(name: string, n: number): string {
+  if (n <= 1) return name;
+  const ext = path.extname(name);
+  const stem = ext && ext !== name ? name.slice(0, -ext.length) : name;
+  return `${stem} (${n})${ext && ext !== name ? ext : ''}`;
+}
+
+/** Puts `file` into `folder` under its own name or the first free suffixed one; returns the new path. */
+export async function moveWithoutOverwrite(file: string, folder: string, name = path.basename(file)): Promise<string> {
+  await fsp.mkdir(folder, { recursive: true });
+  for (let n = 1; n <= MAX_SUFFIX; n++) {
+    const target = path.join(folder, suffixedName(name, n));
+    try {
+      await fsp.link(file, target);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') continue;
+      if (code === 'EXDEV') {
+        try {
+          await fsp.copyFile(file, target, constants.COPYFILE_EXCL);
+        } catch (copyErr) {
+          if ((copyErr as NodeJS.ErrnoException).code === 'EEXIST') continue;
+          throw copyErr;
+        }
+      } else if (code === 'EPERM' || code === 'EACCES' || code === 'ENOTSUP' || code === 'EMLINK' || code === 'ENOSYS') {
+        if (await exists(target)) continue;
+        await fsp.rename(file, target);
+        return target;
+      } else {
+        throw err;
+      }
+    }
+    await fsp.unlink(file);
+    return target;
+  }
+  throw new Error(`${folder}: more than ${MAX_SUFFIX} files named ${name} already`);
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await fsp.lstat(file);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
+  }
+}
+
+/** Writes `text` to `file` through a temporary file and a rename, so a reader never sees half of it. */
+export async function writeFileAtomically(file: string, text: string): Promise<void> {
+  const temp = `${file}.${process.pid}.${Date.now()}.tmp`;
+  await fsp.writeFile(temp, text, { flag: 'wx' });
+  try {
+    await fsp.rename(temp, file);
+  } catch (err) {
+    await fsp.unlink(temp).catch(() => undefined);
+    throw err;
+  }
+}

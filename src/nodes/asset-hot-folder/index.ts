@@ -1,0 +1,150 @@
+/**
+ * asset-hot-folder: watches a folder and uploads each file once it is untouched; moves it to the
+ * done folder after the server's success, to the failed folder (with `<name>.error.json`) after a
+ * final failure. The rules are in watcher.ts; the upload fields are asset-upload's
+ * (shared/upload-fields.ts). Input: `pause`, `resume`, `rescan` in msg.payload.
+ */
+import * as path from 'path';
+import { AssetApiError, invalidInput } from '../../api/errors';
+import type { UploadOutcome } from '../../api/client';
+import { clientFor } from '../asset-server';
+import { errorStatusText, localText, resolvePath, SettingError, STATUS_INTERVAL_MS } from '../shared';
+import { createNode, registerType, type Node, type NodeAPI, type NodeMessage, type NodeSend, type NodeDone } from '../shared/node-red';
+import { uploadFieldReader } from '../shared/upload-fields';
+import { hotFolderSettings, type AssetHotFolderConfig } from './settings';
+import { hotFolderStats } from './stats';
+import { errorRecord, HotFolder, type FailedFile, type FileJob, type HotFolderCounts, type IngestedFile } from './watcher';
+
+const COMMANDS = ['pause', 'resume', 'rescan'] as const;
+
+const TEXT = {
+  counts: '__waiting__ waiting, __uploading__ uploading, __done__ done, __failed__ failed',
+  paused: 'paused: __waiting__ waiting, __done__ done, __failed__ failed',
+  folderError: 'folder: __reason__',
+  noDestinationPath: 'Subfolders are kept only below a Destination path; with a Folder fuid alone, files from subfolders go into that folder',
+  empty: '__file__ is empty: it waits until it has content (empty files are never uploaded)',
+  changed: '__file__ changed during its upload: it will be uploaded again once untouched',
+  retry: '__file__: __reason__; retry __retry__/__retries__ in __seconds__ s'
+};
+
+export default function register(RED: NodeAPI): void {
+  function AssetHotFolderNode(this: Node, config: AssetHotFolderConfig) {
+    createNode(RED, this, config);
+    const node = this;
+    const text = (key: keyof typeof TEXT, params: Record<string, unknown> = {}) =>
+      localText(RED, `asset-hot-folder.status.${key}`, TEXT[key], params);
+
+    let settings;
+    try {
+      settings = hotFolderSettings(config, (p) => resolvePath(RED, p));
+    } catch (err) {
+      const message = err instanceof SettingError ? err.message : String(err);
+      node.error(message);
+      node.status({ fill: 'red', shape: 'ring', text: message.length > 40 ? message.slice(0, 39) + '…' : message });
+      node.on('input', (_msg: NodeMessage, _send: NodeSend, done: NodeDone) => done(new Error(message)));
+      return;
+    }
+    const { folder, keepSubfolders } = settings;
+    const readFields = uploadFieldReader(RED, node, config);
+    const view = hotFolderStats.open(node.id, folder);
+
+    let warnedFlatten = false;
+    /** One file's upload: asset-upload's fields (evaluated against a msg describing the file), the file streamed from disk. */
+    async function uploadFile(file: FileJob, signal: AbortSignal): Promise<UploadOutcome> {
+      const fieldMsg: NodeMessage = { filename: file.path, relativePath: file.relativePath, topic: file.relativePath };
+      const options = await readFields(fieldMsg, { path: file.path });
+      const subfolder = path.posix.dirname(file.relativePath);
+      if (keepSubfolders && subfolder !== '.') {
+        if (options.destination !== undefined) options.destination = `${options.destination.replace(/\/+$/, '')}/${subfolder}`;
+        else if (!warnedFlatten) { warnedFlatten = true; node.warn(text('noDestinationPath')); }
+      }
+      options.signal = signal;
+      // No per-call retry here: the watcher retries with the same rule and frees the slot meanwhile.
+      return clientFor(RED, config.server).upload(options);
+    }
+
+    const hot = new HotFolder<UploadOutcome>({ ...settings, upload: uploadFile });
+
+    // ---- status: counts, at most every 250 ms, the last state always shown
+    let statusTimer: NodeJS.Timeout | undefined;
+    let lastStatus = 0;
+    let closed = false;
+    function showStatus(): void {
+      if (statusTimer || closed) return;
+      const wait = lastStatus + STATUS_INTERVAL_MS - Date.now();
+      statusTimer = setTimeout(() => {
+        statusTimer = undefined;
+        lastStatus = Date.now();
+        const counts: HotFolderCounts = hot.counts();
+        if (hot.error !== undefined) {
+          const reason = hot.error.startsWith(folder) ? hot.error.slice(folder.length).trim() : hot.error;
+          node.status({ fill: 'red', shape: 'ring', text: text('folderError', { reason }) });
+        } else if (hot.isPaused) {
+          node.status({ fill: 'yellow', shape: 'ring', text: text('paused', { ...counts }) });
+        } else {
+          node.status({ fill: counts.failed > 0 ? 'yellow' : counts.uploading > 0 ? 'blue' : 'green', shape: 'dot', text: text('counts', { ...counts }) });
+        }
+        hotFolderStats.update(view, { counts, paused: hot.isPaused, folderError: hot.error });
+      }, Math.max(0, wait));
+    }
+
+    hot.on('counts', showStatus);
+    hot.on('folder-error', (message: string) => { node.error(message); showStatus(); });
+    hot.on('folder-ok', () => { node.log(`${folder}: watched`); showStatus(); });
+    hot.on('warning', (message: string) => node.warn(message));
+    hot.on('empty', (file: string) => node.warn(text('empty', { file })));
+    hot.on('changed', (file: string) => node.log(text('changed', { file })));
+    hot.on('retry', (r: { relativePath: string; retry: number; retries: number; delayMs: number; error: AssetApiError }) => {
+      node.log(text('retry', { file: r.relativePath, reason: errorStatusText(RED, r.error), retry: r.retry, retries: r.retries, seconds: Math.ceil(r.delayMs / 1000) }));
+    });
+    hot.on('ingested', (e: IngestedFile<UploadOutcome>) => {
+      const msg: NodeMessage = {
+        topic: e.relativePath,
+        payload: e.result.result,
+        fuids: e.result.fuids,
+        fuid: e.result.fuids[0],
+        rrn: e.result.rrn,
+        filename: e.movedTo ?? path.join(folder, ...e.relativePath.split('/')),
+        relativePath: e.relativePath,
+        size: e.size,
+        durationMs: e.durationMs,
+        attempts: e.attempts
+      };
+      if (e.result.jobId !== undefined) msg.jobId = e.result.jobId;
+      node.send([msg, null]);
+    });
+    hot.on('failed', (e: FailedFile) => {
+      const record = errorRecord(e.error, e.relativePath, e.attempts);
+      node.send([null, {
+        topic: e.relativePath, payload: record, assetError: e.error.toJSON(), filename: e.movedTo, errorFile: e.errorFile,
+        relativePath: e.relativePath, attempts: e.attempts
+      }]);
+      hotFolderStats.failed(view, { file: e.relativePath, movedTo: e.movedTo, kind: e.error.kind, message: e.error.message, at: String(record.time) });
+    });
+
+    node.on('input', (msg: NodeMessage, _send: NodeSend, done: NodeDone) => {
+      const command = typeof msg.payload === 'string' ? msg.payload.trim().toLowerCase() : undefined;
+      if (command === 'pause') hot.pause();
+      else if (command === 'resume') hot.resume();
+      else if (command === 'rescan') void hot.rescan();
+      else {
+        done(invalidInput('msg.payload', `must be one of ${COMMANDS.join(', ')} (the hot folder's commands)`));
+        return;
+      }
+      showStatus();
+      done();
+    });
+
+    node.on('close', (_removed: boolean, closeDone: () => void) => {
+      closed = true;
+      if (statusTimer) clearTimeout(statusTimer);
+      hotFolderStats.close(view);
+      hot.close().then(() => { node.status({}); closeDone(); }, () => closeDone());
+    });
+
+    hot.start();
+    showStatus();
+  }
+
+  registerType(RED, 'asset-hot-folder', AssetHotFolderNode);
+}

@@ -1,0 +1,353 @@
+/**
+ * The hot folder itself, without Node-RED: finds files, waits until each is untouched, hands it
+ * to `upload`, and moves it only after the server answered success.
+ *
+ * Rules (README "Hot folders"):
+ * - Finding (scanner.ts): a full scan at start and every `rescanMs`; file-system events in
+ *   between name the files to look at; `polling` uses only the rescans (network shares).
+ * - Untouched: a file is taken once its size and modification time, as this watcher saw them,
+ *   have not changed for `untouchedMs`. What a file's mtime says is not trusted alone: a copy
+ *   that keeps the original's mtime is still being written. An empty file waits until it has
+ *   content (an empty placeholder is often filled later); it is never uploaded.
+ * - Uploads: at most `maxParallel` at once, oldest modification time first.
+ * - After the upload: success -> moved to `doneFolder` (or deleted when `doneFolder` is null)
+ *   under the same relative path, never overwriting (a suffix is added). A file that changed
+ *   during its upload is not done: it waits until untouched and goes again. A transient failure
+ *   (shared/retry.ts) leaves the file in place and tries again after the backoff, at most
+ *   `retries` times; then, or on any other failure, it is moved to `failedFolder` with
+ *   `<name>.error.json` beside it. A file that vanished (removed by someone else) is forgotten.
+ * - A file leaves the watched folder only after the server's success or a final failure, so a
+ *   crash at any moment leaves it either in the watched folder (uploaded again: at-least-once)
+ *   or in done/failed.
+ * - The folder missing, unreadable or gone: state `error` with the reason; scans go on and the
+ *   state is `ok` again once the folder is back.
+ */
+import { EventEmitter } from 'events';
+import type * as fs from 'fs';
+import * as fsp from 'fs/promises';
+import * as path from 'path';
+import type { AssetApiError } from '../../api/errors';
+import { canRepeatUpload, retryDelayMs, RETRY_BASE_MS } from '../shared/retry';
+import { moveWithoutOverwrite, writeFileAtomically } from './files';
+import { FolderScanner, type ScanSink } from './scanner';
+import { asAssetError, errorRecord, type FailedFile, type HotFolderCounts, type HotFolderOptions, type IngestedFile } from './types';
+
+export { errorRecord } from './types';
+export type { FailedFile, FileJob, HotFolderCounts, HotFolderOptions, IngestedFile } from './types';
+
+interface Tracked {
+  relativePath: string;
+  size: number;
+  mtimeMs: number;
+  /** When this watcher last saw size or mtime change (or first saw the file). */
+  since: number;
+  /** When this watcher last read size and mtime. */
+  checkedAt: number;
+  state: 'settling' | 'queued' | 'uploading' | 'retry-wait';
+  attempts: number;
+  /** retry-wait: when the next try may start. */
+  notBefore: number;
+  /** An empty file was reported once. */
+  emptyReported?: boolean;
+}
+
+/** Files due within this long of each other are re-read and queued as one batch. */
+const DUE_GROUP_MS = 50;
+
+export class HotFolder<R> extends EventEmitter {
+  readonly options: HotFolderOptions<R>;
+  private readonly scanner: FolderScanner;
+  private readonly files = new Map<string, Tracked>();
+  private readonly running = new Map<string, AbortController>();
+  /** Each upload's whole handling (send, then move), so that a close can wait for them. */
+  private readonly handling = new Set<Promise<void>>();
+  /** Files ready to upload, oldest modification time first (a file no longer queued is skipped when met). */
+  private queue: Tracked[] = [];
+  private done = 0;
+  private failed = 0;
+  private paused = false;
+  private closed = false;
+  private dueTimer: NodeJS.Timeout | undefined;
+
+  constructor(options: HotFolderOptions<R>) {
+    super();
+    this.options = options;
+    this.scanner = new FolderScanner(options, this.sink());
+    this.scanner.on('folder-error', (text: string) => { this.emit('folder-error', text); this.emitCounts(); });
+    this.scanner.on('folder-ok', () => { this.emit('folder-ok'); this.startUploads(); });
+    this.scanner.on('warning', (text: string) => this.emit('warning', text));
+  }
+
+  /** Starts watching: a first scan at once (files already there are taken too). */
+  start(): void {
+    this.scanner.start();
+  }
+
+  pause(): void { this.paused = true; this.emitCounts(); }
+  resume(): void { this.paused = false; this.startUploads(); this.emitCounts(); }
+  get isPaused(): boolean { return this.paused; }
+  /** undefined while the folder can be read; else why not. */
+  get error(): string | undefined { return this.scanner.error; }
+
+  /** Scans now (the node's `rescan` command). */
+  rescan(): Promise<void> { return this.scanner.rescan(); }
+
+  counts(): HotFolderCounts {
+    let waiting = 0;
+    let uploading = 0;
+    for (const f of this.files.values()) {
+      if (f.state === 'uploading') uploading++;
+      else if (f.size > 0) waiting++;
+    }
+    return { waiting, uploading, done: this.done, failed: this.failed };
+  }
+
+  /**
+   * Stops everything; uploads in flight are aborted and their files stay where they are (one the
+   * server already answered with success is still moved). Waits for them at most `waitMs`.
+   */
+  async close(waitMs = 4000): Promise<void> {
+    this.closed = true;
+    if (this.dueTimer) clearTimeout(this.dueTimer);
+    for (const controller of this.running.values()) controller.abort();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.handling, this.scanner.close()]),
+      new Promise<void>(resolve => { timer = setTimeout(resolve, waitMs); })
+    ]);
+    if (timer) clearTimeout(timer);
+  }
+
+  // ---------------------------------------------------------------- what the scanner finds
+
+  private sink(): ScanSink {
+    return {
+      // Only new files and those still settling are read on a full scan: a queued or retrying file
+      // is compared with what was read when its upload ends, so a rescan of thousands stays cheap.
+      wantsRead: (relativePath) => {
+        const state = this.files.get(relativePath)?.state;
+        return state === undefined || state === 'settling';
+      },
+      observed: (relativePath, stat) => this.observeStat(relativePath, stat),
+      gone: (relativePath) => {
+        const known = this.files.get(relativePath);
+        if (known && known.state !== 'uploading') this.files.delete(relativePath);
+      },
+      scanned: (present) => {
+        for (const [key, f] of this.files) {
+          if (!present.has(key) && f.state !== 'uploading') this.files.delete(key); // moved or removed by someone else
+        }
+        this.checkDue();
+      },
+      looked: () => this.checkDue()
+    };
+  }
+
+  /** Records what a stat saw: a new file, or a change that restarts its untouched interval. */
+  private observeStat(relativePath: string, stat: fs.Stats): void {
+    const now = Date.now();
+    const known = this.files.get(relativePath);
+    if (!known) {
+      this.files.set(relativePath, {
+        relativePath, size: stat.size, mtimeMs: stat.mtimeMs, since: now, checkedAt: now, state: 'settling', attempts: 0, notBefore: 0
+      });
+      this.emitCounts();
+      return;
+    }
+    if (known.state === 'uploading') return;
+    known.checkedAt = now;
+    if (known.size !== stat.size || known.mtimeMs !== stat.mtimeMs) {
+      known.size = stat.size;
+      known.mtimeMs = stat.mtimeMs;
+      known.since = now;
+      if (known.state === 'queued') known.state = 'settling';
+    }
+  }
+
+  /** Reads size and mtime again of the files whose untouched interval has passed, then queues those unchanged. */
+  private async recheckDue(): Promise<void> {
+    const now = Date.now();
+    const due = [...this.files.values()].filter(f => f.state === 'settling' && f.since + this.options.untouchedMs <= now);
+    // All read first, then recorded at once: files due together are queued together, oldest first.
+    const stats = await Promise.all(due.map(f =>
+      fsp.stat(path.join(this.options.folder, ...f.relativePath.split('/'))).catch(() => undefined)));
+    if (this.closed) return;
+    due.forEach((f, i) => {
+      const stat = stats[i];
+      if (stat) this.observeStat(f.relativePath, stat);
+      else if (this.files.get(f.relativePath) === f && f.state !== 'uploading') this.files.delete(f.relativePath);
+    });
+    this.checkDue();
+  }
+
+  // ---------------------------------------------------------------- the untouched interval and the queue
+
+  /**
+   * Queues the files seen unchanged by a read made at least the untouched interval after their
+   * last change; times the next read for the others.
+   */
+  private checkDue(): void {
+    if (this.closed) return;
+    const now = Date.now();
+    let next = Infinity;
+    const ready: Tracked[] = [];
+    for (const f of this.files.values()) {
+      if (f.state === 'settling') {
+        const due = f.since + this.options.untouchedMs;
+        if (f.checkedAt >= due) {
+          if (f.size === 0) {
+            if (!f.emptyReported) { f.emptyReported = true; this.emit('empty', f.relativePath); }
+            continue;
+          }
+          f.state = 'queued';
+          ready.push(f);
+        } else next = Math.min(next, due);
+      } else if (f.state === 'retry-wait') {
+        if (f.notBefore <= now) { f.state = 'queued'; ready.push(f); }
+        else next = Math.min(next, f.notBefore);
+      }
+    }
+    if (ready.length > 0) {
+      this.queue = this.queue.filter(f => f.state === 'queued').concat(ready)
+        .sort((a, b) => a.mtimeMs - b.mtimeMs || (a.relativePath < b.relativePath ? -1 : 1));
+    }
+    this.startUploads();
+    if (this.dueTimer) clearTimeout(this.dueTimer);
+    this.dueTimer = undefined;
+    if (next !== Infinity) {
+      // A little after the first due time, so that files found together are queued together (oldest first).
+      this.dueTimer = setTimeout(() => { this.dueTimer = undefined; void this.recheckDue(); }, Math.max(10, next - now + DUE_GROUP_MS));
+    }
+    this.emitCounts();
+  }
+
+  private startUploads(): void {
+    if (this.paused || this.closed || this.scanner.error !== undefined) return;
+    const free = this.options.maxParallel - this.running.size;
+    if (free <= 0) return;
+    const queued: Tracked[] = [];
+    while (queued.length < free && this.queue.length > 0) {
+      const f = this.queue.shift()!;
+      if (f.state === 'queued' && this.files.get(f.relativePath) === f && !queued.includes(f)) queued.push(f);
+    }
+    for (const f of queued) {
+      const handled = this.uploadOne(f);
+      this.handling.add(handled);
+      void handled.finally(() => this.handling.delete(handled));
+    }
+  }
+
+  // ---------------------------------------------------------------- one upload
+
+  private async uploadOne(f: Tracked): Promise<void> {
+    const full = path.join(this.options.folder, ...f.relativePath.split('/'));
+    const controller = new AbortController();
+    f.state = 'uploading';
+    f.attempts++;
+    this.running.set(f.relativePath, controller);
+    this.emitCounts();
+    const started = Date.now();
+    const sent = { size: f.size, mtimeMs: f.mtimeMs };
+    try {
+      let result: R;
+      try {
+        result = await this.options.upload({ path: full, relativePath: f.relativePath, size: f.size, attempt: f.attempts }, controller.signal);
+      } catch (err) {
+        await this.afterFailure(f, full, sent, asAssetError(err));
+        return;
+      }
+      // The server has it: moved even while closing, so that it is not uploaded again.
+      if (await this.changedSince(full, sent, f)) return;
+      let movedTo: string | undefined;
+      try {
+        if (this.options.doneFolder === null) await fsp.unlink(full);
+        else movedTo = await moveWithoutOverwrite(full, path.join(this.options.doneFolder, path.dirname(f.relativePath)));
+      } catch (err) {
+        // Uploaded, but it cannot leave the folder: say so and forget it until it changes.
+        this.forget(f);
+        this.emit('warning', `${full}: uploaded, but could not be moved to the done folder: ${(err as Error).message}`);
+        return;
+      }
+      this.forget(f);
+      this.done++;
+      this.emit('ingested', { relativePath: f.relativePath, movedTo, size: sent.size, durationMs: Date.now() - started, attempts: f.attempts, result } satisfies IngestedFile<R>);
+    } finally {
+      this.running.delete(f.relativePath);
+      this.emitCounts();
+      this.startUploads();
+    }
+  }
+
+  /** After a failure: changed or vanished files go back to waiting; transient ones wait to retry; the rest fail. */
+  private async afterFailure(f: Tracked, full: string, sent: { size: number; mtimeMs: number }, error: AssetApiError): Promise<void> {
+    if (this.closed || error.kind === 'aborted') { f.state = 'settling'; f.since = Date.now(); return; }
+    if (await this.changedSince(full, sent, f)) return;
+    if (f.attempts <= this.options.retries && canRepeatUpload({ path: full }, error)) {
+      const delayMs = retryDelayMs(error, f.attempts, this.options.retryBaseMs ?? RETRY_BASE_MS);
+      f.state = 'retry-wait';
+      f.notBefore = Date.now() + delayMs;
+      this.emit('retry', { relativePath: f.relativePath, retry: f.attempts, retries: this.options.retries, delayMs, error });
+      this.checkDue();
+      return;
+    }
+    await this.moveToFailed(f, full, error);
+  }
+
+  /**
+   * True (and the file back to waiting, or forgotten when gone) when the file is not what was
+   * sent: it changed during the upload, or it vanished.
+   */
+  private async changedSince(full: string, sent: { size: number; mtimeMs: number }, f: Tracked): Promise<boolean> {
+    let stat: fs.Stats;
+    try {
+      stat = await fsp.stat(full);
+    } catch {
+      this.forget(f);
+      this.emit('vanished', f.relativePath);
+      return true;
+    }
+    if (stat.size === sent.size && stat.mtimeMs === sent.mtimeMs) return false;
+    f.state = 'settling';
+    f.size = stat.size;
+    f.mtimeMs = stat.mtimeMs;
+    f.since = Date.now();
+    f.attempts = 0;
+    this.emit('changed', f.relativePath);
+    this.checkDue();
+    return true;
+  }
+
+  private async moveToFailed(f: Tracked, full: string, error: AssetApiError): Promise<void> {
+    const folder = path.join(this.options.failedFolder, path.dirname(f.relativePath));
+    let movedTo: string;
+    try {
+      movedTo = await moveWithoutOverwrite(full, folder);
+    } catch (err) {
+      this.forget(f);
+      this.emit('warning', `${full}: failed (${error.message}), and could not be moved to the failed folder: ${(err as Error).message}`);
+      return;
+    }
+    const errorFile = `${movedTo}.error.json`;
+    try {
+      await writeFileAtomically(errorFile, JSON.stringify(errorRecord(error, f.relativePath, f.attempts), null, 2) + '\n');
+    } catch (err) {
+      this.emit('warning', `${errorFile}: ${(err as Error).message}`);
+    }
+    this.forget(f);
+    this.failed++;
+    this.emit('failed', { relativePath: f.relativePath, movedTo, errorFile, error, attempts: f.attempts } satisfies FailedFile);
+  }
+
+  private forget(f: Tracked): void {
+    if (this.files.get(f.relativePath) === f) this.files.delete(f.relativePath);
+  }
+
+  private lastCounts = '';
+  private emitCounts(): void {
+    const counts = this.counts();
+    const key = JSON.stringify(counts) + this.paused + (this.scanner.error ?? '');
+    if (key === this.lastCounts) return;
+    this.lastCounts = key;
+    this.emit('counts', counts);
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * The one retry rule of every DAM node (asset-download, -export, -subscribe, -upload and
+ * asset-hot-folder): which failures are worth another try, how long to wait, and the wait itself.
+ *
+ * - Transient, tried again: `network`, `timeout`, HTTP 449/503 "busy" (the vendor's preview
+ *   server answers 449 to streaming calls under load), and an `auth` error of a failed automatic
+ *   login (LOGIN_FAILED: the session waits and logs in again).
+ * - Never tried again: `invalid-input`, `rejected`, `permission`, a plain 401, `too-large`,
+ *   `aborted`, any other HTTP status. Repeating them gives the same answer.
+ * - Wait: the server's Retry-After when a busy answer has one, else 5 s doubling (5, 10, 20 ...),
+ *   at most 5 minutes. A close (the AbortSignal) ends the wait at once with kind `aborted`.
+ * - An upload is sent again only when its body can be sent again (a path or a Buffer, not a
+ *   stream) and the server did not take it: no answer at all, a busy answer, or the 401 of a
+ *   failed login. Any other answer stands.
+ *
+ * "Retries" counts the tries after the first: 2 means at most 3 sends.
+ */
+import { AssetApiError } from '../../api/errors';
+import type { UploadOptions } from '../../api/upload';
+import { isBlankSetting } from './fields';
+import type { Node, NodeAPI } from './node-red';
+import { localText } from './texts';
+
+/** First wait when the server names none (ms); doubles on each further try. */
+export const RETRY_BASE_MS = 5000;
+/** Longest wait, for the backoff and for a server's Retry-After alike (ms). */
+export const MAX_RETRY_WAIT_MS = 5 * 60_000;
+/** Highest "Retries" the editor accepts. */
+export const MAX_RETRIES = 10;
+/** "Retries" of a new node (the editor's default). A flow saved before the setting has none: 0. */
+export const DEFAULT_RETRIES = 2;
+
+const BUSY = new Set([449, 503]);
+
+/** True for a failure that may well go away by itself (see the file comment). */
+export function isTransient(err: unknown): err is AssetApiError {
+  if (!(err instanceof AssetApiError)) return false;
+  switch (err.kind) {
+    case 'network': case 'timeout': return true;
+    case 'http': return err.status !== undefined && BUSY.has(err.status);
+    case 'auth': return err.code === 'LOGIN_FAILED';
+    default: return false;
+  }
+}
+
+/**
+ * True when an upload that failed with `err` may be sent again: the body can be read again (a
+ * path or a Buffer) and the server did not take the file (no answer, busy, or a failed login's 401).
+ */
+export function canRepeatUpload(file: UploadOptions['file'] | undefined, err: unknown): boolean {
+  if (!file || typeof file !== 'object' || !('path' in file || 'buffer' in file)) return false;
+  if (!isTransient(err)) return false;
+  return err.status === undefined || BUSY.has(err.status) || err.code === 'LOGIN_FAILED';
+}
+
+/** Wait before try `retry` (1 = the first retry): the server's Retry-After, else 5 s doubling; at most 5 min. */
+export function retryDelayMs(err: unknown, retry: number, baseMs = RETRY_BASE_MS): number {
+  const retryAfter = err instanceof AssetApiError ? err.retryAfterMs : undefined;
+  const wait = retryAfter !== undefined ? retryAfter : baseMs * 2 ** Math.max(0, retry - 1);
+  return Math.min(Math.max(0, wait), MAX_RETRY_WAIT_MS);
+}
+
+/** One wait before a retry, as shown to the user. */
+export interface RetryWait {
+  /** 1 for the first retry. */
+  retry: number;
+  retries: number;
+  delayMs: number;
+  error: AssetApiError;
+}
+
+export interface RetryOptions {
+  /** Tries after the first (0 = none). */
+  retries: number;
+  /** Ends a wait at once (kind `aborted`); no try starts once it is aborted. */
+  signal?: AbortSignal;
+  /** First backoff (ms); tests make it short. Default {@link RETRY_BASE_MS}. */
+  baseMs?: number;
+  /** Which failures are tried again. Default {@link isTransient}. */
+  canRepeat?: (err: unknown) => boolean;
+  /** Called before each wait (e.g. to show `retry 1/2 in 5 s`). */
+  onWait?: (wait: RetryWait) => void;
+}
+
+/** Resolves after `ms`, or rejects with kind `aborted` as soon as `signal` aborts. */
+export function waitUnlessAborted(ms: number, signal: AbortSignal | undefined, operation?: AssetApiError['operation']): Promise<void> {
+  const aborted = () => new AssetApiError('aborted', `${operation ? `${operation}: ` : ''}aborted while waiting to retry`, { operation });
+  if (signal?.aborted) return Promise.reject(aborted());
+  return new Promise((resolve, reject) => {
+    const onAbort = () => { clearTimeout(timer); reject(aborted()); };
+    const timer = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Runs `work`; on a failure that `canRepeat`, waits and runs it again, at most `retries` more times. */
+export async function withRetries<T>(work: (attempt: number) => Promise<T>, options: RetryOptions): Promise<T> {
+  const canRepeat = options.canRepeat ?? isTransient;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work(attempt);
+    } catch (err) {
+      const retry = attempt;
+      if (retry > options.retries || options.signal?.aborted || !canRepeat(err) || !(err instanceof AssetApiError)) throw err;
+      const delayMs = retryDelayMs(err, retry, options.baseMs);
+      options.onWait?.({ retry, retries: options.retries, delayMs, error: err });
+      await waitUnlessAborted(delayMs, options.signal, err.operation);
+    }
+  }
+}
+
+/**
+ * The editor's "Retries" (`config.retries`): a whole number from 0 to {@link MAX_RETRIES}. A
+ * node saved before the setting existed has none and keeps its old behaviour: 0.
+ * @throws AssetApiError invalid-input naming the setting
+ */
+export function retriesSetting(value: unknown): number {
+  if (isBlankSetting(value)) return 0;
+  // Digits only (spaces around allowed), as the editor's DamEditor.validateRetries checks.
+  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
+  if (Number.isInteger(n) && n >= 0 && n <= MAX_RETRIES) return n;
+  throw new AssetApiError('invalid-input', `retries: Retries must be a whole number from 0 to ${MAX_RETRIES}, got ${JSON.stringify(String(value).slice(0, 20))}`,
+    { field: 'retries' });
+}
+
+const RETRY_STATUS = 'retry __retry__/__retries__ in __seconds__ s';
+
+/** `retry 1/2 in 5 s`, from the node's catalogue (`dam.retry.status`). */
+export function retryStatusText(RED: NodeAPI | undefined, wait: RetryWait): string {
+  return localText(RED, 'dam.retry.status', RETRY_STATUS,
+    { retry: wait.retry, retries: wait.retries, seconds: Math.ceil(wait.delayMs / 1000) });
+}
+
+/**
+ * Retry options for one message of a node: its Retries setting, the request's AbortSignal (a close
+ * ends the wait), and a yellow `retry 1/2 in 5 s` status during each wait.
+ */
+export function nodeRetry(RED: NodeAPI, node: Node, retries: unknown, signal: AbortSignal, extra: Partial<RetryOptions> = {}): RetryOptions {
+  return {
+    retries: retriesSetting(retries),
+    signal,
+    ...extra,
+    onWait: (wait) => {
+      node.status({ fill: 'yellow', shape: 'ring', text: retryStatusText(RED, wait) });
+      extra.onWait?.(wait);
+    }
+  };
+}
+

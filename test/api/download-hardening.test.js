@@ -1,0 +1,140 @@
+'use strict';
+// Issue 22 items 9 and 10: download to a file against a raw TCP server that answers exactly as
+// told (names, lengths, how the connection ends).
+// - folder mode: an existing file of the server's name is kept (default keep both: "name (1).ext"),
+//   or the download fails (fail), or it is replaced (replace) keeping the file's mode;
+// - a path naming the file: replaced, keeping the old file's mode (0600 stays 0600);
+// - control and bidi-override characters are stripped from the server's name; names of 237 to
+//   255 bytes work (the temporary name no longer grows with the target's);
+// - a body without Content-Length or chunking that ends with a reset is an error, and the old
+//   file stays; a clean close is complete; a chunked body without its last chunk is an error.
+require('should');
+const fs = require('fs');
+const net = require('net');
+const os = require('os');
+const path = require('path');
+const { AssetClient } = require('../../dist/api/client');
+
+const OLD = 'the old file, must survive';
+
+describe('download to a file: names, existing files and how the body ends (issue 22 items 9, 10)', function () {
+  let server, client, dir;
+  /** What the next answer is: { headers: [..], body, end: 'fin' | 'rst', chunked }. */
+  let answer;
+
+  before(async () => {
+    server = net.createServer((socket) => {
+      socket.on('error', () => undefined);
+      socket.once('data', () => {
+        const a = answer;
+        const head = ['HTTP/1.1 200 OK', 'Content-Type: application/octet-stream', 'Connection: close', ...a.headers];
+        if (a.chunked) head.push('Transfer-Encoding: chunked');
+        else if (a.length !== undefined) head.push(`Content-Length: ${a.length}`);
+        const body = a.chunked ? `${Buffer.byteLength(a.body).toString(16)}\r\n${a.body}\r\n${a.lastChunk ? '0\r\n\r\n' : ''}` : a.body;
+        socket.write(`${head.join('\r\n')}\r\n\r\n${body}`, () => {
+          setTimeout(() => { if (a.end === 'rst') socket.resetAndDestroy(); else socket.end(); }, 50);
+        });
+      });
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    client = new AssetClient({ baseUrl: `http://127.0.0.1:${server.address().port}`, cookie: 'c', timeout: 5000 });
+  });
+  after(() => { client.close(); server.close(); });
+  beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-dl-hardening-')); });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  const named = (name, body = 'new content') => ({ headers: [`Content-Disposition: attachment; filename*=UTF-8''${encodeURIComponent(name)}`], body, length: Buffer.byteLength(body) });
+  const files = () => fs.readdirSync(dir).sort();
+  const failure = (promise) => promise.then(() => { throw new Error('expected a failure'); }, (err) => err);
+
+  it('folder mode, default: an existing file of the server\'s name is kept; the new one is "name (1).ext", then "(2)"', async function () {
+    fs.writeFileSync(path.join(dir, 'report.pdf'), OLD);
+    answer = named('report.pdf');
+    (await client.downloadToFile({ fuid: 1, path: dir + '/' })).path.should.equal(path.join(dir, 'report (1).pdf'));
+    (await client.downloadToFile({ fuid: 1, path: dir })).path.should.equal(path.join(dir, 'report (2).pdf'));
+    fs.readFileSync(path.join(dir, 'report.pdf'), 'utf8').should.equal(OLD);
+    fs.readFileSync(path.join(dir, 'report (1).pdf'), 'utf8').should.equal('new content');
+    files().should.eql(['report (1).pdf', 'report (2).pdf', 'report.pdf']);
+  });
+
+  it('folder mode, fail: an error naming the setting, the existing file untouched, nothing left behind', async function () {
+    fs.writeFileSync(path.join(dir, 'report.pdf'), OLD);
+    answer = named('report.pdf');
+    const err = await failure(client.downloadToFile({ fuid: 1, path: dir + '/', ifExists: 'fail' }));
+    err.kind.should.equal('invalid-input');
+    err.field.should.equal('ifExists');
+    err.message.should.match(/exists and was left as it is/);
+    fs.readFileSync(path.join(dir, 'report.pdf'), 'utf8').should.equal(OLD);
+    files().should.eql(['report.pdf']);
+    // A file that does not exist yet is written.
+    answer = named('other.pdf');
+    (await client.downloadToFile({ fuid: 1, path: dir + '/', ifExists: 'fail' })).path.should.equal(path.join(dir, 'other.pdf'));
+  });
+
+  it('folder mode, replace, and a path naming the file: replaced, keeping the old file\'s mode', async function () {
+    for (const [where, options] of [['folder', { path: dir + '/', ifExists: 'replace' }], ['path', { path: path.join(dir, 'report.pdf') }]]) {
+      const file = path.join(dir, 'report.pdf');
+      fs.writeFileSync(file, OLD, { mode: 0o600 });
+      fs.chmodSync(file, 0o600);
+      answer = named('report.pdf');
+      (await client.downloadToFile({ fuid: 1, ...options })).path.should.equal(file);
+      fs.readFileSync(file, 'utf8').should.equal('new content');
+      (fs.statSync(file).mode & 0o777).should.equal(0o600, `${where}: mode kept`);
+      files().should.eql(['report.pdf']);
+      fs.rmSync(file);
+    }
+  });
+
+  it('an unknown ifExists is refused naming the field', async function () {
+    answer = named('x.bin');
+    const err = await failure(client.downloadToFile({ fuid: 1, path: dir + '/', ifExists: 'overwrite' }));
+    err.kind.should.equal('invalid-input');
+    err.field.should.equal('ifExists');
+  });
+
+  it('control and bidi-override characters are stripped from the server\'s name', async function () {
+    answer = named('invoice\u202Efdp.exe\u0085\u200F\u2066x\u0007.bin');
+    const result = await client.downloadToFile({ fuid: 1, path: dir + '/' });
+    path.basename(result.path).should.equal('invoicefdp.exex.bin');
+    result.filename.should.equal('invoicefdp.exex.bin');
+  });
+
+  for (const bytes of [237, 246, 255]) {
+    it(`a server name of ${bytes} bytes is saved under that name`, async function () {
+      const name = 'n'.repeat(bytes - 4) + '.bin';
+      answer = named(name);
+      const result = await client.downloadToFile({ fuid: 1, path: dir + '/' });
+      path.basename(result.path).should.equal(name);
+      files().should.eql([name]);
+    });
+  }
+
+  it('no Content-Length, no chunking: a reset connection is an error and the old file stays; a clean close is complete', async function () {
+    const file = path.join(dir, 'target.bin');
+    fs.writeFileSync(file, OLD);
+    answer = { headers: [], body: 'cut short', end: 'rst' };
+    const err = await failure(client.downloadToFile({ fuid: 1, path: file }));
+    err.kind.should.equal('network');
+    err.message.should.match(/reset after 9 bytes, before the download ended cleanly/);
+    fs.readFileSync(file, 'utf8').should.equal(OLD);
+    files().should.eql(['target.bin']);
+    answer = { headers: [], body: 'complete', end: 'fin' };
+    await client.downloadToFile({ fuid: 1, path: file });
+    fs.readFileSync(file, 'utf8').should.equal('complete');
+  });
+
+  it('chunked: a body without its terminating chunk is an error and the old file stays; with it, complete', async function () {
+    const file = path.join(dir, 'target.bin');
+    fs.writeFileSync(file, OLD);
+    for (const end of ['fin', 'rst']) {
+      answer = { headers: [], body: 'partial', chunked: true, lastChunk: false, end };
+      const err = await failure(client.downloadToFile({ fuid: 1, path: file }));
+      err.kind.should.equal('network');
+      fs.readFileSync(file, 'utf8').should.equal(OLD);
+      files().should.eql(['target.bin']);
+    }
+    answer = { headers: [], body: 'whole', chunked: true, lastChunk: true, end: 'fin' };
+    await client.downloadToFile({ fuid: 1, path: file });
+    fs.readFileSync(file, 'utf8').should.equal('whole');
+  });
+});

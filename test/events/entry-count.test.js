@@ -1,0 +1,47 @@
+'use strict';
+// Issue 22 item 1: the cap on entries per callback, counted on the JSON text before parsing.
+require('should');
+const { entriesInText, tooManyEntries, readJsonBody, parseCallbackPayload } = require('../../dist/events');
+const { Readable } = require('stream');
+
+function body(entries, extra = '') {
+  return `{"success":true,"id":"sub-test-0001"${extra},"data":{"entry":[${entries.join(',')}]}}`;
+}
+function request(text) {
+  const req = Readable.from([Buffer.from(text)]);
+  req.headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) };
+  return req;
+}
+
+describe('events: entries per callback (issue 22)', function () {
+  it('counts the objects in data.entry, not the objects inside them nor elsewhere', function () {
+    entriesInText(body(['{"a":1}', '{"b":{"c":{}}}', '{}']), 100).should.equal(3);
+    entriesInText(body(['{"a":1}'], ',"vendor":{"x":[{},{},{}]},"more":[[{}]]'), 100).should.equal(1);
+    entriesInText('{"data":{"entry":{"assetId":1}}}', 100).should.equal(1); // a lone entry
+    entriesInText('{"data":{"other":[{},{}],"entry":[]}}', 100).should.equal(0);
+    entriesInText('{"nested":{"data":{"entry":[{},{}]}}}', 100).should.equal(0);
+    entriesInText('[{"data":{"entry":[{},{}]}}]', 100).should.equal(0);
+  });
+
+  it('reads keys written with escapes, and strings holding brackets or quotes', function () {
+    entriesInText('{"d\\u0061ta":{"\\u0065ntry":[{},{}]}}', 100).should.equal(2);
+    entriesInText('{"s":"{[\\"data\\":","data":{"entry":[{"p":"}]{{"},{}]}}', 100).should.equal(2);
+  });
+
+  it('stops counting just past the limit', function () {
+    entriesInText(body(Array(1000).fill('{"a":1}')), 10).should.equal(11);
+  });
+
+  it('a body with more entries than the cap is refused with 413 naming the setting, before parsing', async function () {
+    const outcome = await readJsonBody(request(body(Array(11).fill('{"a":1}'))), 1e6, 10);
+    outcome.should.eql({ ok: false, status: 413, reason: tooManyEntries(10) });
+    outcome.reason.should.match(/Max entries/).and.match(/maxEntries/).and.match(/more than 10 entries/);
+    (await readJsonBody(request(body(Array(10).fill('{"a":1}'))), 1e6, 10)).ok.should.be.true();
+  });
+
+  it('an already parsed body is checked by the payload reader', function () {
+    const parsed = parseCallbackPayload({ success: true, data: { entry: Array(11).fill({ a: 1 }) } }, 10);
+    parsed.should.eql({ ok: false, status: 413, reason: tooManyEntries(10) });
+    parseCallbackPayload({ success: true, data: { entry: Array(10).fill({ a: 1 }) } }, 10).ok.should.be.true();
+  });
+});

@@ -1,0 +1,265 @@
+'use strict';
+// The hot folder's core (src/nodes/asset-hot-folder/watcher.ts) on the real file system, uploading
+// with the real client to the emulator: which files are taken, when, and where they go after.
+require('should');
+const fs = require('fs');
+const path = require('path');
+const s = require('./nodes-support');
+
+const root = path.join(__dirname, '..', '..');
+const { HotFolder } = require(path.join(root, 'dist', 'nodes', 'asset-hot-folder', 'watcher'));
+const { suffixedName } = require(path.join(root, 'dist', 'nodes', 'asset-hot-folder', 'files'));
+const { AssetClient } = require(path.join(root, 'dist', 'api', 'client'));
+
+async function waitFor(check, what = 'state') {
+  const started = Date.now();
+  while (!(await check())) {
+    if (Date.now() - started > 60000) throw new Error(`still waiting for ${what}`);
+    await s.delay(20);
+  }
+}
+
+describe('hot folder core (real file system, emulator)', function () {
+  this.timeout(60000);
+  let emulator;
+  let tmp;
+  let n = 0;
+  const open = [];
+  before(async function () {
+    emulator = await s.startTestEmulator({ ingestDelayMs: 0 });
+    tmp = s.tempDir('dam-hot-');
+  });
+  after(async function () {
+    if (emulator) await emulator.close();
+    tmp.cleanup();
+  });
+  afterEach(async () => { for (const w of open.splice(0)) await w.close(); });
+
+  /** A new watched folder and a hot folder on it (not started); records every event. */
+  function hotFolder(options = {}, cookie = 'JSESSIONID=local-dev') {
+    const folder = path.join(tmp.dir, `watched-${++n}`);
+    if (options.create !== false) fs.mkdirSync(folder, { recursive: true });
+    const client = new AssetClient({ baseUrl: emulator.url, cookie, timeout: 20000 });
+    const dest = `/hot-${n}`;
+    const events = { ingested: [], failed: [], retry: [], changed: [], empty: [], folderError: [], folderOk: 0 };
+    const hot = new HotFolder({
+      folder, recursive: false, polling: false, rescanMs: 300, untouchedMs: 200, include: [], exclude: [],
+      maxParallel: 2, doneFolder: path.join(folder, '.done'), failedFolder: path.join(folder, '.failed'), retries: 2, retryBaseMs: 50,
+      upload: (file, signal) => client.upload({ file: { path: file.path }, destination: `${dest}/${path.posix.dirname(file.relativePath)}`.replace(/\/\.$/, ''), wait: true, signal }),
+      ...options
+    });
+    hot.on('ingested', e => events.ingested.push(e));
+    hot.on('failed', e => events.failed.push(e));
+    hot.on('retry', e => events.retry.push(e));
+    hot.on('changed', e => events.changed.push(e));
+    hot.on('empty', e => events.empty.push(e));
+    hot.on('folder-error', e => events.folderError.push(e));
+    hot.on('folder-ok', () => events.folderOk++);
+    open.push(hot);
+    return { hot, folder, dest, events };
+  }
+
+  async function serverBytes(serverPath) {
+    const found = await s.emulatorGet(`${emulator.url}/emulator/assets?path=${encodeURIComponent(serverPath)}`);
+    if (found.status !== 200 || !found.body.asset) return undefined;
+    const res = await fetch(`${emulator.url}/review/api/asset/download?fuid=${found.body.asset.fuid}`, { headers: { Cookie: s.COOKIE } });
+    return Buffer.from(await res.arrayBuffer());
+  }
+
+  it('takes files already there and new ones, ignores hidden and temporary names, moves each to .done', async function () {
+    const { hot, folder, dest, events } = hotFolder({ exclude: ['*.skip'] });
+    fs.writeFileSync(path.join(folder, 'before.txt'), 'there at start');
+    const ignored = ['.hidden', 'x.part', 'y.tmp', 'z.crdownload', '~$doc.docx', 'Thumbs.db', '.DS_Store', 'no.skip'];
+    for (const name of ignored) fs.writeFileSync(path.join(folder, name), 'ignored');
+    hot.start();
+    fs.writeFileSync(path.join(folder, 'after.txt'), 'dropped later');
+    await waitFor(() => events.ingested.length === 2, 'two files ingested');
+    (await serverBytes(`${dest}/before.txt`)).toString().should.equal('there at start');
+    (await serverBytes(`${dest}/after.txt`)).toString().should.equal('dropped later');
+    fs.readFileSync(path.join(folder, '.done', 'before.txt'), 'utf8').should.equal('there at start');
+    fs.existsSync(path.join(folder, 'before.txt')).should.be.false();
+    await hot.rescan();
+    for (const name of ignored) fs.existsSync(path.join(folder, name)).should.be.true(name);
+    hot.counts().should.eql({ waiting: 0, uploading: 0, done: 2, failed: 0 });
+  });
+
+  it('never overwrites in the done folder: a suffix is added', async function () {
+    suffixedName('a.txt', 2).should.equal('a (2).txt');
+    suffixedName('archive.tar.gz', 3).should.equal('archive.tar (3).gz');
+    suffixedName('README', 2).should.equal('README (2)');
+    const { hot, folder, events } = hotFolder();
+    fs.mkdirSync(path.join(folder, '.done'));
+    fs.writeFileSync(path.join(folder, '.done', 'a.txt'), 'older');
+    fs.writeFileSync(path.join(folder, 'a.txt'), 'newer');
+    hot.start();
+    await waitFor(() => events.ingested.length === 1);
+    events.ingested[0].movedTo.should.equal(path.join(folder, '.done', 'a (2).txt'));
+    fs.readFileSync(path.join(folder, '.done', 'a.txt'), 'utf8').should.equal('older');
+    fs.readFileSync(path.join(folder, '.done', 'a (2).txt'), 'utf8').should.equal('newer');
+  });
+
+  it('a permanent failure goes to .failed with <name>.error.json (no cookie), and is not retried', async function () {
+    const { hot, folder, events } = hotFolder({}, `JSESSIONID=${s.VIEWER}`);
+    fs.writeFileSync(path.join(folder, 'denied.txt'), 'no permission');
+    const before = emulator.requestsWith(s.VIEWER);
+    hot.start();
+    await waitFor(() => events.failed.length === 1);
+    (emulator.requestsWith(s.VIEWER) - before).should.equal(1);
+    const record = JSON.parse(fs.readFileSync(path.join(folder, '.failed', 'denied.txt.error.json'), 'utf8'));
+    record.should.containDeep({ file: 'denied.txt', kind: 'permission', attempts: 1 });
+    record.time.should.match(/^\d{4}-\d\d-\d\dT/);
+    fs.readFileSync(path.join(folder, '.failed', 'denied.txt.error.json'), 'utf8').should.not.containEql(s.VIEWER);
+    fs.readFileSync(path.join(folder, '.failed', 'denied.txt'), 'utf8').should.equal('no permission');
+    hot.counts().failed.should.equal(1);
+  });
+
+  it('a busy server: the file stays in place and is retried (Retry-After), then done; past Retries it fails', async function () {
+    const { hot, folder, dest, events } = hotFolder({ retries: 2 });
+    emulator.injectBusy({ count: 2, status: 449, retryAfterSeconds: 0, pathContains: '/asset/upload' });
+    fs.writeFileSync(path.join(folder, 'busy.txt'), 'busy twice');
+    hot.start();
+    await waitFor(() => events.ingested.length === 1);
+    events.retry.map(r => r.retry).should.eql([1, 2]);
+    events.ingested[0].attempts.should.equal(3);
+    (await serverBytes(`${dest}/busy.txt`)).toString().should.equal('busy twice');
+
+    emulator.injectBusy({ count: 3, status: 503, retryAfterSeconds: 0, pathContains: '/asset/upload' });
+    fs.writeFileSync(path.join(folder, 'too-busy.txt'), 'busy three times');
+    await waitFor(() => events.failed.length === 1);
+    events.failed[0].attempts.should.equal(3);
+    JSON.parse(fs.readFileSync(events.failed[0].errorFile, 'utf8')).status.should.equal(503);
+  });
+
+  it('a file changed during its upload is not done: it is uploaded again once untouched', async function () {
+    const slow = await s.startTestEmulator({ ingestDelayMs: 400 });
+    try {
+      const client = new AssetClient({ baseUrl: slow.url, cookie: s.COOKIE, timeout: 20000 });
+      let uploads = 0;
+      const { hot, folder, events } = hotFolder({
+        upload: async (file, signal) => {
+          uploads++;
+          const result = client.upload({ file: { path: file.path }, destination: '/changing', wait: true, signal });
+          if (uploads === 1) {
+            // Written to while its first upload is on the server.
+            await s.delay(50);
+            fs.appendFileSync(file.path, ' and more');
+          }
+          return result;
+        }
+      });
+      fs.writeFileSync(path.join(folder, 'grows.txt'), 'first part');
+      hot.start();
+      await waitFor(() => events.ingested.length === 1);
+      uploads.should.equal(2);
+      events.changed.should.eql(['grows.txt']);
+      fs.readFileSync(path.join(folder, '.done', 'grows.txt'), 'utf8').should.equal('first part and more');
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('an empty file waits (never uploaded) until it has content', async function () {
+    const { hot, folder, dest, events } = hotFolder();
+    fs.writeFileSync(path.join(folder, 'empty.txt'), '');
+    hot.start();
+    await waitFor(() => events.empty.length === 1);
+    hot.counts().should.eql({ waiting: 0, uploading: 0, done: 0, failed: 0 });
+    fs.writeFileSync(path.join(folder, 'empty.txt'), 'filled later');
+    await waitFor(() => events.ingested.length === 1);
+    (await serverBytes(`${dest}/empty.txt`)).toString().should.equal('filled later');
+  });
+
+  it('a folder missing at start, removed and created again: error state, then files are taken again', async function () {
+    const { hot, folder, events } = hotFolder({ create: false, polling: true });
+    hot.start();
+    await waitFor(() => events.folderError.length === 1);
+    events.folderError[0].should.match(/does not exist/);
+    fs.mkdirSync(folder);
+    fs.writeFileSync(path.join(folder, 'one.txt'), '1');
+    await waitFor(() => events.ingested.length === 1);
+    events.folderOk.should.equal(1);
+    fs.rmSync(folder, { recursive: true });
+    await waitFor(() => events.folderError.length === 2);
+    fs.mkdirSync(folder);
+    fs.writeFileSync(path.join(folder, 'two.txt'), '2');
+    await waitFor(() => events.ingested.length === 2);
+    events.folderOk.should.equal(2);
+  });
+
+  it('recursive, polling only, include pattern: subfolders kept below the destination and in .done', async function () {
+    const { hot, folder, dest, events } = hotFolder({ recursive: true, polling: true, include: ['*.pdf'] });
+    fs.mkdirSync(path.join(folder, 'scans', '2026'), { recursive: true });
+    fs.mkdirSync(path.join(folder, '.git'));
+    fs.writeFileSync(path.join(folder, 'scans', '2026', 'page 1 ü.pdf'), 'pdf bytes');
+    fs.writeFileSync(path.join(folder, 'scans', 'notes.txt'), 'not included');
+    fs.writeFileSync(path.join(folder, '.git', 'hidden.pdf'), 'in a hidden folder');
+    hot.start();
+    await waitFor(() => events.ingested.length === 1);
+    events.ingested[0].relativePath.should.equal('scans/2026/page 1 ü.pdf');
+    (await serverBytes(`${dest}/scans/2026/page 1 ü.pdf`)).toString().should.equal('pdf bytes');
+    fs.existsSync(path.join(folder, '.done', 'scans', '2026', 'page 1 ü.pdf')).should.be.true();
+    await hot.rescan();
+    fs.existsSync(path.join(folder, 'scans', 'notes.txt')).should.be.true();
+    fs.existsSync(path.join(folder, '.git', 'hidden.pdf')).should.be.true();
+    events.ingested.length.should.equal(1);
+  });
+
+  it('a file without read permission goes to .failed naming the reason (run as an unprivileged user)', async function () {
+    const folder = path.join(tmp.dir, `unreadable-${++n}`);
+    fs.mkdirSync(folder);
+    fs.writeFileSync(path.join(folder, 'secret.txt'), 'nobody may read this');
+    fs.chmodSync(path.join(folder, 'secret.txt'), 0o000);
+    fs.writeFileSync(path.join(folder, 'open.txt'), 'readable');
+    const asRoot = process.getuid && process.getuid() === 0;
+    if (asRoot) {
+      // root reads anything: the hot folder runs as nobody, owning its folder (so it may move files).
+      fs.chmodSync(tmp.dir, 0o755);
+      for (const f of [folder, path.join(folder, 'open.txt')]) fs.chownSync(f, 65534, 65534);
+    }
+    const { spawn } = require('child_process');
+    const child = spawn(process.execPath, [path.join(__dirname, 'fixtures', 'hot-folder-child.js'), folder, emulator.url, s.COOKIE, '2'],
+      { stdio: ['ignore', 'pipe', 'inherit'], ...(asRoot ? { uid: 65534, gid: 65534 } : {}) });
+    let out = '';
+    child.stdout.on('data', d => { out += d; });
+    const exited = new Promise(resolve => child.on('exit', resolve));
+    let code;
+    try {
+      code = await Promise.race([exited, waitFor(() => false, 'the child to report both files').catch(e => e)]);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+    if (code instanceof Error) throw new Error(`${code.message}; it printed: ${out}`);
+    code.should.equal(0);
+    const lines = out.trim().split('\n').map(l => JSON.parse(l));
+    const failed = lines.find(l => l.failed === 'secret.txt');
+    failed.should.containDeep({ kind: 'invalid-input', attempts: 1, movedTo: path.join(folder, '.failed', 'secret.txt') });
+    failed.message.should.match(/EACCES/);
+    JSON.parse(fs.readFileSync(failed.errorFile, 'utf8')).code.should.equal('EACCES');
+    lines.find(l => l.ingested === 'open.txt').movedTo.should.equal(path.join(folder, '.done', 'open.txt'));
+  });
+
+  it('delete instead of done when doneFolder is null; at most maxParallel uploads at once, oldest first', async function () {
+    let running = 0;
+    let most = 0;
+    const order = [];
+    const client = new AssetClient({ baseUrl: emulator.url, cookie: s.COOKIE, timeout: 20000 });
+    const { hot, folder, events } = hotFolder({
+      doneFolder: null, maxParallel: 2,
+      upload: async (file, signal) => {
+        running++; most = Math.max(most, running); order.push(file.relativePath);
+        try { return await client.upload({ file: { path: file.path }, destination: '/parallel', wait: true, signal }); } finally { running--; }
+      }
+    });
+    const t = Date.now() / 1000;
+    for (let i = 0; i < 8; i++) {
+      const file = path.join(folder, `f${i}.txt`);
+      fs.writeFileSync(file, `file ${i}`);
+      fs.utimesSync(file, t - 100 + (7 - i), t - 100 + (7 - i)); // f7 oldest
+    }
+    hot.start();
+    await waitFor(() => events.ingested.length === 8);
+    most.should.be.belowOrEqual(2);
+    order.slice(0, 2).sort().should.eql(['f6.txt', 'f7.txt']);
+    fs.readdirSync(folder).should.eql([]);
+  });
+});

@@ -1,0 +1,234 @@
+'use strict';
+// The one retry rule of every node (src/nodes/shared/retry.ts): which failures are tried again,
+// how long to wait (Retry-After, else 5 s doubling), the status, a close ending the wait; and the
+// four request nodes using it against the emulator's busy answers (449/503) in a real Node-RED.
+require('should');
+const fs = require('fs');
+const net = require('net');
+const path = require('path');
+const { Readable } = require('stream');
+const s = require('./nodes-support');
+const { helper } = s;
+
+const root = path.join(__dirname, '..', '..');
+const retry = require(path.join(root, 'dist', 'nodes', 'shared', 'retry'));
+const { AssetApiError } = require(path.join(root, 'dist', 'api', 'errors'));
+const { parseRetryAfter } = require(path.join(root, 'dist', 'api', 'error-mapping'));
+
+const err = (kind, details = {}) => new AssetApiError(kind, `test: ${kind}`, { operation: 'upload', ...details });
+
+describe('retry rule (src/nodes/shared/retry.ts)', function () {
+  it('tries again network, timeout, 449/503 and a failed automatic login; never the rest', function () {
+    retry.isTransient(err('network', { code: 'ECONNRESET' })).should.be.true();
+    retry.isTransient(err('timeout')).should.be.true();
+    retry.isTransient(err('http', { status: 449 })).should.be.true();
+    retry.isTransient(err('http', { status: 503 })).should.be.true();
+    retry.isTransient(err('auth', { status: 401, code: 'LOGIN_FAILED' })).should.be.true();
+    for (const e of [err('invalid-input'), err('rejected', { status: 200 }), err('permission', { status: 403 }),
+      err('auth', { status: 401 }), err('http', { status: 500 }), err('http', { status: 404 }), err('aborted'),
+      err('too-large'), new Error('plain')]) {
+      retry.isTransient(e).should.be.false(e.message);
+    }
+  });
+
+  it('waits the server\'s Retry-After, else 5 s doubling, at most 5 minutes', function () {
+    retry.retryDelayMs(err('network'), 1).should.equal(5000);
+    retry.retryDelayMs(err('network'), 2).should.equal(10000);
+    retry.retryDelayMs(err('network'), 3).should.equal(20000);
+    retry.retryDelayMs(err('network'), 20).should.equal(300000);
+    retry.retryDelayMs(err('http', { status: 503, retryAfterMs: 7000 }), 3).should.equal(7000);
+    retry.retryDelayMs(err('http', { status: 503, retryAfterMs: 0 }), 1).should.equal(0);
+    retry.retryDelayMs(err('http', { status: 503, retryAfterMs: 86400000 }), 1).should.equal(300000);
+  });
+
+  it('reads Retry-After as seconds or as an HTTP date', function () {
+    parseRetryAfter('120').should.equal(120000);
+    parseRetryAfter(' 0 ').should.equal(0);
+    parseRetryAfter(new Date(Date.UTC(2030, 0, 1, 0, 0, 10)).toUTCString(), Date.UTC(2030, 0, 1)).should.equal(10000);
+    parseRetryAfter(new Date(Date.UTC(2020, 0, 1)).toUTCString(), Date.UTC(2030, 0, 1)).should.equal(0);
+    (parseRetryAfter('soon') === undefined).should.be.true();
+    (parseRetryAfter('-5') === undefined).should.be.true();
+    (parseRetryAfter(undefined) === undefined).should.be.true();
+  });
+
+  it('repeats an upload only from a path or a Buffer, and only when the server did not take it', function () {
+    retry.canRepeatUpload({ path: '/x' }, err('network')).should.be.true();
+    retry.canRepeatUpload({ buffer: Buffer.from('x') }, err('http', { status: 449 })).should.be.true();
+    retry.canRepeatUpload({ stream: Readable.from([]) }, err('network')).should.be.false();
+    retry.canRepeatUpload({ path: '/x' }, err('rejected', { status: 200 })).should.be.false();
+    retry.canRepeatUpload({ path: '/x' }, err('http', { status: 500 })).should.be.false();
+  });
+
+  it('"Retries": missing (flows saved before) is 0; 0 to 10 taken; anything else an error naming the setting', function () {
+    retry.retriesSetting(undefined).should.equal(0);
+    retry.retriesSetting('').should.equal(0);
+    retry.retriesSetting('3').should.equal(3);
+    retry.retriesSetting(10).should.equal(10);
+    for (const bad of ['-1', '11', '1.5', 'two']) {
+      (() => retry.retriesSetting(bad)).should.throw(/^retries: Retries must be a whole number from 0 to 10/);
+    }
+  });
+
+  it('an abort ends the wait at once with kind aborted, and no try follows', async function () {
+    const controller = new AbortController();
+    let tries = 0;
+    const running = retry.withRetries(async () => { tries++; throw err('network'); }, {
+      retries: 3, signal: controller.signal, baseMs: 600000, onWait: () => controller.abort()
+    });
+    const e = await running.then(() => null, x => x);
+    e.should.be.instanceOf(AssetApiError);
+    e.kind.should.equal('aborted');
+    e.message.should.match(/waiting to retry/);
+    tries.should.equal(1);
+  });
+
+  it('gives up after Retries further tries and throws the last failure', async function () {
+    let tries = 0;
+    const waits = [];
+    const e = await retry.withRetries(async () => { tries++; throw err('http', { status: 503, retryAfterMs: 0 }); }, {
+      retries: 2, onWait: w => waits.push(`${w.retry}/${w.retries} ${w.delayMs}`)
+    }).then(() => null, x => x);
+    tries.should.equal(3);
+    waits.should.eql(['1/2 0', '2/2 0']);
+    e.status.should.equal(503);
+  });
+});
+
+describe('Retries on the request nodes (emulator busy answers, real Node-RED)', function () {
+  let emulator;
+  let tmp;
+  before(async function () {
+    await helper.startServer();
+    emulator = await s.startTestEmulator();
+    tmp = s.tempDir();
+  });
+  after(async function () {
+    if (emulator) await emulator.close();
+    await helper.stopServer();
+    tmp.cleanup();
+  });
+  afterEach(() => helper.unload());
+
+  const upload = { destination: '/retry', destinationType: 'str', wait: 'true', waitType: 'bool' };
+  async function uploadedFile(name) {
+    const file = path.join(tmp.dir, name);
+    fs.writeFileSync(file, `content of ${name}\n`.repeat(500));
+    return file;
+  }
+
+  it('asset-upload from a path: two 449 answers with Retry-After, then stored once; status "retry n/2 in 0 s"', async function () {
+    const file = await uploadedFile('busy-twice.txt');
+    await s.load(s.flow('asset-upload', { ...upload, retries: 2 }, { baseUrl: emulator.url }));
+    const statuses = s.recordStatus();
+    const before = emulator.busyAnswers();
+    emulator.injectBusy({ count: 2, status: 449, retryAfterSeconds: 0, pathContains: '/asset/upload' });
+    const msg = await s.run({ filename: file });
+    (emulator.busyAnswers() - before).should.equal(2);
+    statuses.map(x => x.text).should.containEql('retry 1/2 in 0 s').and.containEql('retry 2/2 in 0 s');
+    statuses.find(x => x.text === 'retry 1/2 in 0 s').should.containDeep({ fill: 'yellow', shape: 'ring' });
+    const stored = await s.emulatorGet(`${emulator.url}/review/api/asset/download?fuid=${msg.fuid}`);
+    stored.status.should.equal(200);
+    const found = await s.emulatorGet(`${emulator.url}/emulator/assets?path=${encodeURIComponent('/retry/busy-twice.txt')}`);
+    found.body.asset.fuid.should.equal(msg.fuid);
+  });
+
+  it('asset-upload: more busy answers than Retries fails with the last one (kind http, status 503)', async function () {
+    const file = await uploadedFile('busy-thrice.txt');
+    await s.load(s.flow('asset-upload', { ...upload, retries: 1 }, { baseUrl: emulator.url }));
+    const before = emulator.busyAnswers();
+    emulator.injectBusy({ count: 3, status: 503, retryAfterSeconds: 0, pathContains: '/asset/upload' });
+    const caught = await s.runFailing({ filename: file });
+    caught.assetError.kind.should.equal('http');
+    caught.assetError.status.should.equal(503);
+    (emulator.busyAnswers() - before).should.equal(2);
+    // The third armed answer is left over: take it so the next test starts clean.
+    await s.emulatorGet(`${emulator.url}/review/api/asset/upload`);
+  });
+
+  it('asset-upload of a stream is never sent twice (its body cannot be read again)', async function () {
+    await s.load(s.flow('asset-upload', { ...upload, retries: 2 }, { baseUrl: emulator.url }));
+    const before = emulator.busyAnswers();
+    emulator.injectBusy({ count: 1, status: 449, retryAfterSeconds: 0, pathContains: '/asset/upload' });
+    const caught = await s.runFailing({ payload: Readable.from([Buffer.from('streamed')]), name: 'stream.txt' });
+    caught.assetError.status.should.equal(449);
+    (emulator.busyAnswers() - before).should.equal(1);
+  });
+
+  it('a node saved before the setting (no retries property) does not retry', async function () {
+    await s.load(s.flow('asset-export', { fuid: '1', fuidType: 'num' }, { baseUrl: emulator.url }));
+    const before = emulator.busyAnswers();
+    emulator.injectBusy({ count: 1, status: 503, retryAfterSeconds: 0, pathContains: '/export/' });
+    const caught = await s.runFailing({});
+    caught.assetError.status.should.equal(503);
+    (emulator.busyAnswers() - before).should.equal(1);
+  });
+
+  it('asset-export, asset-download (file) and asset-subscribe retry a busy server', async function () {
+    const file = await uploadedFile('for-download.txt');
+    await s.load(s.flow('asset-upload', upload, { baseUrl: emulator.url }));
+    const { fuid } = await s.run({ filename: file });
+    await helper.unload();
+
+    await s.load(s.flow('asset-export', { fuid: String(fuid), fuidType: 'num', retries: 2 }, { baseUrl: emulator.url }));
+    emulator.injectBusy({ count: 2, status: 449, retryAfterSeconds: 0, pathContains: '/export/' });
+    (await s.run({})).payload.success.should.be.true();
+    await helper.unload();
+
+    const target = path.join(tmp.dir, 'downloaded.txt');
+    await s.load(s.flow('asset-download', { fuid: String(fuid), fuidType: 'num', output: 'file', filename: target, filenameType: 'str', retries: 2 }, { baseUrl: emulator.url }));
+    emulator.injectBusy({ count: 2, status: 503, retryAfterSeconds: 0, pathContains: '/asset/download' });
+    await s.run({});
+    fs.readFileSync(target).equals(fs.readFileSync(file)).should.be.true();
+    await helper.unload();
+
+    await s.load(s.flow('asset-subscribe', { action: 'register', subscriptionId: 'retry-subscription-1', subscriptionIdType: 'str',
+      callback: 'http://127.0.0.1:9/hook', callbackType: 'str', retries: 2 }, { baseUrl: emulator.url }));
+    emulator.injectBusy({ count: 2, status: 503, retryAfterSeconds: 0, pathContains: '/subscribe/' });
+    (await s.run({})).payload.success.should.be.true();
+  });
+
+  it('a permission error is not repeated', async function () {
+    const file = await uploadedFile('no-permission.txt');
+    await s.load(s.flow('asset-upload', { ...upload, retries: 2 }, { baseUrl: emulator.url }), s.credentials(`JSESSIONID=${s.VIEWER}`));
+    const before = emulator.requestsWith(s.VIEWER);
+    const caught = await s.runFailing({ filename: file });
+    caught.assetError.kind.should.equal('permission');
+    (emulator.requestsWith(s.VIEWER) - before).should.equal(1);
+  });
+
+  it('a connection cut before any answer is retried after 5 s (network error), then reported', async function () {
+    this.timeout(30000);
+    let connections = 0;
+    const cutter = net.createServer(socket => { connections++; socket.destroy(); });
+    await new Promise(resolve => cutter.listen(0, '127.0.0.1', resolve));
+    try {
+      await s.load(s.flow('asset-export', { fuid: '1', fuidType: 'num', retries: 1 }, { baseUrl: `http://127.0.0.1:${cutter.address().port}` }));
+      const statuses = s.recordStatus();
+      const caught = await s.runFailing({}, 25000);
+      caught.assetError.kind.should.equal('network');
+      connections.should.equal(2);
+      statuses.map(x => x.text).should.containEql('retry 1/1 in 5 s');
+    } finally {
+      cutter.close();
+    }
+  });
+
+  it('a close during the wait ends it: the message is not failed and nothing more is sent', async function () {
+    await s.load(s.flow('asset-export', { fuid: '1', fuidType: 'num', retries: 2 }, { baseUrl: emulator.url }));
+    const statuses = s.recordStatus();
+    const before = emulator.busyAnswers();
+    emulator.injectBusy({ count: 1, status: 503, retryAfterSeconds: 3600, pathContains: '/export/' });
+    const caught = [];
+    helper.getNode('caught').on('input', m => caught.push(m));
+    helper.getNode('n1').receive({});
+    // Retry-After beyond 5 minutes is cut to 5 minutes.
+    await waitFor(() => statuses.some(x => x.text === 'retry 1/2 in 300 s'));
+    await helper.unload();
+    caught.should.have.length(0);
+    (emulator.busyAnswers() - before).should.equal(1);
+  });
+});
+
+async function waitFor(check) {
+  while (!check()) await s.delay(20);
+}
