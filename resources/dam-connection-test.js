@@ -4,7 +4,7 @@
  * Served from this package's resources/ folder; nodes/asset-server.html loads it and calls
  *   DamConnectionTest.attach(node)
  * in oneditprepare. The click posts the values typed in the dialog (base URL, cookie, timeout,
- * TLS choice, automatic login: its settings, user name and password) to the admin route
+ * TLS choice, proxy choice, automatic login: its settings, user name and password) to the admin route
  * dam-assets/connection-test (runtime: src/plugin/dam-sidebar.ts), so it works before a deploy.
  * A cookie or password field still showing the saved placeholder sends the placeholder: the
  * runtime then uses the deployed node's value, for the deployed node's servers only. With
@@ -37,7 +37,9 @@
             timeout: $("#node-config-input-timeout").val(),
             rejectUnauthorized: $("#node-config-input-rejectUnauthorized").is(":checked"),
             tls: tls && tls !== "_ADD_" ? tls : "",
-            loginEnabled: $("#node-config-input-loginEnabled").is(":checked")
+            loginEnabled: $("#node-config-input-loginEnabled").is(":checked"),
+            proxyMode: $("#node-config-input-proxyMode").val() || "env",
+            proxy: $("#node-config-input-proxy").val() || ""
         };
         if (values.loginEnabled) {
             LOGIN_SETTINGS.forEach(function (key) { values[key] = $("#node-config-input-" + key).val(); });

@@ -6,6 +6,7 @@ import type { Agent as HttpAgent } from 'http';
 import type { Agent as HttpsAgent } from 'https';
 import type { CallOptions } from './calls';
 import { invalidInput } from './errors';
+import type { ProxyEnvOptions, ProxySetting } from './proxy';
 import type { LoginOptions } from './session';
 import type { SharedSessionOption } from './shared-session';
 import type { ExportType } from './types';
@@ -68,6 +69,16 @@ export interface AssetClientOptions {
    * errors and automatic login behave the same. Not used with `agent`.
    */
   transferThread?: 'main' | 'worker';
+  /**
+   * HTTP proxy, decided per URL (the automatic login's too): `env` (default) reads `http_proxy`,
+   * `https_proxy` and `no_proxy` (either case) as Node-RED's http request node does, when the client
+   * is made; `none` goes direct; or `{ url, username, password, noProxy }` (a core `http proxy`
+   * config node). HTTPS goes through a CONNECT tunnel. Not used with `agent`. A 407 is an error of
+   * kind `proxy`.
+   */
+  proxy?: ProxySetting;
+  /** For `proxy: 'env'`: Node-RED's `proxyOptions` setting (favourUpperCase, lowerCaseOnly, excludeNpm). */
+  proxyOptions?: ProxyEnvOptions;
 }
 
 /** Options of {@link AssetClient.exportMetadata} (spec 4.4). */
@@ -104,22 +115,23 @@ export const DEFAULT_MAX_SOCKETS = 32;
  * The base URL rule (one place: the node and the editor's copy in resources/dam-editor.js are
  * checked against it by test/house/rules.test.js): an absolute http(s) URL with a host, no
  * query or fragment, no user:password@; a trailing /review (the API's context path) and slashes are dropped.
+ * `field` names the setting in the error (the asset-server's public URL keeps the same rule).
  */
-export function parseBaseUrl(value: unknown): { base: string; origin: string } {
+export function parseBaseUrl(value: unknown, field = 'baseUrl'): { base: string; origin: string } {
   const rule = 'must be an absolute http:// or https:// URL such as http://127.0.0.1:8873';
-  if (typeof value !== 'string' || value.trim() === '') throw invalidInput('baseUrl', rule);
+  if (typeof value !== 'string' || value.trim() === '') throw invalidInput(field, rule);
   let url: URL;
   try {
     url = new URL(value.trim());
   } catch {
-    throw invalidInput('baseUrl', rule);
+    throw invalidInput(field, rule);
   }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') throw invalidInput('baseUrl', rule);
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') throw invalidInput(field, rule);
   // Also a bare ? or # (the URL parser drops an empty query or fragment, the text still has it).
-  if (url.search !== '' || url.hash !== '' || /[?#]/.test(value)) throw invalidInput('baseUrl', 'must not have a query (?) or fragment (#)');
+  if (url.search !== '' || url.hash !== '' || /[?#]/.test(value)) throw invalidInput(field, 'must not have a query (?) or fragment (#)');
   // A password there would be stored and shown in plain text (flows.json, GET /flows, the sidebar).
   if (url.username !== '' || url.password !== '') {
-    throw invalidInput('baseUrl', 'must not hold a user name or password (user:password@): a base URL is stored and shown in plain text; ' +
+    throw invalidInput(field, 'must not hold a user name or password (user:password@): a base URL is stored and shown in plain text; ' +
       'use the Cookie or Automatic login, whose password is kept as a credential');
   }
   // The API paths start with the context path /review: a base URL pasted with it is used as is.

@@ -21,6 +21,7 @@ import { downloadToBuffer, downloadToFile, openDownload, type BufferDownloadOpti
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import type { IfExists } from './file-placement';
 import { readExportAnswer } from './json-answer';
+import { ProxyRouter, proxySecrets, resolveProxy, usesProxy, type ProxyEnvOptions, type ProxySetting } from './proxy';
 import { SessionHolder } from './session';
 import type { TransferProgress } from './transfer';
 import { TransferThread, type ThreadJob } from './transfer-thread';
@@ -28,7 +29,7 @@ import { API_PATHS, type SubscriptionFields, type SubscriptionResult, type Subsc
 import { upload, uploadOnce, type UploadOptions, type UploadOutcome } from './upload';
 import { textField, validateFuid, validateRrn, validateSubscriptionFields, validateSubscriptionId } from './validate';
 
-export type { BufferDownloadOptions, CallOptions, DownloadInfo, DownloadOptions, TransferProgress, UploadOptions, UploadOutcome };
+export type { BufferDownloadOptions, CallOptions, DownloadInfo, DownloadOptions, ProxyEnvOptions, ProxySetting, TransferProgress, UploadOptions, UploadOutcome };
 
 import {
   DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MAX_BUFFER_BYTES, DEFAULT_MAX_SOCKETS, DEFAULT_TIMEOUT_MS, integerOption, parseBaseUrl,
@@ -57,6 +58,8 @@ export class AssetClient extends EventEmitter {
   private readonly session: SessionHolder;
   private readonly maxBufferBytes: number;
   private readonly ownAgents: Array<http.Agent> = [];
+  /** Direct or through the proxy, per connection; undefined with proxy `none` or a given agent. */
+  private readonly router: ProxyRouter | undefined;
   /** The worker of `transferThread: 'worker'`, and the client options it is given (the cookie is added per call). */
   private readonly thread: TransferThread | undefined;
   private readonly threadOptions: Record<string, unknown> = {};
@@ -72,27 +75,29 @@ export class AssetClient extends EventEmitter {
     if (transferThread !== 'main' && transferThread !== 'worker') throw invalidInput('transferThread', "must be 'main' or 'worker'");
     if (transferThread === 'worker' && !options.agent) {
       this.thread = new TransferThread();
-      for (const name of ['baseUrl', 'timeout', 'ca', 'cert', 'key', 'passphrase', 'rejectUnauthorized', 'maxSockets', 'maxBufferBytes', 'maxAnswerBytes'] as const) {
+      for (const name of ['baseUrl', 'timeout', 'ca', 'cert', 'key', 'passphrase', 'rejectUnauthorized', 'maxSockets', 'maxBufferBytes', 'maxAnswerBytes', 'proxy', 'proxyOptions'] as const) {
         if (options[name] !== undefined) this.threadOptions[name] = options[name];
       }
     }
 
+    const proxy = options.agent ? undefined : resolveProxy(options.proxy, options.proxyOptions);
     let httpAgent = options.agent as http.Agent | undefined;
     let httpsAgent = options.agent as https.Agent | undefined;
     if (!options.agent) {
       // Bounded: a burst of messages waits for a socket instead of opening one per message.
       const maxSockets = integerOption('maxSockets', options.maxSockets, DEFAULT_MAX_SOCKETS);
-      httpAgent = new http.Agent({ keepAlive: true, maxSockets });
-      httpsAgent = new https.Agent({
-        keepAlive: true,
-        maxSockets,
+      const tlsOptions = {
         ca: options.ca === undefined ? undefined : [...tls.rootCertificates, ...([] as Array<string | Buffer>).concat(options.ca)],
         cert: options.cert,
         key: options.key,
         passphrase: options.passphrase,
         rejectUnauthorized: options.rejectUnauthorized !== false
-      });
+      };
+      httpAgent = new http.Agent({ keepAlive: true, maxSockets });
+      httpsAgent = new https.Agent({ keepAlive: true, maxSockets, ...tlsOptions });
       this.ownAgents.push(httpAgent, httpsAgent);
+      // Without any proxy in the setting (the usual case) requests go exactly as before.
+      if (proxy && proxy.mode !== 'none' && usesProxy(proxy)) this.router = new ProxyRouter(proxy, { maxSockets, ...tlsOptions });
     }
     const api = axios.create({
       httpAgent,
@@ -106,9 +111,32 @@ export class AssetClient extends EventEmitter {
       // JSON answers are read whole: bounded (downloads set their own).
       maxContentLength: maxAnswerBytes,
       transformResponse: [(data: unknown) => data],
-      headers: { 'User-Agent': '@dam-assets/node-red' }
+      headers: { 'User-Agent': '@dam-assets/node-red' },
+      // Our agents decide direct or proxy; axios' own proxy handling (environment variables,
+      // no CONNECT tunnel for HTTPS on older versions) stays off.
+      proxy: false
     });
+    const router = this.router;
+    if (router) {
+      // Direct or through the proxy, decided for each request by its URL (the login's too).
+      api.interceptors.request.use((config) => {
+        let agent: http.Agent | undefined;
+        try {
+          agent = config.url ? router.agentFor(config.url) : undefined;
+        } catch (err) {
+          // A proxy URL that is not one (e.g. in http_proxy): this request fails with that error.
+          config.adapter = () => Promise.reject(err);
+          return config;
+        }
+        if (agent) {
+          config.httpAgent = agent;
+          config.httpsAgent = agent;
+        }
+        return config;
+      }, undefined, { synchronous: true });
+    }
     this.session = new SessionHolder({ http: api, base, timeoutMs: timeout }, options.cookie, options.login, options.sharedSession);
+    if (proxy) for (const secret of proxySecrets(proxy)) this.session.keepSecret(secret);
     this.calls = new ApiCalls({ http: api, base, origin, session: this.session, timeout, maxAnswerBytes });
     this.session.onChange((event) => this.emit(event === 'renewed' ? 'session-renewed' : 'cookie-set'));
     // One listener per node that shares this client (e.g. every asset-event-in): no fixed limit.
@@ -271,7 +299,7 @@ export class AssetClient extends EventEmitter {
    */
   close(): void {
     this.thread?.close();
-    for (const agent of this.ownAgents) {
+    for (const agent of [...this.ownAgents, ...(this.router?.proxyAgents ?? [])]) {
       (agent as http.Agent & { keepAlive: boolean }).keepAlive = false;
       for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
     }

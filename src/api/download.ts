@@ -208,8 +208,10 @@ export async function openDownload(calls: ApiCalls, operation: AssetOperation, o
 
     // Without Content-Length and chunking the body ends when the connection does: complete only
     // on a clean end (FIN), not when the connection was reset (a chunked body that misses its
-    // last chunk already fails in Node's HTTP parser).
-    const reset = length === undefined ? watchForReset(raw, response) : undefined;
+    // last chunk already fails in Node's HTTP parser). Not for a chunked body: its socket is kept
+    // alive for the next call, and a listener per call would pile up on it.
+    const chunked = /\bchunked\b/i.test(headerOf(response, 'transfer-encoding') ?? '');
+    const reset = length === undefined && !chunked ? watchForReset(raw, response) : undefined;
     const counter = new ByteCounter(length, {
       onChunk: () => control.ping(),
       onProgress,
@@ -221,6 +223,7 @@ export async function openDownload(calls: ApiCalls, operation: AssetOperation, o
     });
     counterRef.counter = counter;
     counter.once('close', () => {
+      reset?.stop();
       // Given up before the end (caller destroyed it, or it failed): stop the request too.
       if (!raw.readableEnded) control.abort();
       control.dispose();
@@ -236,13 +239,20 @@ export async function openDownload(calls: ApiCalls, operation: AssetOperation, o
   }
 }
 
-/** Notes a reset or error of the connection under an answer (read until the connection closes). */
-function watchForReset(raw: Readable, response: AxiosResponse): { seen: boolean } {
-  const state = { seen: false };
-  const note = () => { state.seen = true; };
+/** Notes a reset or error of the connection under an answer (read until the connection closes); `stop` removes the watch. */
+function watchForReset(raw: Readable, response: AxiosResponse): { seen: boolean; stop: () => void } {
   const socket = (raw as Readable & { socket?: NodeJS.EventEmitter }).socket;
+  const request = response.request as NodeJS.EventEmitter | undefined;
+  const state = {
+    seen: false,
+    stop: () => {
+      socket?.removeListener('error', note);
+      request?.removeListener?.('error', note);
+    }
+  };
+  const note = () => { state.seen = true; };
   socket?.on('error', note);
-  (response.request as NodeJS.EventEmitter | undefined)?.on?.('error', note);
+  request?.on?.('error', note);
   return state;
 }
 

@@ -7,6 +7,7 @@
  */
 import { AssetApiError, type AssetOperation } from './errors';
 import { parseJsonKeepingBigInts } from './json';
+import { proxyOriginOf } from './proxy';
 import { isPlainObject, readFlag } from './values';
 
 /** What the client knows when it builds an error. */
@@ -110,6 +111,7 @@ export function errorForStatus(ctx: ErrorContext, status: number, body?: unknown
       'Get a new session cookie and update it (in Node-RED: the Cookie of the asset-server config node, or at run time ' +
       'with an asset-session node), or set up automatic login (asset-server: Automatic login; README: Sessions).', details);
   }
+  if (status === 407) return proxyAuthError(op);
   if (status === 403) {
     return new AssetApiError('permission', `${op}: permission denied (HTTP 403).${suffix}`, details);
   }
@@ -131,6 +133,26 @@ export function errorForStatus(ctx: ErrorContext, status: number, body?: unknown
       `${op === 'upload' ? ' for uploads' : ''}: check the base URL (http/https, host, path prefix).`, details);
   }
   return new AssetApiError('http', `${op}: unexpected HTTP status ${status} from ${ctx.origin}.${suffix}`, details);
+}
+
+/** HTTP 407: the proxy wants (other) credentials. Its own kind, never `auth`: the session is not at fault. */
+export function proxyAuthError(operation: AssetOperation): AssetApiError {
+  return new AssetApiError('proxy',
+    `${operation}: proxy authentication failed (HTTP 407): the HTTP proxy refused the user name or password. ` +
+    'Set them in the http proxy config node chosen in the asset-server (or in the proxy URL of http_proxy / https_proxy).',
+    { operation, status: 407, code: 'PROXY_AUTH_FAILED' });
+}
+
+/**
+ * The HTTP proxy refused to open a tunnel to the server (its answer to CONNECT, other than 407):
+ * kind `network`, as the server was not reached. Proxies often allow CONNECT to port 443 only.
+ */
+export function tunnelRefusedError(ctx: ErrorContext, status: number, proxy: string): AssetApiError {
+  if (status === 407) return proxyAuthError(ctx.operation);
+  return new AssetApiError('network',
+    `${ctx.operation}: the HTTP proxy ${proxy} refused to open a tunnel (CONNECT) to ${ctx.origin} (HTTP ${status}): ` +
+    'it cannot reach the server, or does not allow it (many proxies allow CONNECT to port 443 only); ask its administrator, or set the Proxy setting',
+    { operation: ctx.operation, status, code: 'PROXY_TUNNEL_REFUSED' });
 }
 
 /** Error for a 2xx answer whose body is not the JSON object expected. */
@@ -171,6 +193,9 @@ function describeNetwork(code: string | undefined, message: string): string {
  */
 export function errorForFailure(ctx: ErrorContext, err: unknown, state: FailureState): AssetApiError {
   if (err instanceof AssetApiError) return err;
+  // Raised by the proxy agent (a bad proxy URL in the environment), wrapped by axios.
+  const cause = (err as { cause?: unknown } | undefined)?.cause;
+  if (cause instanceof AssetApiError) return cause;
   const op = ctx.operation;
   if (state.timedOut) {
     return new AssetApiError('timeout', `${op}: timed out: nothing received from ${ctx.origin} for ${state.timeoutMs} ms`,
@@ -184,7 +209,15 @@ export function errorForFailure(ctx: ErrorContext, err: unknown, state: FailureS
   }
   const rawMessage = err instanceof Error ? err.message : String(err);
   const message = ctx.redact(rawMessage).slice(0, MAX_SERVER_TEXT);
-  return new AssetApiError('network', `${op}: network error with ${ctx.origin}: ${describeNetwork(code, message)}${code ? ` (${code})` : ''}`,
+  // Sent to a proxy: a refused connection or unknown host is the proxy's (the proxy answers with
+  // a status when it cannot reach the server).
+  const proxy = proxyOriginOf((err as { request?: unknown } | null)?.request);
+  if (proxy !== undefined && (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH')) {
+    return new AssetApiError('network', `${op}: network error with the HTTP proxy ${proxy} (on the way to ${ctx.origin}): ` +
+      `${describeNetwork(code, message).replace(/is the server running/, 'is the proxy running')} (${code}); check the Proxy setting of the asset-server`,
+      { operation: op, code });
+  }
+  return new AssetApiError('network', `${op}: network error with ${ctx.origin}${proxy ? ` through the HTTP proxy ${proxy}` : ''}: ${describeNetwork(code, message)}${code ? ` (${code})` : ''}`,
     { operation: op, code });
 }
 

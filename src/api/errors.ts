@@ -8,6 +8,7 @@ export type AssetErrorKind =
   | 'timeout'       // no answer within the timeout
   | 'invalid-input' // refused before anything was sent
   | 'too-large'     // a file or answer larger than the limit set for it (read no further)
+  | 'proxy'         // the HTTP proxy refused its credentials (HTTP 407)
   | 'aborted';      // the caller aborted (e.g. node closed)
 
 /** Operation names, as used in error messages. */

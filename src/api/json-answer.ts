@@ -5,8 +5,9 @@
 import type { AxiosResponse } from 'axios';
 import type { AssetApiError } from './errors';
 import {
-  type ErrorContext, errorForFailedAnswer, errorForMalformedAnswer, errorForStatus, isFailedAnswer, tryParseJson
+  type ErrorContext, errorForFailedAnswer, errorForMalformedAnswer, errorForStatus, isFailedAnswer, tunnelRefusedError, tryParseJson
 } from './error-mapping';
+import { refusedTunnelOf } from './proxy';
 import { isPlainObject } from './values';
 
 /** A response header as one string (repeated ones joined with ", "), undefined when absent. */
@@ -46,6 +47,8 @@ export function isAnswerTooLarge(err: unknown): boolean {
 
 /** The error for a status other than 2xx, with the server's message when its body says one. */
 export function statusError(ctx: ErrorContext, status: number, text: string, response: AxiosResponse): AssetApiError {
+  const proxy = refusedTunnelOf(response.request);
+  if (proxy !== undefined) return tunnelRefusedError(ctx, status, proxy);
   return errorForStatus(ctx, status, tryParseJson(text)?.value, headerOf(response, 'location'), headerOf(response, 'retry-after'));
 }
 

@@ -8,7 +8,7 @@
 import type { AxiosInstance, AxiosResponse } from 'axios';
 import { cookieHeaderOf } from './cookie';
 import { AssetApiError, invalidInput, redactSecrets, type AssetOperation } from './errors';
-import { serverMessageOf, tryParseJson } from './error-mapping';
+import { proxyAuthError, serverMessageOf, tryParseJson } from './error-mapping';
 import { DEFAULT_MAX_RETRY_MS, DEFAULT_RETRY_MS, checkLoginHost, resolveLogin, type LoginOptions, type ResolvedLogin } from './login';
 import { loginLeaseMs, renewShared, type SharedSessionOption } from './shared-session';
 import { isPlainObject } from './values';
@@ -58,6 +58,8 @@ export interface SessionDeps {
 export class SessionHolder {
   private header: string | undefined;
   private readonly secretList: string[] = [];
+  /** Secrets of the client's settings besides the login (the proxy password): always redacted. */
+  private readonly settingSecrets: string[] = [];
   private readonly login: ResolvedLogin | undefined;
   private inFlight: Promise<void> | undefined;
   private failure: { error: LoginFailure; until: number } | undefined;
@@ -84,8 +86,13 @@ export class SessionHolder {
 
   /** Every secret known (cookies old and new, the password), longest first, for redaction. */
   secrets(): string[] {
-    const all = this.login ? [this.login.password, ...this.secretList] : this.secretList;
+    const all = [...this.settingSecrets, ...(this.login ? [this.login.password, ...this.secretList] : this.secretList)];
     return all.filter((secret) => secret.length >= 4).sort((a, b) => b.length - a.length);
+  }
+
+  /** Redacts `secret` from every error text from now on (a setting's secret, e.g. the proxy password). */
+  keepSecret(secret: string): void {
+    if (secret && !this.settingSecrets.includes(secret)) this.settingSecrets.push(secret);
   }
 
   /** Called with the event name on `renewed` and `cookie-set`. */
@@ -250,6 +257,8 @@ export class SessionHolder {
       }
       value = this.sessionOf(login, response);
     } catch (err) {
+      // The proxy refused its credentials (407): not the login's fault, no login backoff.
+      if (err instanceof AssetApiError && err.kind === 'proxy') throw err;
       const failure = err instanceof LoginFailure ? err : new LoginFailure('login request', String(err));
       this.fail(failure);
       throw failure;
@@ -292,6 +301,7 @@ export class SessionHolder {
       const code = (err as { code?: unknown })?.code;
       throw new LoginFailure('login request', `${where} could not be reached${typeof code === 'string' ? ` (${code})` : ''}`);
     }
+    if (response.status === 407) throw proxyAuthError('login');
     const okStatus = response.status >= 200 && response.status < (login.sessionFrom === 'set-cookie' ? 400 : 300);
     if (!okStatus) {
       const said = serverMessageOf(tryParseJson(String(response.data ?? ''))?.value);
@@ -318,7 +328,9 @@ export class SessionHolder {
       response = await this.deps.http.request({
         method: 'GET', url: url.toString(), responseType: 'text', timeout: this.deps.timeoutMs, signal: deadline, maxRedirects: 0
       });
+      if (response.status === 407) throw proxyAuthError('login');
     } catch (err) {
+      if (err instanceof AssetApiError) throw err;
       if (deadline.aborted) throw new LoginFailure('session page', `${url.origin}${url.pathname} did not answer completely within ${deadlineMs} ms (timed out)`);
       const code = (err as { code?: unknown })?.code;
       throw new LoginFailure('session page', `${url.origin}${url.pathname} could not be reached${typeof code === 'string' ? ` (${code})` : ''}`);

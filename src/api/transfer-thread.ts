@@ -84,6 +84,8 @@ export class TransferThread {
 
   private start(): Worker {
     if (this.worker) return this.worker;
+    // (The worker gets a copy of the caller's environment as it is now: a client made there reads
+    // its http_proxy / no_proxy then, as the caller's client did when it was made.)
     const worker = new Worker(WORKER_FILE);
     worker.on('message', (m: ThreadMessage) => this.onMessage(m));
     // An uncaught error stops the worker: its calls fail once it has exited (nothing of theirs
@@ -137,7 +139,7 @@ export class TransferThread {
   }
 }
 
-const KINDS: AssetErrorKind[] = ['auth', 'permission', 'rejected', 'http', 'network', 'timeout', 'invalid-input', 'aborted', 'too-large'];
+const KINDS: AssetErrorKind[] = ['auth', 'permission', 'rejected', 'http', 'network', 'timeout', 'invalid-input', 'aborted', 'too-large', 'proxy'];
 
 /** An AssetApiError rebuilt from its JSON form (the worker's errors carry no cookie: its client redacts them). */
 export function errorFromThread(operation: AssetOperation, e: Record<string, unknown>): AssetApiError {

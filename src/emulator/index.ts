@@ -3,6 +3,7 @@
  * See docs/emulator.md for the endpoints and the choices made where the spec says "not shown".
  */
 import * as http from 'http';
+import * as https from 'https';
 import * as os from 'os';
 import * as path from 'path';
 import { promises as fsp } from 'fs';
@@ -69,6 +70,8 @@ export interface EmulatorOptions {
    * send UTF-8 without saying so. A declared charset is always honoured.
    */
   formCharset?: FormCharset;
+  /** Serve HTTPS with this certificate and key (PEM), e.g. to test a client's TLS settings. Default plain HTTP. */
+  tls?: { cert: string | Buffer; key: string | Buffer };
 }
 
 export interface RunningEmulator {
@@ -133,7 +136,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   ingester.resume();
 
   const faults = new FaultPlan();
-  const server = http.createServer(createHandler({ repo, hub, ingester, sessions, users: options.users ?? [], log, formCharset, limits, faults }));
+  const handler = createHandler({ repo, hub, ingester, sessions, users: options.users ?? [], log, formCharset, limits, faults });
+  const server = options.tls ? https.createServer({ cert: options.tls.cert, key: options.tls.key }, handler) : http.createServer(handler);
   server.requestTimeout = 0; // a multi-GiB upload may take longer than Node's default 5 minutes
   server.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"success":false,"error":"malformed HTTP request"}');
@@ -151,7 +155,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     throw e;
   }
   const port = (server.address() as { port: number }).port;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const url = `${options.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
   let closing: Promise<void> | null = null;
   return {

@@ -9,7 +9,7 @@
  */
 import type { IncomingMessage } from 'http';
 import { parseJsonKeepingBigInts } from '../api/json';
-import { entriesInText, tooManyEntries } from './entry-count';
+import { containerCap, containersInText, entriesInText, tooManyContainers, tooManyEntries } from './entry-count';
 
 export type BodyOutcome =
   | { ok: true; value: unknown }
@@ -114,6 +114,8 @@ function parseText(text: string, maxEntries: number): BodyOutcome {
   if (trimmed.trim() === '') return { ok: false, status: 400, reason: 'body is empty' };
   if (textDeeperThan(trimmed, MAX_JSON_DEPTH)) return tooDeep();
   if (maxEntries !== Infinity && entriesInText(trimmed, maxEntries) > maxEntries) return { ok: false, status: 413, reason: tooManyEntries(maxEntries) };
+  const maxContainers = containerCap(maxEntries);
+  if (maxEntries !== Infinity && containersInText(trimmed, maxContainers) > maxContainers) return { ok: false, status: 413, reason: tooManyContainers(maxEntries) };
   try {
     return { ok: true, value: parseJsonKeepingBigInts(trimmed) };
   } catch {

@@ -89,9 +89,10 @@ export class DuplicateFilter {
 
   clear(): void {
     this.seen.clear();
+    // Arrival numbers go on after the last key (an open batch's start stays below new keys).
+    this.base += this.keys.length;
     this.keys = [];
     this.times = [];
-    this.base += this.head;
     this.head = 0;
   }
 

@@ -9,10 +9,49 @@ export function tooManyEntries(max: number): string {
   return `data.entry: more than ${max} entries in one callback (setting Max entries, maxEntries)`;
 }
 
+const SPACE = 0x20, TAB = 0x09, LF = 0x0a, CR = 0x0d;
 const QUOTE = 0x22, BACKSLASH = 0x5c, OPEN_OBJECT = 0x7b, CLOSE_OBJECT = 0x7d, OPEN_ARRAY = 0x5b, CLOSE_ARRAY = 0x5d, COMMA = 0x2c;
 
 /**
- * How many entries (objects in `data.entry`, or a lone object there) the JSON text of a callback
+ * Arrays and objects a callback may hold anywhere, per entry of the cap: an entry with its
+ * metadata has a few; a body of millions of `[]` under any key (16 million in 48 MB) would take
+ * more heap to parse than a small Node-RED has. 20 per entry, 100,000 at least (a small Max
+ * entries must not refuse rich entries): 2 million at the default cap, about 90 MB of heap for
+ * empty ones.
+ */
+export const CONTAINERS_PER_ENTRY = 20;
+const MIN_CONTAINERS = 100000;
+
+/** Most arrays and objects in one callback for a Max entries of `maxEntries`. */
+export function containerCap(maxEntries: number): number {
+  return Math.max(MIN_CONTAINERS, maxEntries * CONTAINERS_PER_ENTRY);
+}
+
+/** The reason a callback with too many arrays and objects is refused with (413). */
+export function tooManyContainers(maxEntries: number): string {
+  return `body: more than ${containerCap(maxEntries)} arrays and objects (${CONTAINERS_PER_ENTRY} per entry of the setting Max entries, maxEntries)`;
+}
+
+/** Arrays and objects in the JSON text (not inside strings), counting no further than `limit + 1`. */
+export function containersInText(text: string, limit: number): number {
+  let count = 0;
+  for (let i = 0, n = text.length; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      for (i++; i < n; i++) {
+        const s = text.charCodeAt(i);
+        if (s === BACKSLASH) i++;
+        else if (s === QUOTE) break;
+      }
+    } else if ((c === OPEN_OBJECT || c === OPEN_ARRAY) && ++count > limit) {
+      return count;
+    }
+  }
+  return count;
+}
+
+/**
+ * How many entries (values in the array `data.entry`, or a lone object there) the JSON text of a callback
  * body holds, counting no further than `limit + 1`. Keys are read (escapes decoded) only as deep
  * as `data.entry`; everything deeper is only walked. A repeated key (`"data"` twice) counts both:
  * an upper bound, as JSON.parse keeps only the last.
@@ -25,8 +64,15 @@ export function entriesInText(text: string, limit: number): number {
   const isObject: boolean[] = [];
   const nameOf: Array<string | undefined> = [];
   const lastKey: Array<string | undefined> = [];
+  // Inside the array data.entry, after its `[` or a `,`: the next value is an entry, whatever its
+  // type (an array or a number costs the parser memory as an object does).
+  let entryExpected = false;
   for (let i = 0, n = text.length; i < n; i++) {
     const c = text.charCodeAt(i);
+    if (entryExpected && c !== SPACE && c !== TAB && c !== LF && c !== CR) {
+      entryExpected = false;
+      if (c !== CLOSE_ARRAY && ++count > limit) return count;
+    }
     if (c === QUOTE) {
       const start = i;
       let escaped = false;
@@ -46,7 +92,9 @@ export function entriesInText(text: string, limit: number): number {
         nameOf[depth] = parent >= 1 && isObject[parent] ? lastKey[parent] : undefined;
         lastKey[depth] = undefined;
       }
-      if (object && inEntryList(depth, isObject, nameOf) && ++count > limit) return count;
+      // A lone entry object; the elements of the entry array are counted above.
+      if (object && depth === 3 && inEntryList(depth, isObject, nameOf) && ++count > limit) return count;
+      if (!object && depth === 3 && isEntryArray(isObject, nameOf)) entryExpected = true;
       expectKey = object;
     } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
       depth--;
@@ -54,9 +102,15 @@ export function entriesInText(text: string, limit: number): number {
     } else if (c === COMMA) {
       // Deeper than 3 no key is read, so whether a key follows does not matter there.
       expectKey = depth >= 1 && depth <= 3 && isObject[depth];
+      if (depth === 3 && isEntryArray(isObject, nameOf)) entryExpected = true;
     }
   }
   return count;
+}
+
+/** The container at depth 3 is the array `data.entry`. */
+function isEntryArray(isObject: boolean[], nameOf: Array<string | undefined>): boolean {
+  return !!isObject[1] && !!isObject[2] && nameOf[2] === 'data' && !isObject[3] && nameOf[3] === 'entry';
 }
 
 /** An object opened at `depth` is an entry: in the array `data.entry` (depth 4) or alone as `data.entry` (depth 3). */

@@ -11,7 +11,8 @@
  * A user whose permissions are 'read' passes the read guard only (Node-RED answers 401 to the rest).
  * Failures on the DAM server's side are answered with HTTP 200 and `{ ok: false, error }`: a 401 from
  * these routes would make the editor ask the Node-RED user to log in again.
- * Nothing secret is answered: no cookie, no webhook secret (headers and query values masked).
+ * Nothing secret is answered: no cookie, no webhook secret (headers and query values masked); the
+ * read route answers the server's errors in our words, never its own text.
  *
  * The asset-server dialog's Test connection route lives with that node (src/nodes/asset-server/connection-test.ts).
  *
@@ -55,6 +56,24 @@ function subscribeFixedId(config: Record<string, any>): string | undefined {
 function errorView(err: unknown): { kind: string; message: string } {
   if (err instanceof AssetApiError) return { kind: err.kind, message: err.message };
   return { kind: 'error', message: err instanceof Error ? err.message : String(err) };
+}
+
+/**
+ * {@link errorView} for a read-only user: where the server said something (serverMessage), our
+ * words for its kind and HTTP status instead of the message that quotes it. The base URL may point
+ * at any service the Node-RED host reaches; what it says is not for every editor user to read.
+ */
+function classifiedErrorView(err: unknown): { kind: string; message: string } {
+  if (!(err instanceof AssetApiError)) return { kind: 'error', message: 'the subscription could not be read' };
+  if (err.serverMessage === undefined) return errorView(err);
+  const status = err.status === undefined ? '' : ` (HTTP ${err.status})`;
+  const words: Record<string, string> = {
+    rejected: 'the server has no subscription with this id (success false)',
+    permission: `permission denied by the server${status}: the user of the cookie has no permission for events`
+  };
+  const busy = err.status === 449 || err.status === 503;
+  const message = words[err.kind] ?? (busy ? `the server is busy${status}: try again later` : `the server answered with an error${status}`);
+  return { kind: err.kind, message: `${err.operation ?? 'getSubscription'}: ${message}` };
 }
 
 export default function register(RED: NodeAPI): void {
@@ -146,7 +165,7 @@ export default function register(RED: NodeAPI): void {
       const details = await server.getClient().getSubscription(req.params.id, { timeout: 10000 });
       res.json({ ok: true, details: maskHeaderValues(details) });
     } catch (err) {
-      res.json({ ok: false, error: errorView(err) });
+      res.json({ ok: false, error: classifiedErrorView(err) });
     }
   });
 

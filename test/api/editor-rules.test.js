@@ -147,8 +147,8 @@ describe('editor rules: browser copies answer as the source does', function () {
       }
     };
 
-    it('number settings (successCode, maxBodyMB, dedupWindow, dedupMax, retryCount): same answer; only spaces = the default', function () {
-      for (const prop of ['successCode', 'maxBodyMB', 'dedupWindow', 'dedupMax', 'retryCount']) {
+    it('number settings (successCode, maxBodyMB, maxEntries, dedupWindow, dedupMax, retryCount): same answer; only spaces = the default', function () {
+      for (const prop of ['successCode', 'maxBodyMB', 'maxEntries', 'dedupWindow', 'dedupMax', 'retryCount']) {
         for (const value of NUMBER_TEXTS) {
           const taken = runtimeTakes({ [prop]: value });
           editorAccepts(defaults, prop, value).should.equal(taken !== undefined, `${prop} = ${JSON.stringify(value)}`);

@@ -86,6 +86,18 @@ describe('events: duplicate filter', function () {
   });
 });
 
+describe('events: duplicate filter clear() under an open batch', function () {
+  it('keys a batch adds after a clear are still never evicted by the cap while it is open', function () {
+    const f = new DuplicateFilter({ windowMs: 1e6, maxKeys: 2 });
+    for (const k of ['a', 'b', 'c', 'd', 'e']) f.isDuplicate(k);
+    const batch = f.begin();
+    f.clear();
+    ['x', 'y', 'z'].map((k) => batch.isDuplicate(k)).should.eql([false, false, false]);
+    batch.isDuplicate('x').should.be.true();
+    batch.end();
+  });
+});
+
 describe('events: duplicate filter memory (issue 22 item 2)', function () {
   const { memoryEntryFilter, entryDigest } = require('../../dist/events');
 

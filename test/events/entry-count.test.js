@@ -2,6 +2,7 @@
 // Issue 22 item 1: the cap on entries per callback, counted on the JSON text before parsing.
 require('should');
 const { entriesInText, tooManyEntries, readJsonBody, parseCallbackPayload } = require('../../dist/events');
+const { containerCap, containersInText, tooManyContainers } = require('../../dist/events/entry-count');
 const { Readable } = require('stream');
 
 function body(entries, extra = '') {
@@ -28,6 +29,17 @@ describe('events: entries per callback (issue 22)', function () {
     entriesInText('{"s":"{[\\"data\\":","data":{"entry":[{"p":"}]{{"},{}]}}', 100).should.equal(2);
   });
 
+  // Every element of data.entry costs the parser memory, whatever its type: 16 million `[]`
+  // (48 MB, under the default body limit) take more than a 256 MB heap to parse.
+  it('counts every element of data.entry, not only objects (arrays, numbers, strings, null)', function () {
+    entriesInText(body(['[]', '[]', '[]']), 100).should.equal(3);
+    entriesInText(body(['0', ' 1 ', '"x"', 'null', 'true', '[{}]', '{}']), 100).should.equal(7);
+    entriesInText(body(Array(1000).fill('[]')), 10).should.equal(11);
+    entriesInText(body([]), 100).should.equal(0);
+    entriesInText('{"data":{"entry":[ ]}}', 100).should.equal(0);
+    entriesInText('{"data":{"entry":[\n[],\n[]\n]}}', 100).should.equal(2);
+  });
+
   it('stops counting just past the limit', function () {
     entriesInText(body(Array(1000).fill('{"a":1}')), 10).should.equal(11);
   });
@@ -37,6 +49,24 @@ describe('events: entries per callback (issue 22)', function () {
     outcome.should.eql({ ok: false, status: 413, reason: tooManyEntries(10) });
     outcome.reason.should.match(/Max entries/).and.match(/maxEntries/).and.match(/more than 10 entries/);
     (await readJsonBody(request(body(Array(10).fill('{"a":1}'))), 1e6, 10)).ok.should.be.true();
+  });
+
+  // Arrays and objects anywhere in the body cost the parser memory: 16 million `[]` under any key
+  // take more than a 256 MB heap; the cap on entries alone does not see them.
+  it('counts the arrays and objects of the whole body (not in strings), stopping just past the limit', function () {
+    containersInText('{"a":[[],{}],"s":"[{[{"}', 100).should.equal(4);
+    containersInText(`{"junk":[${Array(1000).fill('[]').join(',')}]}`, 10).should.equal(11);
+  });
+
+  it('a body with more arrays and objects than 20 per entry of Max entries (100,000 at least) is refused with 413, before parsing', async function () {
+    containerCap(10).should.equal(100000);
+    containerCap(100000).should.equal(2000000);
+    const cap = containerCap(10);
+    const junk = (n) => `,"junk":[${Array(n).fill('[]').join(',')}]`;
+    const outcome = await readJsonBody(request(body(['{"a":1}'], junk(cap))), 1e6, 10);
+    outcome.should.eql({ ok: false, status: 413, reason: tooManyContainers(10) });
+    outcome.reason.should.match(/Max entries/).and.match(/maxEntries/);
+    (await readJsonBody(request(body(['{"a":1}'], junk(cap - 5))), 1e6, 10)).ok.should.be.true();
   });
 
   it('an already parsed body is checked by the payload reader', function () {

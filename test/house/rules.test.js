@@ -13,7 +13,7 @@ const vm = require('vm');
 require('should');
 const { AssetClient, LOGIN_PRESETS } = require('../../dist');
 const { parseBaseUrl } = require('../../dist/api/client-options');
-const { clientOptions, timeoutSeconds } = require('../../dist/nodes/asset-server/options');
+const { clientOptions, publicBaseUrl, timeoutSeconds } = require('../../dist/nodes/asset-server/options');
 const { LOGIN_SETTINGS } = require('../../dist/nodes/asset-server/session');
 
 const root = path.join(__dirname, '..', '..');
@@ -63,6 +63,17 @@ describe('house: rules the editor repeats agree with the runtime', function () {
       accepts(() => parseBaseUrl(url)).should.be.false(url);
       DamEditor.baseUrl(url).should.be.false(url);
     }
+  });
+
+  it('public base URL: the editor and the node take the same texts (the base URL rule, blank allowed)', function () {
+    const differ = [];
+    for (const url of BASE_URLS) {
+      const node = accepts(() => publicBaseUrl(url));
+      const inEditor = editor.defaults.publicBaseUrl.validate.call({}, url, {}) === true;
+      const expected = url.trim() === '' || accepts(() => parseBaseUrl(url));
+      if (node !== expected || inEditor !== expected) differ.push({ url, node, editor: inEditor, expected });
+    }
+    differ.should.eql([]);
   });
 
   it('timeout: the editor refuses what the node refuses (negatives among them)', function () {

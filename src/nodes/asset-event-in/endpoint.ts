@@ -154,13 +154,18 @@ export class EventInEndpoint {
     } else {
       kept.push(...candidates);
     }
-    // The confirmation's reply is awaited before the messages are handed on, whatever the Redis
-    // client's pipelining does: a copy killed once its flow runs has confirmed them, so the
-    // server's retry is not emitted twice; killed before, the claim lapses after the lease and
-    // the retry emits them. A confirmation that fails does not hold the messages back (lost
-    // would be worse than twice): they go out, and the status says why.
+    // Where the confirmation goes. Messages that leave in one turn (one msg per callback, or at most
+    // YIELD_EVERY): confirmed before they are handed on, its reply awaited whatever the Redis
+    // client's pipelining does (issue 26): a copy killed once its flow runs has confirmed them, so
+    // the server's retry is not emitted twice; killed before, the claim lapses after the lease and
+    // the retry emits them. A confirmation that fails does not hold them back (lost would be worse
+    // than twice): they go out, and the status says why. More than YIELD_EVERY go in chunks with
+    // the event loop let run between them: confirmed after the last send (issue 22), so a copy
+    // killed between chunks leaves the rest claimed only and the retry emits them (none lost), at
+    // the price of the chunks its flow already had being emitted again (at least once).
+    const oneTurn = this.settings.perCallback || kept.length <= YIELD_EVERY;
     let unconfirmed = false;
-    if (claim && !this.closed) await claim.confirm().catch((err: unknown) => { unconfirmed = true; this.warnFilter(err); });
+    if (claim && oneTurn && !this.closed) await claim.confirm().catch((err: unknown) => { unconfirmed = true; this.warnFilter(err); });
     // Closed while the filter answered: send nothing, and let the claims go so that the server's
     // retry is emitted at once (by the new node or another copy), not after the lease.
     if (this.closed) {
@@ -168,6 +173,8 @@ export class EventInEndpoint {
       return { sent: 0, entries: 0, busy, closing: true };
     }
     const sent = await this.sendEntries(kept, subscriptionId, receivedAt);
+    // A longer callback (see oneTurn above): confirmed in the turn of the last send, not before.
+    if (claim && !oneTurn && !this.closed) claim.confirm().catch((err: unknown) => this.warnFilter(err));
     return { sent, entries: kept.length, busy, undo: claim?.undo, unconfirmed };
   }
 

@@ -12,6 +12,7 @@
  * - HTTP 404: something answers at the base URL but has no subscribe API there: the path
  *   part of the base URL is wrong (the spec answers an unknown id with HTTP 200). -> path
  * - connection refused, DNS, TLS, timeout: the base URL cannot be reached. -> network
+ * - HTTP 407: the HTTP proxy on the way refused its credentials. -> proxy
  * - any other status or a non-JSON answer: not the API we expect at that URL. -> http
  * The "add files" permission is not checked: only an upload can tell, and the check never writes.
  * With automatic login ({@link checkWithLogin}) the check logs in first: a failed login, or a
@@ -24,7 +25,7 @@ import { LoginError } from '../../api/session';
 /** Never registered by this package (asset-event-in derives `nr-<node id>`, ids with no second hyphen). */
 export const PROBE_ID = 'dam-connection-check-probe';
 
-export type CheckResult = 'ok' | 'auth' | 'login' | 'permission' | 'path' | 'network' | 'http' | 'config';
+export type CheckResult = 'ok' | 'auth' | 'login' | 'permission' | 'path' | 'network' | 'http' | 'config' | 'proxy';
 
 export interface ConnectionReport {
   result: CheckResult;
@@ -58,6 +59,7 @@ export function configReport(err: unknown): ConnectionReport {
 
 /** A failed automatic login, or a session the server refused right after one, as a report; undefined for other errors. */
 function loginReport(err: unknown): ConnectionReport | undefined {
+  if (err instanceof AssetApiError && err.kind === 'proxy') return proxyReport(err);
   if (err instanceof LoginError) {
     // err.reason: our own words; the login server's text (err.serverSaid) is not passed on.
     return report('login', `login failed: ${err.step}: ${err.reason}`, { part: err.credentialsRefused ? 'credentials' : 'login', status: err.status });
@@ -67,6 +69,11 @@ function loginReport(err: unknown): ConnectionReport | undefined {
       'check where the session comes from and the cookie name it is sent as', { part: 'login', status: err.status });
   }
   return undefined;
+}
+
+/** The HTTP proxy refused its credentials (407): the proxy setting is what to fix, not the cookie or login. */
+function proxyReport(err: AssetApiError): ConnectionReport {
+  return report('proxy', 'the HTTP proxy refused the user name or password (HTTP 407, proxy authentication failed)', { part: 'proxy', status: err.status });
 }
 
 /**

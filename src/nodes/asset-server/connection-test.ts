@@ -6,7 +6,8 @@
  * would make the editor ask the Node-RED user to log in again. Nothing secret is answered.
  *
  * The rules of when a saved secret may be used live here: the saved password only in a login
- * exactly like the running node's, the saved cookie only towards the deployed base URL's server.
+ * exactly like the running node's, the saved cookie only towards the deployed base URL's server;
+ * both only through the deployed Proxy choice.
  */
 import { AssetClient } from '../../api/client';
 import { invalidInput } from '../../api/errors';
@@ -15,6 +16,7 @@ import { isBlankSetting } from '../shared/fields';
 import type { NodeAPI } from '../shared/node-red';
 import { checkConnection, checkWithLogin, configReport } from './connection-check';
 import { DEFAULT_TIMEOUT_S, clientOptions, type AssetServerConfig, type AssetServerConfigNode } from './options';
+import { sameProxy } from './proxy';
 import { LOGIN_SETTINGS, loginOptions } from './session';
 
 export const WRITE_PERMISSION = 'asset-server.write';
@@ -35,6 +37,7 @@ function sameConnection(typed: AssetServerConfig, typedCredentials: Record<strin
     && tls(typed.tls) === tls(deployed.tls)
     && (tls(typed.tls) !== '' || (typed.rejectUnauthorized !== false) === (deployed.rejectUnauthorized !== false))
     && (typedCredentials.cookie || '').trim() === (savedCredentials.cookie || '').trim()
+    && sameProxy(typed, deployed)
     && sameLogin(loginOptions(typed, typedCredentials), loginOptions(deployed, savedCredentials));
 }
 
@@ -71,6 +74,8 @@ export function registerConnectionTest(RED: NodeAPI): void {
       rejectUnauthorized: body.rejectUnauthorized !== false,
       tls: text(body.tls) || undefined,
       loginEnabled: body.loginEnabled === true,
+      proxyMode: text(body.proxyMode) || undefined,
+      proxy: text(body.proxy) || undefined,
       ...Object.fromEntries(LOGIN_SETTINGS.map((key) => [key, text(body[key])]))
     };
     const typed: Record<string, string | undefined> = { cookie: text(body.cookie), username: text(body.username), password: text(body.password) };
@@ -98,14 +103,16 @@ export function registerConnectionTest(RED: NodeAPI): void {
       if (!running?.login) { typeAgain(); return; }
       // Login settings that cannot work are named first (else the answer would be "type it again").
       try { resolveLogin(login); } catch (err) { res.json(configReport(err)); return; }
-      if ((config.baseUrl || '').trim() !== running.baseUrl || !sameLogin(login, running.login)) { typeAgain(); return; }
+      // Also through the same proxy: over plain http a proxy sees the login's fields.
+      if ((config.baseUrl || '').trim() !== running.baseUrl || !sameLogin(login, running.login) || !deployed || !sameProxy(config, deployed)) { typeAgain(); return; }
     }
     // With automatic login the check logs in first: the cookie is not sent.
     let cookie = login ? undefined : typed.cookie;
     if (cookie === SAVED_PASSWORD) {
       const sameBase = !!running && originOf(running.baseUrl) !== undefined && originOf(running.baseUrl) === originOf(config.baseUrl);
-      if (!sameBase) {
-        res.json(configReport(invalidInput('cookie', 'type the cookie again: the saved cookie is only sent to the deployed base URL\'s server')));
+      // ... and through the same proxy (over plain http a proxy sees the cookie).
+      if (!sameBase || !deployed || !sameProxy(config, deployed)) {
+        res.json(configReport(invalidInput('cookie', 'type the cookie again: the saved cookie is only sent to the deployed base URL\'s server, through its proxy setting')));
         return;
       }
       cookie = saved.cookie;

@@ -9,7 +9,7 @@ import { AssetApiError, invalidInput } from '../../api/errors';
 import { plainLoginWarning } from '../../api/session';
 import { createNode, registerType, type NodeAPI } from '../shared/node-red';
 import { registerConnectionTest } from './connection-test';
-import { clientOptions, type AssetServerConfig, type AssetServerConfigNode } from './options';
+import { clientOptions, publicBaseUrl, type AssetServerConfig, type AssetServerConfigNode } from './options';
 import { keptSessions } from './session';
 import { sharedSessionFor } from './shared-session';
 
@@ -21,7 +21,12 @@ export default function register(RED: NodeAPI): void {
     const node = this;
     node.name = config.name;
     node.baseUrl = (config.baseUrl || '').trim();
-    node.publicBaseUrl = (config.publicBaseUrl || '').trim();
+    try {
+      node.publicBaseUrl = publicBaseUrl(config.publicBaseUrl);
+    } catch (err) {
+      node.publicBaseUrl = '';
+      node.publicBaseUrlError = err as AssetApiError;
+    }
     try {
       const options = clientOptions(RED, config, node.credentials ?? {});
       if (config.redis) options.sharedSession = sharedSessionFor(RED, node, config.redis, options);

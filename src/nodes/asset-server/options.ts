@@ -10,9 +10,10 @@ import type { LoginOptions } from '../../api/session';
 import { isBlankSetting } from '../shared';
 import type { Node, NodeAPI, TlsConfigNode } from '../shared/node-red';
 import { loginOptions, type LoginConfig } from './session';
+import { proxyOptions, type ProxyConfig } from './proxy';
 
 /** Editor properties of an asset-server node. */
-export interface AssetServerConfig extends LoginConfig {
+export interface AssetServerConfig extends LoginConfig, ProxyConfig {
   id: string;
   name?: string;
   baseUrl?: string;
@@ -44,6 +45,8 @@ export interface AssetServerConfigNode extends Node {
    * Used to build callback URLs (asset-event-in).
    */
   publicBaseUrl: string;
+  /** Why the public base URL setting cannot be used (publicBaseUrl is then ''). */
+  publicBaseUrlError?: AssetApiError;
   /** The automatic login as this node runs it (${ENV} values resolved); undefined when off. Holds the password. */
   login?: LoginOptions;
   /** The client, or throws {@link configError}. */
@@ -80,6 +83,17 @@ export function timeoutSeconds(value: unknown): number {
   return seconds;
 }
 
+/**
+ * The public URL setting, trimmed; '' when blank. The base URL's rule (parseBaseUrl): it becomes
+ * the callback URL the server stores and calls, so no ? or # (they would cut the path off) and no
+ * user:password@ (stored and shown in plain text). Editor copy: asset-server.html (rules.test.js).
+ */
+export function publicBaseUrl(value: unknown): string {
+  if (isBlankSetting(value)) return '';
+  parseBaseUrl(value, 'publicBaseUrl');
+  return String(value).trim();
+}
+
 /** Builds the client options; throws invalid-input naming the field that is wrong. Also used by the connection test. */
 export function clientOptions(RED: NodeAPI, config: AssetServerConfig, credentials: Record<string, string | undefined>): AssetClientOptions {
   const baseUrl = (config.baseUrl || '').trim();
@@ -95,6 +109,7 @@ export function clientOptions(RED: NodeAPI, config: AssetServerConfig, credentia
   // Big transfers on a worker thread: Node-RED's heap then does not pay for their buffers' garbage collection.
   const options: AssetClientOptions = { baseUrl, cookie: cookie.trim(), timeout: Math.round(timeoutS * 1000), transferThread: 'worker' };
   if (login) options.login = login;
+  Object.assign(options, proxyOptions(RED, config));
   if (config.tls) {
     const tlsNode = RED.nodes.getNode(config.tls) as TlsConfigNode | null;
     if (!tlsNode || typeof tlsNode.addTLSOptions !== 'function') throw invalidInput('tls', 'the selected TLS configuration node is missing');

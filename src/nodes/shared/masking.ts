@@ -33,7 +33,8 @@ export function maskHeaderValues(value: unknown, depth = 0): unknown {
 
 /**
  * A callback URL as shown: every query value masked as queryParam's are (`?token=abc` ->
- * `?token=***`; a bare flag stays), a fragment and the password of `user:password@` too. The
+ * `?token=***`; a bare flag stays), a fragment and the password of `user:password@` (a bare
+ * `token@` whole) too. The
  * text is masked as given, without parsing it into a URL, so nothing else of it changes.
  */
 export function maskUrlSecrets(url: string): string {
@@ -41,12 +42,30 @@ export function maskUrlSecrets(url: string): string {
   const beforeHash = hashAt < 0 ? url : url.slice(0, hashAt);
   const queryAt = beforeHash.indexOf('?');
   let head = queryAt < 0 ? beforeHash : beforeHash.slice(0, queryAt);
-  head = head.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*):[^/@]*@/i, '$1:***@');
+  head = maskUserinfo(head);
   const query = queryAt < 0 ? '' : '?' + beforeHash.slice(queryAt + 1).split('&').map((pair) => {
     const at = pair.indexOf('=');
     return at < 0 ? pair : `${pair.slice(0, at)}=***`;
   }).join('&');
   return head + query + (hashAt < 0 ? '' : '#***');
+}
+
+/**
+ * `scheme://user:***@host...` or, for a bare `token@`, `scheme://***@host...`. The userinfo ends at
+ * the authority's LAST @ (as URL parsers read it), so a password holding @ or : is masked whole.
+ */
+function maskUserinfo(head: string): string {
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(head);
+  if (!scheme) return head;
+  const rest = head.slice(scheme[0].length);
+  const slash = rest.indexOf('/');
+  const authority = slash < 0 ? rest : rest.slice(0, slash);
+  const at = authority.lastIndexOf('@');
+  if (at < 0) return head;
+  const userinfo = authority.slice(0, at);
+  const colon = userinfo.indexOf(':');
+  const shown = colon < 0 ? '***' : `${userinfo.slice(0, colon)}:***`;
+  return scheme[0] + shown + rest.slice(at);
 }
 
 /**

@@ -31,6 +31,7 @@ export const STATUS_KEYS = {
   reasonNotFoundHost: 'network: host not found',
   reasonTls: 'network: TLS certificate',
   reasonNetwork: 'network: __code__',
+  reasonProxyAuth: 'proxy: authentication failed',
   reasonAborted: 'aborted'
 } as const;
 
@@ -98,6 +99,7 @@ export function errorStatusText(RED: NodeAPI | undefined, err: unknown): string 
       case 'permission': text = statusText(RED, 'reasonPermission'); break;
       case 'timeout': text = statusText(RED, 'reasonTimeout'); break;
       case 'aborted': text = statusText(RED, 'reasonAborted'); break;
+      case 'proxy': text = statusText(RED, 'reasonProxyAuth'); break;
       case 'http':
         if (status === 404) text = statusText(RED, 'reasonNotFound');
         else if (status !== undefined && status >= 300 && status < 400) text = statusText(RED, 'reasonRedirect', { status });
