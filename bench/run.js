@@ -23,7 +23,7 @@ const REPO = path.resolve(__dirname, '..');
 const COOKIE_VALUE = 'bench-session';
 const COOKIE = `JSESSIONID=${COOKIE_VALUE}`;
 const CASES = ['transfer', 'events', 'fanout', 'hotfolder'];
-const VARIANTS = ['curl', 'bare', 'client', 'node', 'core', 'redis'];
+const VARIANTS = ['curl', 'bare', 'client', 'node', 'core', 'redis', 'inbox'];
 
 const USAGE = `Usage: npm run bench -- [options]
   --quick            small sizes (1M,4M), short bursts, small hot-folder sets, for CI
@@ -31,7 +31,8 @@ const USAGE = `Usage: npm run bench -- [options]
   --runs N           runs per case, median reported (default 3, at least 3 for a real report)
   --only LIST        some of: ${CASES.join(',')} (default all)
   --variants LIST    variants, some of: curl,bare,client,node,core (transfers), redis (events: asset-event-in
-                     with its filter in a redis-server started by the bench) (default all; for investigations)
+                     with its filter in a redis-server started by the bench), inbox (events: asset-event-in
+                     at least once -> asset-event-ack) (default all; for investigations)
   --strict           exit 1 when a target is missed (default: only when a case breaks)
   --verbose          show Node-RED and emulator output
   --report FILE      only re-render the Markdown and SVG of a saved results JSON (bench/results/*.json)
@@ -204,7 +205,7 @@ async function main() {
     }
 
     if (needTransfer) {
-      const variants = (dir, ourType) => opts.variants.filter((v) => v !== 'redis' &&
+      const variants = (dir, ourType) => opts.variants.filter((v) => v !== 'redis' && v !== 'inbox' &&
         (v !== 'curl' || env.curl) && (v !== 'client' || parts.client) && (v !== 'node' || hasNode(ourType)));
       for (const size of opts.sizes) {
         log(`\n== ${formatSize(size)}: upload and download`);
@@ -230,7 +231,8 @@ async function main() {
     if (opts.only.includes('events')) {
       log('\n== event bursts');
       try {
-        results.events = await runEvents({ nr: await nodeRed('ours'), opts, log, hasOurs: types.has('asset-event-in'), hasRedis: !!redis && types.has('asset-redis') });
+        results.events = await runEvents({ nr: await nodeRed('ours'), opts, log, hasOurs: types.has('asset-event-in'),
+          hasInbox: opts.variants.includes('inbox') && types.has('asset-event-ack'), hasRedis: !!redis && types.has('asset-redis') });
       } catch (e) {
         errors.push(`event bursts: ${e.message}`);
       }

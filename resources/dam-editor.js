@@ -58,6 +58,21 @@
  *                                  (the default), or a header name with spaces around it.
  *                                  These three and validateInFlight are checked against the
  *                                  runtime by test/api/editor-rules.test.js.
+ *   DamEditor.callbackMethodMismatch(subscription, eventIns, here)
+ *                                  { nodeId, nodeName, path, eventInMethod, subscriptionMethod } when
+ *                                  subscription.callback points at one of eventIns (asset-event-in
+ *                                  configs: id, name, path, method) of this Node-RED (loopback host,
+ *                                  here.uiPort, or one of here.publicBaseUrls) under here.httpNodeRoot
+ *                                  and subscription.method (blank: GET, the spec's default) differs;
+ *                                  else undefined. Browser copy of src/plugin/callback-method.ts
+ *                                  (test/nodes/callback-method.test.js runs both on the same cases).
+ *   DamEditor.subscribeMethodWarning(callback, callbackType, method)
+ *                                  the asset-subscribe dialog's warning text, or "" (uses the
+ *                                  editor's asset-event-in and asset-server nodes).
+ *   DamEditor.selectOnlyServer(node)
+ *                                  a new node's `onadd`: when its Server is blank and exactly one
+ *                                  asset-server exists, picks it (else a node dropped in and
+ *                                  deployed without opening its dialog is "not properly configured").
  *   DamEditor.readList(container)  the list's values as an array of strings, empty rows left out.
  *                                  Works for all four lists. (readPathList, readHeaderList,
  *                                  readQueryParamList and readMetadataList are the same function.)
@@ -252,10 +267,79 @@
         return typeof location === "undefined" ? "/" : location.pathname.replace(/[^/]*$/, "");
     }
 
+
+    var LOOPBACK = { "127.0.0.1": true, "localhost": true, "[::1]": true, "::1": true };
+
+    function urlOf(text) {
+        if (typeof text !== "string") { return undefined; }
+        try {
+            var url = new URL(text.trim());
+            return url.protocol === "http:" || url.protocol === "https:" ? url : undefined;
+        } catch (e) { return undefined; }
+    }
+
+    function trimSlashes(p) { return p.replace(/\/+$/, "") || "/"; }
+
+    /** "" + httpNodeRoot + path with one slash at each joint (callbackUrl of src/nodes/event-in-settings.ts). */
+    function routePath(httpNodeRoot, path) {
+        var parts = ["", (httpNodeRoot || "/").replace(/^\/+|\/+$/g, ""), path.replace(/^\/+/, "")];
+        return parts.filter(function (p, i) { return i === 0 || p !== ""; }).join("/");
+    }
+
+    function callbackMethodMismatch(subscription, eventIns, here) {
+        var callback = urlOf(subscription.callback);
+        if (!callback) { return undefined; }
+        var origins = {};
+        (here.publicBaseUrls || []).forEach(function (u) { var url = urlOf(u); if (url) { origins[url.origin] = true; } });
+        var port = callback.port || (callback.protocol === "https:" ? "443" : "80");
+        var ours = LOOPBACK[callback.hostname] === true || origins[callback.origin] === true ||
+            (here.uiPort !== undefined && here.uiPort !== null && String(here.uiPort) === port);
+        if (!ours) { return undefined; }
+        var method = (typeof subscription.method === "string" && subscription.method.trim() ? subscription.method.trim() : "GET").toUpperCase();
+        for (var i = 0; i < eventIns.length; i++) {
+            var node = eventIns[i];
+            var path = (node.path || "").trim();
+            if (!path) { continue; }
+            if (trimSlashes(routePath(here.httpNodeRoot, path)) !== trimSlashes(decodeURI(callback.pathname))) { continue; }
+            var listens = (node.method || "post").toUpperCase();
+            if (listens === method) { return undefined; }
+            return { nodeId: node.id, nodeName: node.name || "", path: path.charAt(0) === "/" ? path : "/" + path,
+                eventInMethod: listens, subscriptionMethod: method };
+        }
+        return undefined;
+    }
+
+    function subscribeMethodWarning(callback, callbackType, method) {
+        if ((callbackType || "str") !== "str") { return ""; }
+        var eventIns = [];
+        var publicBaseUrls = [];
+        RED.nodes.eachNode(function (n) {
+            if (n.type === "asset-event-in") { eventIns.push({ id: n.id, name: n.name, path: n.path, method: n.method }); }
+        });
+        RED.nodes.eachConfig(function (n) {
+            if (n.type === "asset-server" && n.publicBaseUrl) { publicBaseUrls.push(n.publicBaseUrl); }
+        });
+        var here = { httpNodeRoot: RED.settings.httpNodeRoot, uiPort: window.location.port || (window.location.protocol === "https:" ? "443" : "80"), publicBaseUrls: publicBaseUrls };
+        var m = callbackMethodMismatch({ callback: callback, method: method }, eventIns, here);
+        if (!m) { return ""; }
+        var node = m.nodeName ? "\"" + m.nodeName + "\" (" + m.path + ")" : m.path;
+        return RED._(NS + "warnings.methodMismatch", { node: node, listens: m.eventInMethod, sends: m.subscriptionMethod });
+    }
+
+    function selectOnlyServer(node) {
+        if (!node || node.server) { return; }
+        var servers = [];
+        RED.nodes.eachConfig(function (n) { if (n.type === "asset-server") { servers.push(n.id); } });
+        if (servers.length === 1) { node.server = servers[0]; }
+    }
+
     window.DamEditor = {
         ADMIN_ROUTE_SEGMENTS: ADMIN_ROUTE_SEGMENTS,
         adminPathClash: adminPathClash,
         editorRoot: editorRoot,
+        selectOnlyServer: selectOnlyServer,
+        callbackMethodMismatch: callbackMethodMismatch,
+        subscribeMethodWarning: subscribeMethodWarning,
         fieldTypes: FIELD_TYPES,
         typedField: typedField,
         SUBSCRIPTION_ID: SUBSCRIPTION_ID,

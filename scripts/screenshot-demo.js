@@ -6,6 +6,8 @@
  *   docs/images/palette.png    the DAM palette category
  *
  * Usage: `npm run screenshots` (builds first), or `node scripts/screenshot-demo.js` after a build.
+ * `npm run screenshots` then runs test/e2e/browser-five-steps.test.js with DAM_DOCS_IMAGES=1, which
+ * clicks the README's five steps through and writes docs/images/five-steps-*.png.
  *
  * It runs the demo launcher (dist/demo/start.js) on free ports with a fresh temporary
  * DAM_DEMO_DIR, drops one file into the demo's inbox so the node statuses show a real run,

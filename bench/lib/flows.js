@@ -14,7 +14,7 @@ const ID = {
   downOurs: 'bench-down-ours-inject',
   downCore: 'bench-down-core-inject'
 };
-const EVENT_PATHS = { ours: '/bench/dam-events', batch: '/bench/dam-events-batch', core: '/bench/core-events', redis: '/bench/redis-events' };
+const EVENT_PATHS = { ours: '/bench/dam-events', batch: '/bench/dam-events-batch', core: '/bench/core-events', redis: '/bench/redis-events', inbox: '/bench/dam-events-inbox' };
 
 // Last node of every transfer flow: elapsed time and what the flow produced, then drop the payload.
 const DONE_FUNC = `
@@ -52,6 +52,11 @@ return null;`;
 // asset-event-in's per-callback output: msg.payload is the array of the callback's entries.
 const COUNT_BATCH = `
 flow.set('batch', (flow.get('batch') || 0) + msg.payload.length);
+return null;`;
+
+// Counted after asset-event-ack: an entry of the at-least-once inbox is done once acknowledged.
+const COUNT_INBOX = `
+flow.set('inbox', (flow.get('inbox') || 0) + 1);
 return null;`;
 
 const COUNT_REDIS = `
@@ -100,10 +105,10 @@ function buildFlows({ emulatorUrl, cookie, types, parts, redisUrl }) {
   // --- helpers read by the harness
   nodes.push(
     httpIn('bench-counts-in', '/bench/counts', 'get', ['bench-counts-fn'], 600),
-    fn('bench-counts-fn', `msg.payload = { ours: flow.get('ours') || 0, batch: flow.get('batch') || 0, core: flow.get('core') || 0, redis: flow.get('redis') || 0 }; return msg;`, ['bench-counts-out'], 450, 600),
+    fn('bench-counts-fn', `msg.payload = { ours: flow.get('ours') || 0, batch: flow.get('batch') || 0, core: flow.get('core') || 0, redis: flow.get('redis') || 0, inbox: flow.get('inbox') || 0 }; return msg;`, ['bench-counts-out'], 450, 600),
     httpResponse('bench-counts-out', 600),
     httpIn('bench-reset-in', '/bench/reset', 'post', ['bench-reset-fn'], 640),
-    fn('bench-reset-fn', `flow.set('ours', 0); flow.set('batch', 0); flow.set('core', 0); flow.set('redis', 0); msg.payload = { ok: true }; return msg;`, ['bench-reset-out'], 450, 640),
+    fn('bench-reset-fn', `flow.set('ours', 0); flow.set('batch', 0); flow.set('core', 0); flow.set('redis', 0); flow.set('inbox', 0); msg.payload = { ok: true }; return msg;`, ['bench-reset-out'], 450, 640),
     httpResponse('bench-reset-out', 640),
     { id: 'bench-catch', type: 'catch', z: TAB, name: '', scope: null, uncaught: false, x: 150, y: 720, wires: [['bench-catch-fn']] },
     fn('bench-catch-fn', CATCH_FUNC, [], 450, 720)
@@ -186,6 +191,19 @@ function buildFlows({ emulatorUrl, cookie, types, parts, redisUrl }) {
         checkId: true, dedup: true, dedupWindow: '', dedupMax: '', server: '', manage: false,
         watchPath: [], watchMetadata: [], logicalOperand: '', retryCount: '', x: 150, y: 470, wires: [['bench-ev-batch-count']] },
       fn('bench-ev-batch-count', COUNT_BATCH, [], 450, 470)
+    );
+  }
+  if (parts.has('events') && types.has('asset-event-in') && types.has('asset-event-ack')) {
+    // --- 3d: asset-event-in with Delivery "at least once" (embedded inbox in the user dir) -> ack -> count.
+    // 100 in flight and a bound no burst reaches: the row measures the inbox, not the back-pressure.
+    nodes.push(
+      { id: 'bench-ev-inbox-in', type: 'asset-event-in', z: TAB, name: '', path: EVENT_PATHS.inbox, method: 'post',
+        successCode: '', output: 'entry', emitEmpty: false, maxBodyMB: '', secretHeader: '', subscriptionId: '',
+        checkId: true, dedup: true, dedupWindow: '', dedupMax: '', server: '', manage: false,
+        delivery: 'atLeastOnce', inboxMax: 10000000, maxInFlight: 100, outputs: 2,
+        watchPath: [], watchMetadata: [], logicalOperand: '', retryCount: '', x: 150, y: 500, wires: [['bench-ev-inbox-ack'], []] },
+      { id: 'bench-ev-inbox-ack', type: 'asset-event-ack', z: TAB, name: '', action: 'ack', x: 350, y: 500, wires: [['bench-ev-inbox-count']] },
+      fn('bench-ev-inbox-count', COUNT_INBOX, [], 550, 500)
     );
   }
   if (parts.has('events') && types.has('asset-event-in') && types.has('asset-redis') && redisUrl) {

@@ -34,6 +34,7 @@ const EVENT_LABEL = {
   ours: '**asset-event-in** (one msg per entry) → count',
   batch: '**asset-event-in** (one msg per callback) → count',
   redis: '**asset-event-in**, filter in Redis → count',
+  inbox: '**asset-event-in** at least once → **asset-event-ack** → count',
   core: 'core: http in → change → split → count → http response'
 };
 
@@ -108,6 +109,17 @@ function eventTargets(rows) {
       }
       const ok = r.lost === 0 && r.httpFailures === 0;
       r.targets.push({ name: `asset-event-in with the filter in Redis, ${r.entriesPerCallback}/callback: 0 entries lost`, ok, text: `${verdict(ok)} 0 lost` });
+      out.push(...r.targets);
+      continue;
+    }
+    if (r.variant === 'inbox') {
+      const memory = rows.find((c) => c.variant === 'ours' && c.entriesPerCallback === r.entriesPerCallback);
+      if (memory && r.entriesPerCallback === 100) {
+        const ok = r.entriesPerSec >= 0.8 * memory.entriesPerSec;
+        r.targets.push({ name: 'asset-event-in at least once (inbox + ack), 100/callback: entries/s ≥ 0.8 × at most once', ok, text: `${verdict(ok)} ≥ 0.8 × at most once` });
+      }
+      const ok = r.lost === 0 && r.httpFailures === 0;
+      r.targets.push({ name: `asset-event-in at least once, ${r.entriesPerCallback}/callback: 0 entries lost`, ok, text: `${verdict(ok)} 0 lost` });
       out.push(...r.targets);
       continue;
     }

@@ -3,8 +3,8 @@
  * mirror that follows the server's changes back to disk.
  *
  *   asset-hot-folder inbox/ -> /inbox on the server, then moved to inbox/done/
- *   asset-event-in (owns `* /inbox`) -> added|modified -> asset-download to mirror/<path>
- *       -> asset-export -> file out <name>.metadata.json
+ *   asset-event-in (owns `* /inbox`, delivery at least once) -> added|modified -> asset-download to mirror/<path>
+ *       -> asset-export -> file out <name>.metadata.json -> asset-event-ack (a failure: Catch -> reject)
  *
  * Values that depend on the machine (folders, ports) are written into the flow as
  * literals, so the editor shows them plainly; start.ts re-deploys the flow when they
@@ -93,17 +93,21 @@ export function demoFlow(o: DemoFlowOptions): object[] {
         'it on deploy (callback: the server config\'s public base URL + the node\'s path) and deletes it ' +
         'when the node is removed. Each changed asset arrives as one message; the latest revision is ' +
         'downloaded to mirror/<server path> and its metadata export is written beside it as ' +
-        '<name>.metadata.json.', x: 480, y: 240, wires: [] }),
+        '<name>.metadata.json.\n\nDelivery is *at least once*: each change is stored in the node\'s inbox before the ' +
+        'server gets its answer, and stays there until **acknowledge** has seen the files written; a failure ' +
+        '(Catch) **rejects** it, so it is delivered again later; one that keeps failing is parked (second output, DAM tab). ' +
+        'Stop Node-RED in the middle of a burst: nothing is lost.', x: 480, y: 240, wires: [] }),
     node({ id: id('events'), type: 'asset-event-in', name: 'changes in /inbox', path: DEMO_CALLBACK_PATH, method: 'post',
       successCode: 200, output: 'entry', emitEmpty: false, maxBodyMB: 50, secretHeader: 'X-DAM-Secret',
       subscriptionId: DEMO_SUBSCRIPTION_ID, checkId: true, dedup: true, dedupWindow: 600, dedupMax: 10000,
       server: SERVER, manage: true, watchPath: ['* /inbox'], watchMetadata: [], logicalOperand: '', retryCount: '',
-      credentials: { secret: DEMO_WEBHOOK_SECRET }, x: 130, y: 300, wires: [[id('switch')]] }),
+      delivery: 'atLeastOnce', inboxMax: 10000, maxInFlight: 10, visibilityTimeout: 600, maxDeliveries: 5, rejectBackoff: 10, outputs: 2,
+      credentials: { secret: DEMO_WEBHOOK_SECRET }, x: 130, y: 300, wires: [[id('switch')], [id('parked')]] }),
     node({ id: id('switch'), type: 'switch', name: 'added or modified', property: 'payload.action', propertyType: 'msg',
-      rules: [{ t: 'eq', v: 'added', vt: 'str' }, { t: 'eq', v: 'modified', vt: 'str' }], checkall: 'false', repair: false,
-      outputs: 2, x: 320, y: 300, wires: [[id('target')], [id('target')]] }),
-    node({ id: id('target'), type: 'function', name: 'mirror path', libs: FS_LIBS, outputs: 1, timeout: 0, noerr: 0,
-      initialize: '', finalize: '', x: 490, y: 300, wires: [[id('download')]],
+      rules: [{ t: 'eq', v: 'added', vt: 'str' }, { t: 'eq', v: 'modified', vt: 'str' }, { t: 'else' }], checkall: 'false', repair: false,
+      outputs: 3, x: 320, y: 300, wires: [[id('target')], [id('target')], [id('ack')]] }),
+    node({ id: id('target'), type: 'function', name: 'mirror path', libs: FS_LIBS, outputs: 2, timeout: 0, noerr: 0,
+      initialize: '', finalize: '', x: 490, y: 300, wires: [[id('download')], [id('ack')]],
       func: code(
         `const mirror = ${mirror};`,
         'const serverPath = String(msg.payload.path || "");',
@@ -111,7 +115,7 @@ export function demoFlow(o: DemoFlowOptions): object[] {
         '// Never write outside the mirror folder, whatever path the server reports.',
         'if (!target.startsWith(mirror + path.sep)) {',
         '    node.warn("skipped: path outside the mirror: " + serverPath);',
-        '    return null;',
+        '    return [null, msg];  // nothing to do: acknowledged',
         '}',
         'msg.fuid = msg.payload.assetId;',
         'msg.rrn = -1;  // a mirror keeps the latest revision',
@@ -131,11 +135,15 @@ export function demoFlow(o: DemoFlowOptions): object[] {
         'msg.payload = JSON.stringify(msg.payload, null, 2) + "\\n";',
         'return msg;') }),
     node({ id: id('writemeta'), type: 'file', name: 'write', filename: 'filename', filenameType: 'msg',
-      appendNewline: false, createDir: true, overwriteFile: 'true', encoding: 'utf8', x: 1170, y: 300, wires: [[id('mirrored')]] }),
+      appendNewline: false, createDir: true, overwriteFile: 'true', encoding: 'utf8', x: 1170, y: 300, wires: [[id('mirrored'), id('ack')]] }),
+    node({ id: id('ack'), type: 'asset-event-ack', name: 'acknowledge', action: 'ack', x: 1330, y: 340, wires: [[]] }),
     node({ id: id('mirrored'), type: 'debug', name: 'mirrored', active: true, tosidebar: true, console: false,
       tostatus: false, complete: 'topic', targetType: 'msg', statusVal: '', statusType: 'auto', x: 1310, y: 300, wires: [] }),
     node({ id: id('catchMirror'), type: 'catch', name: 'mirror failed', scope: mirrorNodes, uncaught: false,
-      x: 490, y: 360, wires: [[id('mirrorError')]] }),
+      x: 490, y: 360, wires: [[id('mirrorError'), id('reject')]] }),
+    node({ id: id('reject'), type: 'asset-event-ack', name: 'reject (deliver again later)', action: 'reject', x: 700, y: 400, wires: [[]] }),
+    node({ id: id('parked'), type: 'debug', name: 'parked', active: true, tosidebar: true, console: true,
+      tostatus: false, complete: 'true', targetType: 'full', statusVal: '', statusType: 'auto', x: 320, y: 380, wires: [] }),
     node({ id: id('mirrorError'), type: 'debug', name: 'mirror error', active: true, tosidebar: true, console: true,
       tostatus: false, complete: 'error.message', targetType: 'msg', statusVal: '', statusType: 'auto', x: 680, y: 360, wires: [] })
   ];

@@ -80,6 +80,15 @@ export class DuplicateFilter {
     };
   }
 
+  /**
+   * Forgets `key` (its entry could not be kept: the server's retry must not be dropped). Its slot in
+   * the arrival order stays; should the key come back, that old slot may forget it a little early,
+   * which lets a duplicate through (allowed) and never drops a new entry.
+   */
+  forget(key: string): void {
+    this.seen.delete(entryDigest(key).toString('latin1')); // the Set holds digests (see check)
+  }
+
   /** Number of keys held now. */
   get size(): number {
     this.evictExpired(this.now());

@@ -47,8 +47,9 @@ export function memoryEntryFilter(filter: DuplicateFilter): EntryFilter {
           if (i > 0 && i % YIELD_EVERY === 0) await yieldToEventLoop();
           verdicts[i] = batch.isDuplicate(keys[i]) ? 'duplicate' : 'new';
         }
-        // undo: nothing to do, a node's in-memory filter closes with it.
-        return { verdicts, confirm: confirmed, undo: confirmed };
+        // undo forgets the new keys (an at-least-once inbox that could not store them answers 503).
+        const undo = async () => { keys.forEach((key, i) => { if (verdicts[i] === 'new') filter.forget(key); }); };
+        return { verdicts, confirm: confirmed, undo };
       } finally {
         batch.end();
       }

@@ -8,6 +8,7 @@
  *   GET    dam-assets/subscriptions/:server/:sub        asset-server.read   the server's stored details, secrets masked
  *   DELETE dam-assets/subscriptions/:server/:sub        asset-server.write  delete it on the server
  *   POST   dam-assets/event-in/:id/register             asset-server.write  register an owned subscription again
+ *   the at-least-once inbox's parked entries: inbox-routes.ts
  * A user whose permissions are 'read' passes the read guard only (Node-RED answers 401 to the rest).
  * Failures on the DAM server's side are answered with HTTP 200 and `{ ok: false, error }`: a 401 from
  * these routes would make the editor ask the Node-RED user to log in again.
@@ -27,7 +28,10 @@ import type { AssetServerConfigNode } from '../nodes/asset-server/options';
 import type { NodeAPI } from '../nodes/shared/node-red';
 import { eventInStats, type EventInStats } from '../nodes/shared/event-in-stats';
 import { maskHeaderValues } from '../nodes/shared/masking';
+import { callbackMethodMismatch, type EventInRoute } from './callback-method';
 import { hotFolderStats, type HotFolderView } from '../nodes/asset-hot-folder/stats';
+import { runningDelivery } from '../nodes/asset-event-in/delivery';
+import { registerInboxRoutes } from './inbox-routes';
 
 export const READ_PERMISSION = 'asset-server.read';
 export { WRITE_PERMISSION };
@@ -111,7 +115,8 @@ export default function register(RED: NodeAPI): void {
         eventIns.push({
           id: config.id, name: config.name || '', path: config.path || '', serverId: config.server || '',
           manage: config.manage === true, subscriptionId,
-          running: !!stats, registrable: !!stats?.registerNow, ...(stats ? stats.view() : {})
+          running: !!stats, registrable: !!stats?.registerNow, ...(stats ? stats.view() : {}),
+          inbox: runningDelivery(config.id)?.counts()
         });
         use(config.server, subscriptionId, { nodeId: config.id, type: config.type, name: config.name, owned: config.manage === true });
       } else if (config.type === 'asset-hot-folder') {
@@ -133,6 +138,8 @@ export default function register(RED: NodeAPI): void {
   function usedSubscription(serverId: string, id: string): SubscriptionView | undefined {
     return overview().subscriptions.find(s => s.serverId === serverId && s.id === id);
   }
+
+  registerInboxRoutes(app, read, write);
 
   app.get('/dam-assets/overview', read, (_req: any, res: any) => {
     res.json(overview());
@@ -158,12 +165,27 @@ export default function register(RED: NodeAPI): void {
     return undefined;
   }
 
+  /** The stored subscription's callback reaches an asset-event-in of these flows with another method (issue 23 #1). */
+  function methodMismatchOf(details: unknown) {
+    const stored = (details as { subscription?: { callback?: unknown; method?: unknown } } | null)?.subscription;
+    if (!stored) return undefined;
+    const eventIns: EventInRoute[] = [];
+    const publicBaseUrls: string[] = [];
+    RED.nodes.eachNode((def) => {
+      const config = def as typeof def & Record<string, any>; // a node's config as the flows hold it
+      if (config.type === 'asset-event-in') eventIns.push({ id: config.id, name: config.name, path: config.path, method: config.method });
+      if (config.type === 'asset-server' && typeof config.publicBaseUrl === 'string') publicBaseUrls.push(config.publicBaseUrl);
+    });
+    const settings = RED.settings as unknown as { httpNodeRoot?: string; uiPort?: number };
+    return callbackMethodMismatch(stored, eventIns, { httpNodeRoot: settings.httpNodeRoot, uiPort: settings.uiPort, publicBaseUrls });
+  }
+
   app.get('/dam-assets/subscriptions/:server/:id', read, async (req: any, res: any) => {
     const server = serverOfUsedSubscription(req, res);
     if (!server) return;
     try {
       const details = await server.getClient().getSubscription(req.params.id, { timeout: 10000 });
-      res.json({ ok: true, details: maskHeaderValues(details) });
+      res.json({ ok: true, details: maskHeaderValues(details), methodMismatch: methodMismatchOf(details) });
     } catch (err) {
       res.json({ ok: false, error: classifiedErrorView(err) });
     }

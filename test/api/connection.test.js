@@ -42,6 +42,35 @@ describe('api client: connection settings', () => {
     }
   });
 
+  it('a pasted Set-Cookie line, or a cookie with its attributes, is reduced to its first name=value (issue 23 #8)', async () => {
+    // Accepted by the emulator: the attributes would otherwise be sent as cookies of their own.
+    const setCookie = client({ baseUrl: emu.url, cookie: `Set-Cookie: JSESSIONID=${COOKIES.editor}; Path=/review; HttpOnly` });
+    (await setCookie.registerSubscription('pasted-set-cookie', { callback })).success.should.be.true();
+
+    const seen = [];
+    const raw = await startServer((req, res) => {
+      seen.push(req.headers.cookie);
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ success: true, id: 'x', subscription: {} }));
+    });
+    try {
+      for (const pasted of [
+        'Set-Cookie: JSESSIONID=abc; Path=/; HttpOnly',
+        'set-cookie:JSESSIONID=abc;Secure;SameSite=Lax',
+        'JSESSIONID=abc; Path=/',
+        'JSESSIONID=abc; path=/review; Max-Age=3600; Secure',
+        'Set-Cookie: abc; Path=/' // a bare value is still the session id
+      ]) {
+        await client({ baseUrl: raw.url, cookie: pasted }).getSubscription('pasted-set-cookie');
+      }
+      // A Cookie request header with several cookies (no attributes) is sent as it is.
+      await client({ baseUrl: raw.url, cookie: 'Cookie: lb=node2; JSESSIONID=abc' }).getSubscription('pasted-set-cookie');
+      seen.should.eql(['JSESSIONID=abc', 'JSESSIONID=abc', 'JSESSIONID=abc', 'JSESSIONID=abc', 'JSESSIONID=abc', 'lb=node2; JSESSIONID=abc']);
+    } finally {
+      await raw.close();
+    }
+  });
+
   it('a base URL ending in /review (with or without a slash) is used as is: no /review/review/...', async () => {
     for (const baseUrl of [`${emu.url}/review`, `${emu.url}/review/`]) {
       const api = client({ baseUrl, cookie: COOKIES.editor });

@@ -194,6 +194,10 @@ describe('editor in a real browser (Chromium)', function () {
       (await entry.isVisible()).should.be.true(`${type} palette entry is hidden`);
       const label = (await entry.locator('.red-ui-palette-label').innerText()).trim();
       label.should.not.be.empty();
+      // On one line, as core's labels are (issue 23 #11: "asset subscribe" wrapped onto two).
+      const height = (locator) => locator.evaluate(el => el.getBoundingClientRect().height);
+      const oneLine = await height(page.locator('.red-ui-palette-node[data-palette-type="inject"] .red-ui-palette-label'));
+      (await height(entry.locator('.red-ui-palette-label'))).should.be.belowOrEqual(oneLine, `the palette label "${label}" of ${type} wraps`);
       const iconUrl = await entry.locator('.red-ui-palette-icon-container').getAttribute('data-palette-icon');
       should.exist(iconUrl, `${type} has no icon`);
       iconUrl.should.startWith(`icons/${MODULE}/`, `${type} icon ${iconUrl} is not one of the package's icons`);

@@ -275,7 +275,11 @@ describe('asset-event-in (test helper)', function () {
       await helper.unload();
       loaded = false;
       await new Promise((r) => setTimeout(r, 300));
-      shown.should.eql([{}]); // only the clearing on close
+      // The callback's own update may come at once (its 250 ms window may be over on a slow
+      // machine) or be pending; after the clearing on close, nothing.
+      const cleared = shown.findIndex((status) => Object.keys(status).length === 0);
+      cleared.should.be.above(-1);
+      shown.slice(cleared).should.eql([{}]);
     });
   });
 

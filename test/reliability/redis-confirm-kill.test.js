@@ -1,5 +1,5 @@
 'use strict';
-// Reliability suite 11 (issue 26, part 1): the Redis duplicate filter's confirmation is in Redis
+// Reliability suite 13 (issue 26, part 1): the Redis duplicate filter's confirmation is in Redis
 // before any node after asset-event-in runs. Real parts: Debian's redis-server and real Node-RED
 // processes (killed with SIGKILL). The flow: asset-event-in with its filter in Redis (lease 2 s),
 // wired to a function node that appends msg.payload to a file and then works synchronously for
@@ -29,7 +29,7 @@ function lines(file) {
   }
 }
 
-describe(`reliability 11: a copy SIGKILLed while its flow works emits nothing twice (Redis filter, ${LONG ? 'long' : 'short'} mode)`, function () {
+describe(`reliability 13: a copy SIGKILLed while its flow works emits nothing twice (Redis filter, ${LONG ? 'long' : 'short'} mode)`, function () {
   this.timeout(pick(180000, 600000));
   let work, redis, copies, probe;
   const logs = {};

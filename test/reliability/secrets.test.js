@@ -282,7 +282,8 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
     (await test({ cookie: `JSESSIONID=${GOOD}` })).json.result.should.equal('ok');
     (await test({ cookie: WRONG })).json.result.should.equal('auth');
     (await test({ cookie: '__PWRD__' })).json.result.should.equal('ok');
-    (await test({ cookie: '__PWRD__', baseUrl: `http://127.0.0.1:${downPort}` })).json.result.should.equal('config');
+    // Towards a host that does not answer: the base URL is tried first, without cookie (issue 23 #5).
+    (await test({ cookie: '__PWRD__', baseUrl: `http://127.0.0.1:${downPort}` })).json.should.containEql({ result: 'network', part: 'baseUrl' });
     // ... with automatic login as the dialog sends it: unchanged (the deployed node's client), a typed password (right, wrong),
     // the saved one with another timeout (logs in as the node does), with another preset and towards another host (refused).
     const login = (body) => test({ id: 'sec-srv-login', loginEnabled: true, loginPreset: 'utility', username: 'robot', ...body });
@@ -291,7 +292,7 @@ describe('reliability 7: secrets stay out of logs, messages, errors, statuses, e
     (await login({ password: WRONG_PASSWORD })).json.result.should.equal('login');
     (await login({ password: '__PWRD__', timeout: 7 })).json.result.should.equal('ok');
     (await login({ password: '__PWRD__', loginPreset: 'form' })).json.should.containEql({ result: 'config', part: 'password' });
-    (await login({ password: '__PWRD__', baseUrl: `http://127.0.0.1:${downPort}` })).json.should.containEql({ result: 'config', part: 'password' });
+    (await login({ password: '__PWRD__', baseUrl: `http://127.0.0.1:${downPort}` })).json.should.containEql({ result: 'network', part: 'baseUrl' });
     // ... towards a login server that echoes the typed password encoded.
     (await login({ id: 'sec-srv-echo', loginUrl: echoUrl(), password: ECHO_PASSWORD })).json.result.should.equal('login');
     // Register again (one that works, one whose server refuses the cookie), and a delete the server refuses.

@@ -1,5 +1,5 @@
 'use strict';
-// Reliability suite 12 (issue 26, part 5): one session shared by two Node-RED copies. Real parts:
+// Reliability suite 14 (issue 26, part 5): one session shared by two Node-RED copies. Real parts:
 // Debian's redis-server and nginx (round robin), two Node-RED processes with the same flow, the
 // emulator in one session per user mode with sessions that expire every few seconds. Both copies
 // run uploads, downloads and subscription reads (driven through nginx) for a while:
@@ -22,7 +22,7 @@ const WORKERS = 4;
 const ROBOT = { name: 'dam-robot', password: 'Robot-Pass-3f9d1e', permissions: ['events', 'add'] };
 const SUB_ID = 'shared-session-read-01';
 
-describe(`reliability 12: two Node-RED copies, one user, sessions expiring every ${MAX_AGE_S} s, ${SECONDS} s per mode (${LONG ? 'long' : 'short'} mode)`, function () {
+describe(`reliability 14: two Node-RED copies, one user, sessions expiring every ${MAX_AGE_S} s, ${SECONDS} s per mode (${LONG ? 'long' : 'short'} mode)`, function () {
   this.timeout((SECONDS * 2 + 120) * 1000);
   let work, redis, nginx, emulator, copies, client, agent, fuid;
 

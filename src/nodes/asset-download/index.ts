@@ -7,7 +7,7 @@ import { invalidInput } from '../../api/errors';
 import { DEFAULT_MAX_BUFFER_BYTES, type DownloadInfo, type DownloadOptions } from '../../api/client';
 import type { IfExists } from '../../api/file-placement';
 import { clientFor } from '../asset-server';
-import { asIntegerId, asString, formatBytes, handleInputAndClose, isBlank, isBlankSetting, localText, required, resolveField, resolvePath } from '../shared';
+import { asIntegerId, asString, formatBytes, handleInputAndClose, nameOf, isBlank, isBlankSetting, localText, required, resolveField, resolvePath, type FieldSource } from '../shared';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
 import { nodeRetry, withRetries } from '../shared/retry';
 
@@ -51,23 +51,31 @@ function setResponseProperties(msg: NodeMessage, info: DownloadInfo): void {
   msg.assetFilename = info.filename;
 }
 
+/** Editor labels of the request fields (catalogue `asset-download.label.*`), for error messages. */
+const FIELD_LABELS: Record<string, string> = { fuid: 'Asset fuid', rrn: 'Revision', collectionId: 'Collection', filename: 'File' };
+/** The catalogue key of a field whose msg property has another name. */
+const LABEL_KEYS: Record<string, string> = {};
+
 export default function register(RED: NodeAPI): void {
   function AssetDownloadNode(this: Node, config: AssetDownloadConfig) {
     createNode(RED, this, config);
     const node = this;
+    // Errors name a field by its editor label (English when the catalogue is not loaded).
+    const field = (msg: NodeMessage, source: FieldSource) => resolveField(RED, node, msg,
+      { ...source, label: localText(RED, `asset-download.label.${LABEL_KEYS[source.field] ?? source.field}`, FIELD_LABELS[source.field] ?? source.field) });
     const output: DownloadOutput = config.output === 'file' ? 'file' : 'buffer';
 
     handleInputAndClose(RED, node, async (msg, request) => {
       const withRetry = <T>(work: () => Promise<T>) => withRetries(work, nodeRetry(RED, node, config.retries, request.signal));
-      const fuidField = await resolveField(RED, node, msg, { field: 'fuid', blankReads: 'fuid', value: config.fuid, type: config.fuidType });
+      const fuidField = await field(msg, { field: 'fuid', blankReads: 'fuid', value: config.fuid, type: config.fuidType });
       const options: DownloadOptions = {
         fuid: required(fuidField, asIntegerId(fuidField)),
         signal: request.signal,
         onProgress: request.progress
       };
-      const rrn = asIntegerId(await resolveField(RED, node, msg, { field: 'rrn', blankReads: 'rrn', value: config.rrn, type: config.rrnType || 'num' }));
+      const rrn = asIntegerId(await field(msg, { field: 'rrn', blankReads: 'rrn', value: config.rrn, type: config.rrnType || 'num' }));
       if (rrn !== undefined) options.rrn = rrn;
-      const collectionId = asIntegerId(await resolveField(RED, node, msg, { field: 'collectionId', blankReads: 'collectionId', value: config.collectionId, type: config.collectionIdType || 'num' }));
+      const collectionId = asIntegerId(await field(msg, { field: 'collectionId', blankReads: 'collectionId', value: config.collectionId, type: config.collectionIdType || 'num' }));
       if (collectionId !== undefined) options.collectionId = collectionId;
 
       if (output === 'buffer') {
@@ -81,7 +89,7 @@ export default function register(RED: NodeAPI): void {
 
       // Only where this node's File points: a blank File never reads msg.filename, which after
       // an upload is the uploaded file's own path.
-      const filenameField = await resolveField(RED, node, msg, { field: 'filename', value: config.filename, type: config.filenameType });
+      const filenameField = await field(msg, { field: 'filename', value: config.filename, type: config.filenameType });
       const filename = asString(filenameField);
       if (filename === undefined) {
         throw isBlank({ field: 'filename', value: config.filename, type: config.filenameType })
@@ -97,7 +105,7 @@ export default function register(RED: NodeAPI): void {
       msg.payload = result.path;
       setResponseProperties(msg, result);
       return RED._('asset-download.status.saved', { size: formatBytes(result.bytes) });
-    }, { maxInFlight: config.maxInFlight });
+    }, { maxInFlight: config.maxInFlight, describe: (msg) => nameOf('fuid', msg.fuid) });
   }
 
   registerType(RED, 'asset-download', AssetDownloadNode);

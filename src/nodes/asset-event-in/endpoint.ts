@@ -16,6 +16,7 @@ import {
 import type { EventInStats } from '../shared/event-in-stats';
 import type { Node, NodeMessage, NodeStatus } from '../shared/node-red';
 import { STATUS_INTERVAL_MS } from '../shared/texts';
+import { InboxRefusal, type AtLeastOnceDelivery } from './delivery';
 import { reply } from './route';
 import type { Settings } from './settings';
 
@@ -43,6 +44,14 @@ function clockTime(date: Date): string {
  */
 type Emitted = { sent: number; entries: number; busy: number; closing?: boolean; undo?: () => Promise<void>; unconfirmed?: boolean };
 
+/** Longest status text under the node; the whole text is in the log (and the DAM tab). */
+const STATUS_MAX = 60;
+
+/** The text, cut with an ellipsis when longer than {@link STATUS_MAX}, so a cut is seen as one (issue 23 #10). */
+export function shortStatus(text: string): string {
+  return text.length > STATUS_MAX ? text.slice(0, STATUS_MAX - 1).trimEnd() + '…' : text;
+}
+
 export class EventInEndpoint {
   /** Set when the node closes: callbacks still running answer 503 so that the server retries. */
   closed = false;
@@ -59,6 +68,8 @@ export class EventInEndpoint {
   private lastFilterWarnAt = 0;
   private statusTimer: NodeJS.Timeout | undefined;
   private lastCallbackStatusAt = 0;
+  /** Delivery "at least once": the inbox the entries go to (delivery.ts); set by the node. */
+  delivery: AtLeastOnceDelivery | undefined;
 
   constructor(
     private readonly node: Node,
@@ -76,13 +87,15 @@ export class EventInEndpoint {
     const parts: string[] = [];
     if (settings.subscriptionId) parts.push(settings.subscriptionId);
     if (this.subscription === 'failed') {
-      node.status({ fill: 'red', shape: 'ring', text: [...parts, this.subscriptionError].join(' · ') });
+      node.status({ fill: 'red', shape: 'ring', text: shortStatus([...parts, this.subscriptionError].join(' · ')) });
       return;
     }
-    if (this.filterProblem) {
-      node.status({ fill: 'red', shape: 'ring', text: [...parts, this.filterProblem].join(' · ') });
+    if (this.filterProblem || this.delivery?.problem) {
+      node.status({ fill: 'red', shape: 'ring', text: shortStatus([...parts, this.filterProblem || this.delivery?.problem].join(' · ')) });
       return;
     }
+    const parked = this.delivery?.counts()?.parked;
+    if (parked) parts.push(t('status.parked', '__count__ parked', { count: parked }));
     if (this.subscription === 'registering') parts.push(t('status.registering', 'registering'));
     if (this.lastEventAt) parts.push(t('status.last', 'last event __time__', { time: clockTime(this.lastEventAt) }));
     if (this.duplicates) parts.push(t('status.duplicates', '__count__ dup dropped', { count: this.duplicates }));
@@ -91,7 +104,7 @@ export class EventInEndpoint {
     if (!parts.length) { node.status({}); return; }
     const fill = this.subscription === 'registering' ? 'yellow' : 'green';
     const shape = this.subscription === 'registering' ? 'ring' : 'dot';
-    node.status({ fill, shape, text: parts.join(' · ') } as NodeStatus);
+    node.status({ fill, shape, text: shortStatus(parts.join(' · ')) } as NodeStatus);
   }
 
   stopStatusTimer(): void {
@@ -103,7 +116,7 @@ export class EventInEndpoint {
    * else once that interval has passed (the final state always shows). Building the text
    * goes through RED._ / i18next, too dear to do for every callback of a burst.
    */
-  private callbackStatus(): void {
+  callbackStatus(): void {
     if (this.statusTimer || this.closed) return;
     const wait = this.lastCallbackStatusAt + STATUS_INTERVAL_MS - Date.now();
     const show = () => { this.lastCallbackStatusAt = Date.now(); this.showStatus(); };
@@ -171,6 +184,17 @@ export class EventInEndpoint {
     if (this.closed) {
       if (claim) await claim.undo().catch(() => undefined);
       return { sent: 0, entries: 0, busy, closing: true };
+    }
+    if (this.delivery) {
+      // Stored before the answer; the inbox sends them. A failed store lets the claims go, so that the retry is not a duplicate.
+      try {
+        await this.delivery.store(kept, subscriptionId, receivedAt);
+      } catch (err) {
+        if (claim) await claim.undo().catch(() => undefined);
+        throw err;
+      }
+      claim?.confirm().catch((err: unknown) => this.warnFilter(err));
+      return { sent: 0, entries: kept.length, busy };
     }
     const sent = await this.sendEntries(kept, subscriptionId, receivedAt);
     // A longer callback (see oneTurn above): confirmed in the turn of the last send, not before.
@@ -275,6 +299,10 @@ export class EventInEndpoint {
     try {
       outcome = await this.emitEntries(parsed.entries, parsed.id ?? settings.subscriptionId, receivedAt.toISOString());
     } catch (err) {
+      if (err instanceof InboxRefusal) {
+        reply(res, 503, { success: false, error: `${err.message}; send again later` });
+        return;
+      }
       return this.filterUnavailable(res, err);
     }
     if (outcome.closing) {
@@ -289,7 +317,9 @@ export class EventInEndpoint {
     if (busy > 0) {
       reply(res, 503, { success: false, error: 'entries are being emitted by another instance; send again later', received: parsed.entries.length, emitted: sent });
     } else {
-      reply(res, settings.successCode, { success: true, received: parsed.entries.length, emitted: sent });
+      reply(res, settings.successCode, this.delivery
+        ? { success: true, received: parsed.entries.length, stored: entries }
+        : { success: true, received: parsed.entries.length, emitted: sent });
     }
     this.callbackStatus();
   }

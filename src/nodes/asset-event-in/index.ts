@@ -17,8 +17,9 @@ import type { AssetRedisConfigNode } from '../asset-redis';
 import type { AssetServerConfigNode } from '../asset-server';
 import { SettingError, localText } from '../shared';
 import { adminClashReason, adminRouteClash } from './admin-paths';
-import { EventInEndpoint, redact } from './endpoint';
+import { EventInEndpoint, redact, shortStatus } from './endpoint';
 import { openRoute } from './route';
+import { AtLeastOnceDelivery, deliverLeftovers, inboxFile, readDeliverySettings, userDirectory, type DeliveryConfig } from './delivery';
 import { callbackUrl, readSettings, subscriptionFields, type AssetEventInConfig, type Settings } from './settings';
 import { OwnedSubscription, releaseSubscription, sweepRegistryOnStart, type OwnedSetup } from './subscription';
 import { createNode, registerType, type Node, type NodeAPI } from '../shared/node-red';
@@ -32,7 +33,7 @@ export default function register(RED: NodeAPI): void {
     return localText(RED, `asset-event-in.${key}`, english, params);
   }
 
-  function AssetEventInNode(this: Node, config: AssetEventInConfig) {
+  function AssetEventInNode(this: Node, config: AssetEventInConfig & DeliveryConfig) {
     createNode(RED, this, config);
     const node = this;
     const secret = node.credentials?.secret || undefined;
@@ -41,7 +42,7 @@ export default function register(RED: NodeAPI): void {
     function refuse(err: unknown): void {
       const message = err instanceof Error ? err.message : String(err);
       node.error(t('errors.config', 'configuration: __message__', { message }));
-      node.status({ fill: 'red', shape: 'ring', text: message.slice(0, 60) });
+      node.status({ fill: 'red', shape: 'ring', text: shortStatus(message) });
     }
 
     let settings: Settings;
@@ -60,14 +61,30 @@ export default function register(RED: NodeAPI): void {
     }
 
     let filter: EntryFilter | undefined;
+    let deliverySettings: ReturnType<typeof readDeliverySettings>;
+    const userDir = userDirectory(RED.settings);
     try {
       filter = settings.dedup ? chooseFilter(config, settings.dedup) : undefined;
+      deliverySettings = readDeliverySettings(config, settings.method, settings.perCallback);
+      if (deliverySettings && !userDir) throw new SettingError('delivery: "at least once" keeps its inbox in Node-RED\'s user directory, and settings.userDir is not set');
     } catch (err) {
       refuse(err);
       return;
     }
     const stats = eventInStats.open(node.id); // live counters for the editor's DAM sidebar
     const endpoint = new EventInEndpoint(node, settings, filter, stats, secret, t);
+    // Delivery "at least once": the entries go through this node's inbox (delivery.ts).
+    if (deliverySettings) {
+      endpoint.delivery = new AtLeastOnceDelivery(node.id, inboxFile(userDir as string, node.id), deliverySettings, {
+        send: (msg, output) => node.send(output === 0 ? msg : [null, msg]),
+        warn: (text) => node.warn(text),
+        changed: () => endpoint.callbackStatus(),
+        t
+      });
+    } else if (userDir) {
+      // Switched back to "at most once": what the inbox still holds is sent once.
+      deliverLeftovers(inboxFile(userDir, node.id), (msg) => node.send(msg), (text) => node.warn(text), t).catch((err: Error) => node.warn(err.message));
+    }
 
     /** The in-memory filter, or the Redis one when an asset-redis node is selected. */
     function chooseFilter(cfg: AssetEventInConfig, dedup: { windowMs: number; maxKeys: number }): EntryFilter {
@@ -139,9 +156,11 @@ export default function register(RED: NodeAPI): void {
       endpoint.stopStatusTimer();
       closeRoute();
       node.status({});
-      if (!owner) { done(); return; }
+      const closingInbox = endpoint.delivery ? endpoint.delivery.close(removed).catch((err: Error) => node.warn(err.message)) : Promise.resolve();
+      if (!owner) { closingInbox.then(() => done(), () => done()); return; }
       const closing = owner;
-      closing.close(removed).then((failure) => {
+      closing.close(removed).then(async (failure) => {
+        await closingInbox;
         if (!removed) return;
         // Removed: it owns nothing any more; a deletion that failed is tried again on the next start.
         registry.forget(node.id);

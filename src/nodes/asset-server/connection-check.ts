@@ -53,7 +53,12 @@ function partOf(field: string): string {
 
 /** Turns a configuration failure (missing base URL, cookie, bad timeout) into a report naming the field. */
 export function configReport(err: unknown): ConnectionReport {
-  if (err instanceof AssetApiError) return report('config', err.message, err.field ? { part: partOf(err.field) } : {});
+  // The editor shows the part first ("cookie: ..."): the message does not repeat the field.
+  if (err instanceof AssetApiError) {
+    const named = err.field !== undefined && partOf(err.field) === err.field && err.message.startsWith(`${err.field}: `);
+    const message = named ? err.message.slice(err.field!.length + 2) : err.message;
+    return report('config', message, err.field ? { part: partOf(err.field) } : {});
+  }
   return report('config', err instanceof Error ? err.message : String(err));
 }
 

@@ -18,6 +18,7 @@ import { checkConnection, checkWithLogin, configReport } from './connection-chec
 import { DEFAULT_TIMEOUT_S, clientOptions, type AssetServerConfig, type AssetServerConfigNode } from './options';
 import { sameProxy } from './proxy';
 import { LOGIN_SETTINGS, loginOptions } from './session';
+import { baseUrlProblem } from './reachability';
 
 export const WRITE_PERMISSION = 'asset-server.write';
 /** The editor shows this in a password field whose value is stored (not sent back). */
@@ -79,6 +80,9 @@ export function registerConnectionTest(RED: NodeAPI): void {
       ...Object.fromEntries(LOGIN_SETTINGS.map((key) => [key, text(body[key])]))
     };
     const typed: Record<string, string | undefined> = { cookie: text(body.cookie), username: text(body.username), password: text(body.password) };
+    // Reachability first, without cookie or login: a wrong base URL is named as such (issue 23 #5).
+    const unreachable = await baseUrlProblem(RED, config, typed.username);
+    if (unreachable) { res.json(unreachable); return; }
     const running = config.id ? liveServer(config.id) : undefined;
     const deployed = running ? deployedConfig(config.id) : undefined;
     // A field still showing the saved placeholder means the deployed node's value (the running

@@ -2,9 +2,9 @@
  * asset-subscribe: registers, reads or deletes a change subscription (spec 4.1).
  */
 import type { SubscriptionFields } from '../../api/types';
-import { invalidInput } from '../../api/errors';
+import { AssetApiError, invalidInput } from '../../api/errors';
 import { clientFor } from '../asset-server';
-import { asInteger, asString, handleInputAndClose, required, resolveField } from '../shared';
+import { asInteger, asString, handleInputAndClose, nameOf, localText, required, resolveField, type FieldSource } from '../shared';
 import { maskHeaderValues } from '../shared/masking';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
 import { nodeRetry, withRetries } from '../shared/retry';
@@ -46,22 +46,35 @@ function nonEmptyStrings(list: unknown): string[] {
   return Array.isArray(list) ? list.filter((v): v is string => typeof v === 'string' && v.trim() !== '') : [];
 }
 
+/** Editor labels of the request fields (catalogue `asset-subscribe.label.*`), for error messages. */
+const FIELD_LABELS: Record<string, string> = {
+  subscriptionId: 'Id', callback: 'Callback', successCode: 'Answer', retryCount: 'Retries', requestType: 'Request type'
+};
+const NO_CALLBACK = 'Callback (msg.subscription.callback) is required to register: set it in the node, or leave it blank and give msg.subscription.callback';
+
 export default function register(RED: NodeAPI): void {
   function AssetSubscribeNode(this: Node, config: AssetSubscribeConfig) {
     createNode(RED, this, config);
     const node = this;
+    // Errors name a field by its editor label (English when the catalogue is not loaded).
+    // A field the msg cannot fill in is named with the spec's name too: "Answer (successCode)".
+    const field = (msg: NodeMessage, source: FieldSource) => {
+      const label = localText(RED, `asset-subscribe.label.${source.field}`, FIELD_LABELS[source.field] ?? source.field);
+      const named = source.blankReads === undefined && label.toLowerCase() !== source.field.toLowerCase() ? `${label} (${source.field})` : label;
+      return resolveField(RED, node, msg, { ...source, label: named });
+    };
 
     /** Editor values + evaluated TypedInputs; msg.subscription fills in only the fields the node leaves blank. */
     async function subscriptionFields(msg: NodeMessage): Promise<SubscriptionFields> {
       const fields: Record<string, unknown> = {};
-      const callback = asString(await resolveField(RED, node, msg, { field: 'callback', value: config.callback, type: config.callbackType }));
+      const callback = asString(await field(msg, { field: 'callback', value: config.callback, type: config.callbackType }));
       if (callback !== undefined) fields.callback = callback;
       if (config.method) fields.method = config.method;
-      const successCode = asInteger(await resolveField(RED, node, msg, { field: 'successCode', value: config.successCode, type: config.successCodeType || 'num' }));
+      const successCode = asInteger(await field(msg, { field: 'successCode', value: config.successCode, type: config.successCodeType || 'num' }));
       if (successCode !== undefined) fields.successCode = successCode;
-      const retryCount = asInteger(await resolveField(RED, node, msg, { field: 'retryCount', value: config.retryCount, type: config.retryCountType || 'num' }));
+      const retryCount = asInteger(await field(msg, { field: 'retryCount', value: config.retryCount, type: config.retryCountType || 'num' }));
       if (retryCount !== undefined) fields.retryCount = retryCount;
-      const requestType = asString(await resolveField(RED, node, msg, { field: 'requestType', value: config.requestType, type: config.requestTypeType }));
+      const requestType = asString(await field(msg, { field: 'requestType', value: config.requestType, type: config.requestTypeType }));
       if (requestType !== undefined) fields.requestType = requestType;
       if (config.logicalOperand) fields.logicalOperand = config.logicalOperand;
       for (const name of LIST_FIELDS) {
@@ -79,7 +92,7 @@ export default function register(RED: NodeAPI): void {
         }
       }
       if (fields.callback === undefined || fields.callback === '') {
-        throw invalidInput('callback', 'is required to register (set it in the node, or leave it blank and give msg.subscription.callback)');
+        throw new AssetApiError('invalid-input', localText(RED, 'asset-subscribe.errors.noCallback', NO_CALLBACK), { field: 'callback' });
       }
       return fields as unknown as SubscriptionFields;
     }
@@ -94,7 +107,7 @@ export default function register(RED: NodeAPI): void {
         throw invalidInput(actionField.label, `must be one of ${ACTIONS.join(', ')}, got "${actionText.slice(0, 30)}"`);
       }
       const action = actionText as SubscribeAction;
-      const idField = await resolveField(RED, node, msg, { field: 'subscriptionId', blankReads: 'subscriptionId', value: config.subscriptionId, type: config.subscriptionIdType });
+      const idField = await field(msg, { field: 'subscriptionId', blankReads: 'subscriptionId', value: config.subscriptionId, type: config.subscriptionIdType });
       const id = required(idField, asString(idField));
       const client = clientFor(RED, config.server);
       const call = { signal: request.signal };
@@ -111,7 +124,7 @@ export default function register(RED: NodeAPI): void {
       msg.subscriptionId = id;
       msg.action = action;
       return RED._(`asset-subscribe.status.${action}`);
-    }, { maxInFlight: config.maxInFlight });
+    }, { maxInFlight: config.maxInFlight, describe: (msg) => nameOf('subscriptionId', msg.subscriptionId) });
   }
 
   registerType(RED, 'asset-subscribe', AssetSubscribeNode);

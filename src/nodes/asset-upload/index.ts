@@ -6,7 +6,7 @@ import { Readable } from 'stream';
 import type { UploadOptions, UploadOutcome } from '../../api/client';
 import { invalidInput } from '../../api/errors';
 import { clientFor } from '../asset-server';
-import { asString, handleInputAndClose, resolveField, resolvePath, type FieldSource } from '../shared';
+import { asString, handleInputAndClose, localText, nameOf, resolveField, resolvePath, type FieldSource } from '../shared';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
 import { canRepeatUpload, nodeRetry, withRetries } from '../shared/retry';
 import { uploadFieldReader, type UploadFieldsConfig } from '../shared/upload-fields';
@@ -32,7 +32,9 @@ export default function register(RED: NodeAPI): void {
   function AssetUploadNode(this: Node, config: AssetUploadConfig) {
     createNode(RED, this, config);
     const node = this;
-    const field = (msg: NodeMessage, source: FieldSource) => resolveField(RED, node, msg, source);
+    // Errors name a field by its editor label (English when the catalogue is not loaded).
+    const field = (msg: NodeMessage, source: FieldSource) => resolveField(RED, node, msg,
+      { ...source, label: localText(RED, `asset-upload.label.${source.field}`, source.field === 'filename' ? 'File' : source.field) });
 
     /** Where the File field points (new nodes: msg.filename; blank: msg.filename too); else msg.payload. */
     async function fileSource(msg: NodeMessage): Promise<UploadOptions['file']> {
@@ -71,7 +73,7 @@ export default function register(RED: NodeAPI): void {
       return outcome.fuids.length
         ? RED._('asset-upload.status.uploaded', { fuid: outcome.fuids.join(', ') })
         : RED._('asset-upload.status.accepted');
-    }, { maxInFlight: config.maxInFlight });
+    }, { maxInFlight: config.maxInFlight, describe: (msg) => nameOf('filename', msg.filename) ?? nameOf('name', msg.name) });
   }
 
   registerType(RED, 'asset-upload', AssetUploadNode);

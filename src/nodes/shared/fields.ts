@@ -7,7 +7,7 @@
  * AssetApiErrors naming the field. Also the editor settings' rules (blank, number) and paths.
  */
 import * as path from 'path';
-import { invalidInput } from '../../api/errors';
+import { AssetApiError, invalidInput } from '../../api/errors';
 import { exactInteger, isIntegerText, readFlag } from '../../api/values';
 import type { Node, NodeAPI, NodeMessage } from './node-red';
 
@@ -27,11 +27,19 @@ export interface FieldSource {
    * out where a stray msg property could do harm (a file to write, an export type, an action).
    */
   blankReads?: string;
+  /**
+   * The field's label in the editor (`Folder fuid`): errors then name it as the user sees it,
+   * with the msg property it reads (`Folder fuid (msg.destinationFuid): must be an integer`).
+   */
+  label?: string;
 }
 
 /** A field's value and a label saying where it came from (`msg.fuid` or `fuid`). */
 export interface ResolvedField {
+  /** Short name (`msg.fuid` or `fuid`), also msg.assetError.field of an error about it. */
   label: string;
+  /** How error messages name the field: the editor label and the msg property, when known. */
+  text?: string;
   /** undefined when the field is not set anywhere. */
   value: unknown;
 }
@@ -65,25 +73,37 @@ export function isBlank(source: FieldSource): boolean {
  */
 export async function resolveField(RED: NodeAPI, node: Node, msg: NodeMessage, source: FieldSource): Promise<ResolvedField> {
   const type = source.type || 'str';
+  const text = (property?: string) => source.label === undefined ? undefined
+    : property ? `${source.label} (msg.${property})` : source.label;
   if (isBlank(source)) {
     const fallback = source.blankReads;
     if (fallback && msg[fallback] !== undefined && msg[fallback] !== null) {
-      return { label: `msg.${fallback}`, value: msg[fallback] };
+      return { label: `msg.${fallback}`, text: text(fallback), value: msg[fallback] };
     }
-    return { label: source.field, value: undefined };
+    return { label: source.field, text: text(fallback), value: undefined };
   }
   const label = type === 'msg' ? `msg.${String(source.value)}` : source.field;
+  const named = text(type === 'msg' ? String(source.value) : undefined);
   try {
     const value = await evaluateProperty(RED, node, msg, source.value, type);
-    return { label, value: value === null ? undefined : value };
+    return { label, text: named, value: value === null ? undefined : value };
   } catch (err) {
-    throw invalidInput(source.field, `could not evaluate the ${type} value: ${(err as Error).message}`);
+    throw fieldError({ label: source.field, text: named }, `could not evaluate the ${type} value: ${(err as Error).message}`);
   }
+}
+
+/**
+ * An invalid-input error about a field: the message names it as the editor does
+ * (`Folder fuid (msg.destinationFuid): is required`), msg.assetError.field keeps the short name.
+ */
+export function fieldError(field: { label: string; text?: string }, rule: string): AssetApiError {
+  if (field.text === undefined) return invalidInput(field.label, rule);
+  return new AssetApiError('invalid-input', `${field.text}: ${rule}`, { field: field.label });
 }
 
 /** Throws an invalid-input error when a required field is not set. */
 export function required<T>(field: ResolvedField, value: T | undefined): T {
-  if (value === undefined) throw invalidInput(field.label, 'is required');
+  if (value === undefined) throw fieldError(field, 'is required');
   return value;
 }
 
@@ -93,7 +113,7 @@ export function asString(field: ResolvedField): string | undefined {
   if (v === undefined || v === '') return undefined;
   if (typeof v === 'string') return v;
   if (typeof v === 'number' && Number.isFinite(v)) return String(v);
-  throw invalidInput(field.label, `must be a string, got ${describe(v)}`);
+  throw fieldError(field, `must be a string, got ${describe(v)}`);
 }
 
 /** An integer (number or decimal text), or undefined when unset or empty. */
@@ -105,7 +125,7 @@ export function asInteger(field: ResolvedField): number | undefined {
     const n = exactInteger(v);
     if (typeof n === 'number') return n;
   }
-  throw invalidInput(field.label, `must be an integer, got ${describe(v)}`);
+  throw fieldError(field, `must be an integer, got ${describe(v)}`);
 }
 
 /** A finite number (number or decimal text, fractions allowed), or undefined when unset or empty. */
@@ -114,7 +134,7 @@ export function asNumber(field: ResolvedField): number | undefined {
   if (v === undefined || v === '') return undefined;
   if (typeof v === 'number' && Number.isFinite(v)) return v;
   if (typeof v === 'string' && /^\s*-?(\d+\.?\d*|\.\d+)\s*$/.test(v)) return Number(v);
-  throw invalidInput(field.label, `must be a number, got ${describe(v)}`);
+  throw fieldError(field, `must be a number, got ${describe(v)}`);
 }
 
 /**
@@ -127,7 +147,7 @@ export function asIntegerId(field: ResolvedField): number | string | undefined {
   if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
   if (typeof v === 'bigint') return v.toString();
   if (isIntegerText(v)) return exactInteger(v);
-  throw invalidInput(field.label, `must be an integer, got ${describe(v)}`);
+  throw fieldError(field, `must be an integer, got ${describe(v)}`);
 }
 
 /** A bad editor setting; the message names the setting and the rule ("dedupMax: must be ..."). */
@@ -159,7 +179,7 @@ export function asBoolean(field: ResolvedField): boolean | undefined {
   if (v === undefined || v === '') return undefined;
   const flag = readFlag(v);
   if (flag !== undefined) return flag;
-  throw invalidInput(field.label, `must be true or false, got ${describe(v)}`);
+  throw fieldError(field, `must be true or false, got ${describe(v)}`);
 }
 
 /**

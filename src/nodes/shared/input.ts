@@ -5,6 +5,7 @@
 import { AssetApiError } from '../../api/errors';
 import type { Node, NodeAPI, NodeMessage, NodeSend, NodeDone } from './node-red';
 import { RequestTracker, inFlightLimit, type ActiveRequest } from './request-tracker';
+import { statusText } from './texts';
 
 // ---------------------------------------------------------------- the input handler
 
@@ -27,6 +28,11 @@ export interface InputOptions {
   maxInFlight?: unknown;
   /** Runs after the requests are settled on close (e.g. to release resources). */
   onClose?: () => void;
+  /**
+   * Names a message in the warnings and errors about work lost on close (`msg.filename "/in/a.txt"`,
+   * `msg.fuid 1042`; see {@link nameOf}); undefined falls back to its `_msgid`.
+   */
+  describe?: (msg: NodeMessage) => string | undefined;
 }
 
 /**
@@ -37,44 +43,63 @@ export interface InputOptions {
  *   operation, field, serverMessage, code: Catch nodes only copy message and code into
  *   msg.error), then `done(err)` so Catch nodes receive the msg;
  * - close: every queued message ends in `done(err)` (kind `aborted`: it was never sent and
- *   the flow may want it again); the running ones are aborted, and those that end with that
- *   abort (kind `aborted`) end in `done()` without an error (a redeploy is not a failure of the
- *   message; one warning counts them), any other failure still in `done(err)`; close callback
- *   within 4 s.
+ *   the flow may want it again); the running ones are aborted and end in `done(err)` too (kind
+ *   `aborted`; any other failure with its own error). One warning per kind names the messages
+ *   (`options.describe`), so the loss shows in the debug sidebar even where no Catch node can
+ *   take it: Node-RED delivers done(err) during a close only to Catch nodes that still run (see
+ *   docs/architecture.md, "Work lost on close"). Close callback within 4 s.
  */
 export function handleInputAndClose(RED: NodeAPI, node: Node, work: InputWork, options: InputOptions = {}): RequestTracker {
   const tracker = new RequestTracker(RED, node, inFlightLimit(RED, node, options.maxInFlight));
+  /** Messages taken in and not finished, queued or running: named in the close's warnings. */
+  const running = new Set<NodeMessage>();
+  const queued = new Set<NodeMessage>();
+  const named = (msg: NodeMessage) => options.describe?.(msg) ?? `msg._msgid ${String(msg._msgid)}`;
+  /** The error of a message the close took away, naming it. */
+  const lostError = (msg: NodeMessage, err: AssetApiError) => new AssetApiError('aborted', `${named(msg)}: ${err.message}`, { code: err.code });
 
   function fail(msg: NodeMessage, done: NodeDone, err: unknown): void {
     if (err instanceof AssetApiError) msg.assetError = err.toJSON();
-    done(err instanceof Error ? err : new Error(String(err)));
+    // The message as a string, as core nodes report errors: the debug sidebar shows an Error
+    // object cut at about 80 characters, and the advice at the end of ours would be lost.
+    // Node-RED hands whatever done() gets to node.error(err, msg), which takes a string; its
+    // typings only name Error.
+    (done as (err?: Error | string) => void)(err instanceof Error ? err.message : String(err));
   }
 
   node.on('input', (msg: NodeMessage, send: NodeSend, done: NodeDone) => {
+    queued.add(msg);
     tracker.submit({
-      drop: (err) => fail(msg, done, err),
+      drop: (err) => { queued.delete(msg); fail(msg, done, lostError(msg, err)); },
       start: (request) => {
+        queued.delete(msg);
+        running.add(msg);
         let task: Promise<string | undefined>;
         try { task = work(msg, request); } catch (err) { task = Promise.reject(err); }
         task.then(text => {
+          running.delete(msg);
           tracker.end(request, { ok: true, text });
           delete msg.assetError;
           send(msg);
           done();
         }).catch((err: unknown) => {
+          running.delete(msg);
           const closing = tracker.closing;
           tracker.end(request, { ok: false, error: err });
-          // An abort by the close is the redeploy's doing, not the message's fault (close() has
-          // warned once). Any other failure, even one that settles during the close (an error
-          // answer already being read, a login that failed), is the message's and reaches done(err).
-          if (closing && isAbort(err)) { done(); return; }
+          // An abort by the close: done(err) naming the message, so that a Catch node that still
+          // runs can send it again (close() has warned, naming it). Any other failure, even one
+          // that settles during the close, is the message's own error.
+          if (closing && isAbort(err)) {
+            fail(msg, done, lostError(msg, new AssetApiError('aborted', statusText(RED, 'abortedError'))));
+            return;
+          }
           fail(msg, done, err);
         });
       }
     });
   });
   node.on('close', (_removed: boolean, closeDone: () => void) => {
-    tracker.close().then(() => {
+    tracker.close(undefined, { running: [...running].map(named), queued: [...queued].map(named) }).then(() => {
       try { options.onClose?.(); } finally { closeDone(); }
     }, () => closeDone());
   });

@@ -112,17 +112,21 @@ export class RequestTracker {
    * `aborted`), aborts what is in flight, waits for those requests to settle (at most
    * `waitMs`, default 4 s, inside Node-RED's close timeout), clears the status.
    */
-  async close(waitMs = 4000): Promise<void> {
+  async close(waitMs = 4000, names?: { running: string[]; queued: string[] }): Promise<void> {
     this.closing = true;
     const dropped = this.waiting.splice(0);
     if (dropped.length > 0) {
-      this.node.warn(statusText(this.RED, 'dropped', { count: dropped.length }));
+      this.node.warn(names?.queued.length ? statusText(this.RED, 'droppedNames', { count: dropped.length, names: nameList(names.queued) })
+        : statusText(this.RED, 'dropped', { count: dropped.length }));
       const err = this.droppedError(dropped.length);
       for (const work of dropped) work.drop(err);
     }
     const pending = [...this.active].map(e => e.settled);
     const n = this.abortAll();
-    if (n > 0) this.node.warn(statusText(this.RED, 'aborted', { count: n }));
+    if (n > 0) {
+      this.node.warn(names?.running.length ? statusText(this.RED, 'abortedNames', { count: n, names: nameList(names.running) })
+        : statusText(this.RED, 'aborted', { count: n }));
+    }
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.all(pending),
@@ -170,3 +174,19 @@ export function inFlightLimit(RED: NodeAPI, node: Node, value: unknown): number 
   return DEFAULT_IN_FLIGHT_LIMIT;
 }
 
+/** At most this many messages are named in one warning; the rest are counted. */
+const NAMES_SHOWN = 5;
+
+/** "a, b, c and 4 more". */
+function nameList(names: string[]): string {
+  const shown = names.slice(0, NAMES_SHOWN).join(', ');
+  return names.length > NAMES_SHOWN ? `${shown} and ${names.length - NAMES_SHOWN} more` : shown;
+}
+
+/** `msg.filename "…/a.txt"`: a msg property and its value, short, for warnings about lost work. */
+export function nameOf(property: string, value: unknown): string | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  if (typeof value === 'number' || typeof value === 'bigint') return `msg.${property} ${String(value)}`;
+  if (typeof value !== 'string') return undefined;
+  return `msg.${property} "${value.length > 60 ? '…' + value.slice(-59) : value}"`;
+}

@@ -16,6 +16,10 @@ export const STATUS_KEYS = {
   aborted: 'aborted __count__ request(s) in flight on close',
   dropped: 'dropped __count__ queued message(s) on close',
   droppedError: 'dropped: the node closed before this message\'s turn (__queued__ were queued); send it again',
+  // Work lost on close, named (msg.filename, msg.fuid, ...) so that a flow or a person can send it again.
+  abortedNames: 'aborted __count__ request(s) in flight on close: __names__',
+  droppedNames: 'dropped __count__ queued message(s) on close: __names__',
+  abortedError: 'aborted: the node closed (redeploy, removal or stop) while this message was worked on; send it again',
   badLimit: 'Parallel requests must be a whole number from 1 to __max__; using __default__',
   // Short reasons for the status under a node (errorStatusText); the full text is in msg.error.
   reasonAuth: 'auth: cookie rejected',

@@ -4,6 +4,7 @@
  * same name; a value set on the node is never replaced by the msg.
  */
 import type { UploadOptions } from '../../api/client';
+import { AssetApiError } from '../../api/errors';
 import { asBoolean, asInteger, asNumber, asString, resolveField, type FieldSource } from './fields';
 import type { Node, NodeAPI, NodeMessage } from './node-red';
 import { localText } from './texts';
@@ -19,12 +20,23 @@ export interface UploadFieldsConfig {
   expandZip?: string; expandZipType?: string;
 }
 
+/** Editor labels of the upload fields (catalogue `<type>.label.*`), for error messages. */
+const FIELD_LABELS: Record<string, string> = {
+  name: 'Asset name', destination: 'Destination', destinationFuid: 'Folder fuid', collectionId: 'Collection',
+  wait: 'Wait', waitInMinutes: 'Wait minutes', expandZip: 'Expand zip'
+};
+/** The catalogue key of a field whose msg property has another name. */
+const LABEL_KEYS: Record<string, string> = { name: 'assetName' };
+const NO_DESTINATION = 'Destination (msg.destination) or Folder fuid (msg.destinationFuid) is required: the server folder to upload into, e.g. /inbox';
+
 const BOTH_DESTINATIONS = 'both Destination (__destination__) and Folder fuid (__destinationFuid__) are set: the server uses Destination and ignores Folder fuid';
 
 /** Reads the upload fields of one node; warns once per node when both destinations are set. */
 export function uploadFieldReader(RED: NodeAPI, node: Node, config: UploadFieldsConfig, catalogue = node.type):
   (msg: NodeMessage, file: UploadOptions['file']) => Promise<UploadOptions> {
-  const field = (msg: NodeMessage, source: FieldSource) => resolveField(RED, node, msg, source);
+  // Errors name a field by its editor label and msg property (English when the catalogue is not loaded).
+  const field = (msg: NodeMessage, source: FieldSource) => resolveField(RED, node, msg,
+    { ...source, label: localText(RED, `${catalogue}.label.${LABEL_KEYS[source.field] ?? source.field}`, FIELD_LABELS[source.field] ?? source.field) });
   let warnedBoth = false;
   /** Spec 4.2: with both, the server uses destination. Said once per node, not per file. */
   function warnBothDestinations(options: UploadOptions): void {
@@ -51,6 +63,9 @@ export function uploadFieldReader(RED: NodeAPI, node: Node, config: UploadFields
     const expandZip = asBoolean(await field(msg, { field: 'expandZip', blankReads: 'expandZip', value: config.expandZip, type: config.expandZipType || 'bool' }));
     if (expandZip !== undefined) options.expandZip = expandZip;
     if (options.destination !== undefined && options.destinationFuid !== undefined) warnBothDestinations(options);
+    if (options.destination === undefined && options.destinationFuid === undefined) {
+      throw new AssetApiError('invalid-input', localText(RED, `${catalogue}.errors.noDestination`, NO_DESTINATION), { field: 'destination' });
+    }
     return options;
   };
 }

@@ -10,7 +10,8 @@
  * same way it loads an installed module (icons, locales and examples included).
  *
  * Parent side: `const nr = await startNodeRed()` -> { url, version, userDir, stop() }.
- * `startNodeRed({ settings })` adds to (or replaces) the settings below, e.g. adminAuth.
+ * `startNodeRed({ settings })` adds to (or replaces) the settings below, e.g. adminAuth;
+ * `onOutput(chunk)` gets everything the child prints (output() keeps only the last 20000 characters).
  */
 const { spawn } = require('child_process');
 const fs = require('fs');
@@ -21,14 +22,14 @@ const path = require('path');
 const projectRoot = path.resolve(__dirname, '..', '..', '..');
 
 /** Start Node-RED in a child process; resolves once the editor answers. */
-function startNodeRed({ startTimeoutMs = 45000, settings = {} } = {}) {
+function startNodeRed({ startTimeoutMs = 45000, settings = {}, onOutput } = {}) {
   const userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-browser-nr-'));
   const child = spawn(process.execPath, [__filename, userDir, JSON.stringify(settings)], {
     cwd: projectRoot,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';
-  const remember = chunk => { log = (log + chunk).slice(-20000); };
+  const remember = chunk => { log = (log + chunk).slice(-20000); if (onOutput) onOutput(String(chunk)); };
   child.stderr.on('data', remember);
 
   return new Promise((resolve, reject) => {

@@ -7,7 +7,7 @@ const fs = require('fs');
 const path = require('path');
 const { startNodeRed } = require('../../../dist/demo/node-red');
 const { freePort, sleep } = require('../../e2e/support');
-const { LONG, pick, figure, tempDir, rmDir } = require('./support');
+const { LONG, pick, figure, tempDir, rmDir, waitFor } = require('./support');
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const CREDENTIAL_SECRET = 'reliability-rig-credential-key';
@@ -41,11 +41,15 @@ async function launchNodeRed({ logLevel = 'info', env, extraSettings } = {}) {
     get running() { return !!current && current.child.exitCode === null && current.child.signalCode === null; },
     async start() {
       if (rig.running) throw new Error('Node-RED is already running');
+      // With saved flows, "up" is not enough: a test that clicks an inject right away needs them started.
+      const hasFlows = fs.existsSync(path.join(userDir, 'flows.json'));
+      const startedBefore = lines.filter((line) => /Started flows/.test(line)).length;
       current = await startNodeRed({
         userDir, port, credentialSecret: CREDENTIAL_SECRET, nodesDir: [ROOT], logLevel, env, extraSettings,
         onLine: (line) => lines.push(line)
       });
       current.exited.then((code) => exits.push(code));
+      if (hasFlows) await waitFor('Node-RED started its saved flows', () => lines.filter((line) => /Started flows/.test(line)).length > startedBefore, 60000, 50);
       return rig;
     },
     /** Node-RED's own clean shutdown (SIGINT), SIGKILL after `graceMs`. */

@@ -1,0 +1,295 @@
+/**
+ * The inbox's rules in memory, with no I/O: per-key lines (one entry of a key in flight, in
+ * order), the in-flight bound, the visibility timeout, backoff after a rejection, parking after
+ * the last delivery. The journal inbox keeps its file in step with it; time comes from a clock
+ * given by the caller, so tests move time instead of sleeping.
+ */
+import type { Delivery, NewEntry, ParkedEntry } from './types';
+
+export interface StoredRecord extends NewEntry {
+  id: number;
+  /** Place in its key's line (a re-delivered parked entry gets a new one: it goes to the back). */
+  seq: number;
+  deliveries: number;
+  /** `closing`: acknowledged (or parked) but not yet on disk: out of flight, still first in its line. */
+  state: 'waiting' | 'flight' | 'closing' | 'parked';
+  /** Waiting: not before this time (a rejection's backoff). */
+  dueAt: number;
+  /** In flight: due again at this time unless acknowledged. */
+  deadline: number;
+  parkReason?: string;
+  parkedAt?: string;
+  /** In the ready queue now (a record is queued at most once). */
+  queued?: boolean;
+  /** Its store record as written (reused by compaction). */
+  line?: string;
+}
+
+export interface StateOptions {
+  maxInFlight: number;
+  visibilityTimeoutMs: number;
+  maxDeliveries: number;
+  backoffMs: number;
+}
+
+export class InboxState {
+  readonly records = new Map<number, StoredRecord>();
+  /** Not-parked records of each key, in order; only the first may be in flight. */
+  private readonly lines = new Map<string, StoredRecord[]>();
+  /**
+   * First records of lines, due now, in the order they became due; read from `readyAt`. An array,
+   * not a Set: V8 leaves deleted Set entries as holes that every walk from the start steps over.
+   * Records that stopped waiting meanwhile are skipped when read.
+   */
+  private ready: StoredRecord[] = [];
+  private readyAt = 0;
+  /** Heads waiting out a backoff or a visibility timeout: queued once due. */
+  private readonly delayed = new Set<StoredRecord>();
+  private readonly flights = new Set<StoredRecord>();
+  private parkedCount = 0;
+  /** No record in flight times out before this (a lower bound): `take` and `nextDueAt` skip the scan until then. */
+  private flightDeadline = Infinity;
+  nextId = 1;
+  nextSeq = 1;
+
+  constructor(private readonly options: StateOptions) {}
+
+  get inFlight(): number { return this.flights.size; }
+  get parked(): number { return this.parkedCount; }
+  get size(): number { return this.records.size; }
+
+  /** A new record (stored or loaded), put in its key's line unless parked. */
+  add(record: StoredRecord): void {
+    this.records.set(record.id, record);
+    this.nextId = Math.max(this.nextId, record.id + 1);
+    this.nextSeq = Math.max(this.nextSeq, record.seq + 1);
+    if (record.state === 'parked') { this.parkedCount++; return; }
+    record.state = 'waiting';
+    this.joinLine(record);
+  }
+
+  /**
+   * Due records up to `limit` (and the in-flight bound), first in flight; and those whose last
+   * delivery timed out, now `closing` with their park reason: the caller parks them (finishPark)
+   * once that is written.
+   */
+  take(limit: number, now: number): { taken: StoredRecord[]; parked: StoredRecord[] } {
+    const parked = this.expire(now);
+    const room = Math.min(limit, this.options.maxInFlight - this.flights.size);
+    const taken: StoredRecord[] = [];
+    if (room <= 0) return { taken, parked };
+    if (this.delayed.size) {
+      for (const record of this.delayed) if (record.dueAt <= now) { this.delayed.delete(record); this.enqueue(record); }
+    }
+    while (taken.length < room && this.readyAt < this.ready.length) {
+      const record = this.ready[this.readyAt++];
+      record.queued = false;
+      if (record.state !== 'waiting' || record.dueAt > now) continue;
+      record.state = 'flight';
+      record.deliveries++;
+      record.deadline = now + this.options.visibilityTimeoutMs;
+      if (record.deadline < this.flightDeadline) this.flightDeadline = record.deadline;
+      this.flights.add(record);
+      taken.push(record);
+    }
+    if (this.readyAt > 1024 && this.readyAt * 2 > this.ready.length) {
+      this.ready = this.ready.slice(this.readyAt);
+      this.readyAt = 0;
+    }
+    return { taken, parked };
+  }
+
+  /** True when `acknowledge` would take it: known, not parked, not in flight with another delivery. */
+  canAcknowledge(id: number, delivery: number): boolean {
+    const record = this.records.get(id);
+    if (!record || record.state === 'parked' || record.state === 'closing') return false;
+    if (record.state === 'flight' && record.deliveries !== delivery) return false;
+    // A late acknowledgement of an earlier delivery (timed out, waiting to go again) still counts.
+    return delivery >= 1 && delivery <= record.deliveries;
+  }
+
+  /** True when `reject` with this delivery would end in parking. */
+  rejectParks(id: number, delivery: number): boolean {
+    const record = this.records.get(id);
+    return !!record && record.state === 'flight' && record.deliveries === delivery && delivery >= this.options.maxDeliveries;
+  }
+
+  /**
+   * An acknowledgement (or a parking rejection) being written: the in-flight slot is free at once,
+   * but the record stays first in its line, so the next entry of its key waits for the write.
+   */
+  beginClose(id: number): void {
+    const record = this.records.get(id);
+    if (!record) return;
+    this.flights.delete(record);
+    this.delayed.delete(record);
+    record.state = 'closing';
+  }
+
+  /** The acknowledgement is on disk: the record goes and the next of its line is due. */
+  finishAcknowledge(id: number): boolean {
+    const record = this.records.get(id);
+    if (!record || record.state !== 'closing') return false;
+    this.records.delete(id);
+    this.leaveLine(record);
+    return true;
+  }
+
+  /** The parking is on disk. */
+  finishPark(id: number, reason: string, now: number): StoredRecord | undefined {
+    const record = this.records.get(id);
+    if (!record || record.state !== 'closing') return undefined;
+    this.park(record, reason, now);
+    return record;
+  }
+
+  /** The write failed: the record is due again (nothing was decided). */
+  reopen(id: number, now: number): void {
+    const record = this.records.get(id);
+    if (record && record.state === 'closing') this.wait(record, now);
+  }
+
+  /** Ends a delivery: the record goes. False when unknown, parked, or in flight with another delivery. */
+  acknowledge(id: number, delivery: number): boolean {
+    if (!this.canAcknowledge(id, delivery)) return false;
+    const record = this.records.get(id)!;
+    this.records.delete(id);
+    this.leaveLine(record);
+    return true;
+  }
+
+  /** Ends a delivery that failed: due again after a backoff, or parked after the last delivery. */
+  reject(id: number, delivery: number, reason: string, now: number): 'again' | StoredRecord | undefined {
+    const record = this.records.get(id);
+    if (!record || record.state !== 'flight' || record.deliveries !== delivery) return undefined;
+    this.flights.delete(record);
+    if (record.deliveries >= this.options.maxDeliveries) {
+      this.park(record, reason, now);
+      return record;
+    }
+    const backoff = Math.min(this.options.backoffMs * 2 ** (record.deliveries - 1), this.options.visibilityTimeoutMs);
+    this.wait(record, now + backoff);
+    return 'again';
+  }
+
+  /** Parks a record that is not in flight (waiting, e.g. loaded with its deliveries spent). */
+  park(record: StoredRecord, reason: string, now: number): void {
+    if (record.state === 'parked') return;
+    this.flights.delete(record);
+    this.leaveLine(record);
+    record.state = 'parked';
+    record.parkReason = reason;
+    record.parkedAt = new Date(now).toISOString();
+    this.records.set(record.id, record); // leaveLine does not remove it from the records
+    this.parkedCount++;
+  }
+
+  /** A parked record back in line, at the back of its key's line, deliveries from 0. */
+  unpark(id: number): StoredRecord | undefined {
+    const record = this.records.get(id);
+    if (!record || record.state !== 'parked') return undefined;
+    this.parkedCount--;
+    record.state = 'waiting';
+    record.deliveries = 0;
+    record.dueAt = 0;
+    record.seq = this.nextSeq++;
+    delete record.parkReason;
+    delete record.parkedAt;
+    this.joinLine(record);
+    return record;
+  }
+
+  discard(id: number): boolean {
+    const record = this.records.get(id);
+    if (!record || record.state !== 'parked') return false;
+    this.records.delete(id);
+    this.parkedCount--;
+    return true;
+  }
+
+  /** The next time something becomes due (a backoff ends, a visibility timeout passes). */
+  nextDueAt(): number | undefined {
+    // flightDeadline may be early (its record was acknowledged since): a timer then wakes early and finds nothing.
+    let next: number | undefined = this.flights.size > 0 ? this.flightDeadline : undefined;
+    for (const r of this.delayed) if (next === undefined || r.dueAt < next) next = r.dueAt;
+    return next;
+  }
+
+  /** Records in flight past their visibility timeout: due again, or parked after the last delivery. */
+  private expire(now: number): StoredRecord[] {
+    const parked: StoredRecord[] = [];
+    if (now < this.flightDeadline) return parked;
+    let next = Infinity;
+    for (const record of this.flights) {
+      if (record.deadline > now) { if (record.deadline < next) next = record.deadline; continue; }
+      this.flights.delete(record);
+      if (record.deliveries >= this.options.maxDeliveries) {
+        // To be parked once that is on disk (finishPark): until then its line waits, as for an acknowledgement.
+        record.state = 'closing';
+        record.parkReason = `not acknowledged within the visibility timeout (${record.deliveries} deliveries)`;
+        parked.push(record);
+      } else {
+        this.wait(record, now);
+      }
+    }
+    this.flightDeadline = next;
+    return parked;
+  }
+
+  private wait(record: StoredRecord, dueAt: number): void {
+    record.state = 'waiting';
+    record.dueAt = dueAt;
+    if (dueAt > 0) { this.delayed.add(record); return; }
+    this.delayed.delete(record);
+    this.enqueue(record);
+  }
+
+  private enqueue(record: StoredRecord): void {
+    if (record.queued) return;
+    record.queued = true;
+    this.ready.push(record);
+  }
+
+  private joinLine(record: StoredRecord): void {
+    const line = this.lines.get(record.key);
+    if (!line) {
+      this.lines.set(record.key, [record]);
+      this.wait(record, record.dueAt);
+      return;
+    }
+    // Loaded records arrive in id order; a re-delivered one has the highest seq: both go at the back.
+    line.push(record);
+  }
+
+  /** Removes the first record of its line (acknowledged or parked); the next one becomes due. */
+  private leaveLine(record: StoredRecord): void {
+    this.flights.delete(record);
+    this.delayed.delete(record);
+    const line = this.lines.get(record.key);
+    if (!line) return;
+    const at = line.indexOf(record);
+    if (at >= 0) line.splice(at, 1);
+    if (line.length === 0) { this.lines.delete(record.key); return; }
+    if (at === 0) this.wait(line[0], line[0].dueAt);
+  }
+
+  /** Every record not acknowledged, in the order stored (parked ones at their place). */
+  all(): StoredRecord[] {
+    return [...this.records.values()].sort((a, b) => a.seq - b.seq);
+  }
+}
+
+export function toDelivery(record: StoredRecord): Delivery {
+  const delivery: Delivery = { id: String(record.id), key: record.key, entry: record.entry, receivedAt: record.receivedAt, delivery: record.deliveries };
+  if (record.subscriptionId !== undefined) delivery.subscriptionId = record.subscriptionId;
+  return delivery;
+}
+
+export function toParked(record: StoredRecord): ParkedEntry {
+  const parked: ParkedEntry = {
+    id: String(record.id), key: record.key, entry: record.entry, receivedAt: record.receivedAt,
+    deliveries: record.deliveries, reason: record.parkReason ?? '', parkedAt: record.parkedAt ?? ''
+  };
+  if (record.subscriptionId !== undefined) parked.subscriptionId = record.subscriptionId;
+  return parked;
+}

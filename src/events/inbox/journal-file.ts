@@ -1,0 +1,221 @@
+/**
+ * The embedded inbox's file: an append-only journal of records, one per line,
+ * `<crc32 of the JSON, 8 hex digits> <JSON>\n`.
+ *
+ * - Group commit: records appended while a write + fdatasync runs go out together in the next one,
+ *   so a burst of callbacks costs a few fsyncs, not one each. `append` resolves once its records
+ *   are on disk; its `onDurable` runs synchronously at that point, before any compaction can read
+ *   the in-memory state (so a snapshot never misses a record that is durable).
+ * - Loading: a line whose checksum or JSON does not hold, with only such lines after it, is a torn
+ *   tail (a write cut off by a crash): it is dropped and the file cut back to the last whole
+ *   record; records before it are never dropped. A bad line with good ones after it is skipped and
+ *   counted (corruption, not a crash: said in the log by the caller).
+ * - Compaction: the live state is written to a temporary file, synced, renamed over the journal,
+ *   and the directory synced; appends continue on the new file.
+ * No native dependency: node's fs and zlib.crc32 only.
+ */
+import * as fs from 'fs';
+import * as fsp from 'fs/promises';
+import * as path from 'path';
+import { crc32 } from 'zlib';
+
+export function encodeRecord(record: object): string {
+  const json = JSON.stringify(record);
+  return crc32(json).toString(16).padStart(8, '0') + ' ' + json + '\n';
+}
+
+export interface ParsedJournal<T> {
+  records: T[];
+  /** Bytes up to the end of the last whole record. */
+  validBytes: number;
+  /** Bytes after that (a torn tail), dropped. */
+  tornBytes: number;
+  /** Bad lines with good records after them, skipped. */
+  corrupt: number;
+}
+
+const NEWLINE = 0x0a;
+
+/** Reads a journal's bytes: every whole record, in order (see the rules above). */
+export function parseJournal<T = Record<string, unknown>>(buf: Buffer): ParsedJournal<T> {
+  const records: T[] = [];
+  let validBytes = 0;
+  let corrupt = 0;
+  let badSinceValid = 0;
+  let start = 0;
+  while (start < buf.length) {
+    const end = buf.indexOf(NEWLINE, start);
+    if (end < 0) break; // no newline: a torn last record
+    const record = decodeLine<T>(buf.toString('utf8', start, end));
+    start = end + 1;
+    if (record === undefined) { badSinceValid++; continue; }
+    records.push(record);
+    validBytes = start;
+    corrupt += badSinceValid; // bad lines with a good record after them
+    badSinceValid = 0;
+  }
+  return { records, validBytes, tornBytes: buf.length - validBytes, corrupt };
+}
+
+function decodeLine<T>(line: string): T | undefined {
+  if (line.length < 10 || line[8] !== ' ') return undefined;
+  const json = line.slice(9);
+  if (crc32(json).toString(16).padStart(8, '0') !== line.slice(0, 8)) return undefined;
+  try {
+    const value = JSON.parse(json);
+    return value !== null && typeof value === 'object' ? value as T : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await fsp.open(dir, 'r');
+  try { await handle.sync(); } finally { await handle.close(); }
+}
+
+interface Waiter { resolve: () => void; reject: (err: Error) => void; onDurable?: () => void }
+
+export class JournalFile {
+  private batch: string[] = [];
+  private waiters: Waiter[] = [];
+  private running: Promise<void> | undefined;
+  private snapshot: (() => string) | undefined;
+  private broken: Error | undefined;
+  private closed = false;
+
+  private constructor(readonly file: string, private handle: fsp.FileHandle, private size: number) {}
+
+  /** Opens (creating it and its directory if needed) and reads the journal; a torn tail is cut off. */
+  static async open<T>(file: string): Promise<{ journal: JournalFile; loaded: ParsedJournal<T> }> {
+    const dir = path.dirname(file);
+    await fsp.mkdir(dir, { recursive: true });
+    let buf: Buffer;
+    let existed = true;
+    try {
+      buf = await fsp.readFile(file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      buf = Buffer.alloc(0);
+      existed = false;
+    }
+    const loaded = parseJournal<T>(buf);
+    const handle = await fsp.open(file, 'a');
+    try {
+      if (loaded.tornBytes > 0) {
+        await handle.truncate(loaded.validBytes);
+        await handle.datasync();
+      }
+      if (!existed) await syncDirectory(dir);
+    } catch (err) {
+      await handle.close().catch(() => undefined);
+      throw err;
+    }
+    return { journal: new JournalFile(file, handle, loaded.validBytes), loaded };
+  }
+
+  /** Appends records' text; resolves once it is on disk (then `onDurable` has run). */
+  append(text: string, onDurable?: () => void): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('inbox journal is closed'));
+    if (this.broken) return Promise.reject(this.broken);
+    return new Promise((resolve, reject) => {
+      this.batch.push(text);
+      this.waiters.push({ resolve, reject, onDurable });
+      if (!this.running) this.running = this.run().finally(() => { this.running = undefined; });
+    });
+  }
+
+  /** Replaces the file with `produce()`'s text before the next batch (compaction). */
+  compact(produce: () => string): void {
+    if (this.closed || this.broken) return;
+    this.snapshot = produce;
+    if (!this.running) this.running = this.run().finally(() => { this.running = undefined; });
+  }
+
+  get bytes(): number {
+    return this.size;
+  }
+
+  private async run(): Promise<void> {
+    while ((this.batch.length || this.snapshot) && !this.broken) {
+      if (this.snapshot) {
+        const produce = this.snapshot;
+        this.snapshot = undefined;
+        // A failed compaction leaves the journal as it was: appends go on.
+        await this.rewrite(produce()).catch(() => undefined);
+        continue;
+      }
+      const text = this.batch.length === 1 ? this.batch[0] : this.batch.join('');
+      const waiters = this.waiters;
+      this.batch = [];
+      this.waiters = [];
+      try {
+        await this.handle.appendFile(text);
+        await this.handle.datasync();
+        this.size += Buffer.byteLength(text);
+      } catch (err) {
+        await this.undoPartialWrite(err as Error);
+        for (const w of waiters) w.reject(err as Error);
+        continue;
+      }
+      for (const w of waiters) {
+        try { w.onDurable?.(); } catch { /* the caller's bookkeeping must not stop the others */ }
+        w.resolve();
+      }
+    }
+    if (this.broken) {
+      const waiters = this.waiters;
+      this.batch = [];
+      this.waiters = [];
+      for (const w of waiters) w.reject(this.broken);
+    }
+  }
+
+  /** A write that failed may have left part of its records: cut the file back; if that fails too, stop writing. */
+  private async undoPartialWrite(cause: Error): Promise<void> {
+    try {
+      await this.handle.truncate(this.size);
+      await this.handle.datasync();
+    } catch {
+      this.broken = new Error(`inbox journal cannot be written: ${cause.message}`);
+    }
+  }
+
+  private async rewrite(text: string): Promise<void> {
+    const temporary = this.file + '.compact';
+    const handle = await fsp.open(temporary, 'w');
+    try {
+      await handle.writeFile(text);
+      await handle.datasync();
+    } finally {
+      await handle.close();
+    }
+    await fsp.rename(temporary, this.file);
+    await syncDirectory(path.dirname(this.file));
+    const old = this.handle;
+    this.handle = await fsp.open(this.file, 'a');
+    this.size = Buffer.byteLength(text);
+    await old.close().catch(() => undefined);
+  }
+
+  /** Waits for the writes under way, then closes the file. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.snapshot = undefined;
+    while (this.running) await this.running;
+    await this.handle.close().catch(() => undefined);
+  }
+
+  /** Closes and removes the file. */
+  async remove(): Promise<void> {
+    await this.close();
+    await fsp.rm(this.file, { force: true });
+    await fsp.rm(this.file + '.compact', { force: true });
+  }
+}
+
+/** For tests and tools: the records of a journal file, read synchronously. */
+export function readJournalSync<T>(file: string): ParsedJournal<T> {
+  return parseJournal<T>(fs.readFileSync(file));
+}

@@ -1,0 +1,107 @@
+/**
+ * The at-least-once inbox of an asset-event-in: what a callback's entries are stored in before
+ * the callback is answered 2xx, and what hands them to the flow until the flow acknowledges them.
+ *
+ * Kept small so that another store can sit beside the embedded journal (journal-inbox.ts): the
+ * operations map onto a Redis Stream with a consumer group (store = XADD, take = XREADGROUP +
+ * XAUTOCLAIM, acknowledge = XACK, the delivery count = XPENDING's, park = a second stream).
+ *
+ * Rules every implementation keeps:
+ * - `store` resolves only once the entries are durable; it refuses (InboxFullError) rather than drop.
+ * - Two entries with the same `key` (the asset) are never in flight at once, and leave in the order stored.
+ * - At most `maxInFlight` entries are in flight (taken, not yet acknowledged, rejected or timed out).
+ * - An entry not acknowledged within the visibility timeout is due again; one delivered
+ *   `maxDeliveries` times without an acknowledgement is parked (kept, no longer delivered).
+ */
+
+/** One entry as asset-event-in hands it to the inbox. */
+export interface NewEntry {
+  /** Ordering key: entries with the same key leave one at a time, in order (the asset id). */
+  key: string;
+  /** The callback entry (spec 2.3): any JSON value. */
+  entry: unknown;
+  subscriptionId?: string;
+  /** ISO time the callback arrived. */
+  receivedAt: string;
+}
+
+/** An entry handed to the flow. `delivery` is 1 on the first delivery. */
+export interface Delivery extends NewEntry {
+  id: string;
+  delivery: number;
+}
+
+/** An entry that will not be delivered again unless a user asks (deliverAgain). */
+export interface ParkedEntry extends NewEntry {
+  id: string;
+  /** How many times it was delivered. */
+  deliveries: number;
+  /** Why: the last rejection's reason, or the visibility timeout. */
+  reason: string;
+  /** ISO time it was parked. */
+  parkedAt: string;
+}
+
+export interface InboxCounts {
+  /** Entries stored and not acknowledged (in flight, waiting and parked). */
+  stored: number;
+  inFlight: number;
+  parked: number;
+  /** The bound on `stored`. */
+  capacity: number;
+}
+
+/** What one `take` hands out, and what it parked on the way (timed out for the last time). */
+export interface Taken {
+  deliveries: Delivery[];
+  parked: ParkedEntry[];
+}
+
+export interface Inbox {
+  /** Stores the entries durably, all or none. Rejects with InboxFullError when they do not fit. */
+  store(entries: NewEntry[]): Promise<void>;
+  /** Up to `limit` entries due now (also capped by the in-flight bound), keeping each key's order. */
+  take(limit: number): Promise<Taken>;
+  /** Done: the entry goes. False when the entry is unknown, parked, or in flight with another delivery. */
+  acknowledge(id: string, delivery: number): Promise<boolean>;
+  /**
+   * Not done: due again after a backoff, or parked when it has had its deliveries. Undefined when
+   * the entry is unknown or in flight with another delivery; else what happened.
+   */
+  reject(id: string, delivery: number, reason: string): Promise<'again' | ParkedEntry | undefined>;
+  /** When the next entry becomes due (a rejection's backoff, a visibility timeout), for a timer; undefined if none waits. */
+  nextDueAt(): number | undefined;
+  parked(): Promise<ParkedEntry[]>;
+  /** A parked entry goes back in line (behind the entries of its key stored meanwhile), deliveries counted from 0. */
+  deliverAgain(id: string): Promise<boolean>;
+  /** A parked entry goes for good. */
+  discard(id: string): Promise<boolean>;
+  counts(): InboxCounts;
+  /** Every entry not acknowledged, in the order stored (parked ones included): for switching to at-most-once. */
+  remaining(): Delivery[];
+  /** Stops writing; what is stored stays for the next open. */
+  close(): Promise<void>;
+  /** Removes the stored entries for good (the node was removed); resolves with how many were not acknowledged. */
+  destroy(): Promise<number>;
+}
+
+export interface InboxOptions {
+  /** Bound on stored entries. */
+  maxEntries: number;
+  maxInFlight: number;
+  visibilityTimeoutMs: number;
+  /** Deliveries before an entry is parked. */
+  maxDeliveries: number;
+  /** First backoff after a rejection; doubles with each delivery, up to the visibility timeout. */
+  backoffMs: number;
+  /** Clock, for tests. Default Date.now. */
+  now?: () => number;
+}
+
+/** The inbox holds its bound: the callback is answered 503 and sent again later. */
+export class InboxFullError extends Error {
+  constructor(readonly capacity: number) {
+    super(`inbox full (${capacity} entries): acknowledge entries or raise the bound`);
+    this.name = 'InboxFullError';
+  }
+}

@@ -1,0 +1,302 @@
+/**
+ * asset-event-in's Delivery setting, "at least once": the node's entries go into an inbox
+ * (src/events/inbox) before the callback is answered 2xx, and leave it as messages until an
+ * asset-event-ack node acknowledges them.
+ *
+ * - Settings: readDeliverySettings (each problem names the field and the rule).
+ * - The inbox of a node is `dam-assets-inbox/<node id>.journal` in Node-RED's user directory. A
+ *   redeploy that keeps the node keeps it; removing the node removes it (with a warning naming
+ *   how many entries were not acknowledged); a node switched back to "at most once" sends what it
+ *   holds once, then removes it (deliverLeftovers).
+ * - The handle travels as `msg._inbox = { node, id, delivery }`: plain data, like websocket's
+ *   `msg._session`, so it survives Node-RED's cloning (RED.util.cloneMessage deep-copies every
+ *   property but req/res) in change, switch, function and link nodes.
+ * - Running deliveries are listed by node id (runningDelivery) for the ack node and the sidebar.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { randomBytes } from 'crypto';
+import type { CallbackEntry } from '../../api/types';
+import { InboxFullError, JournalInbox, type Delivery, type Inbox, type InboxCounts, type NewEntry, type ParkedEntry } from '../../events/inbox';
+import { SettingError, isBlankSetting, numberSetting } from '../shared';
+import type { NodeMessage } from '../shared/node-red';
+
+export const INBOX_DIRECTORY = 'dam-assets-inbox';
+
+/** The editor properties of the Delivery setting (on asset-event-in). */
+export interface DeliveryConfig {
+  /** 'atMostOnce' (default) or 'atLeastOnce'. */
+  delivery?: string;
+  /** Inbox bound, entries. Default 10000. */
+  inboxMax?: string | number;
+  /** Entries in flight at once. Default 10. */
+  maxInFlight?: string | number;
+  /** Seconds before an entry not acknowledged is delivered again. Default 600. */
+  visibilityTimeout?: string | number;
+  /** Deliveries before an entry is parked. Default 5. */
+  maxDeliveries?: string | number;
+  /** Seconds before a rejected entry is delivered again (doubling each time). Default 10. */
+  rejectBackoff?: string | number;
+}
+
+export interface DeliverySettings {
+  maxEntries: number;
+  maxInFlight: number;
+  visibilityTimeoutMs: number;
+  maxDeliveries: number;
+  backoffMs: number;
+}
+
+export const DELIVERY_DEFAULTS = { inboxMax: 10000, maxInFlight: 10, visibilityTimeoutS: 600, maxDeliveries: 5, rejectBackoffS: 10 } as const;
+
+/** The handle on a msg from an at-least-once asset-event-in. */
+export interface InboxHandle { node: string; id: string; delivery: number }
+
+/** Undefined for "at most once"; else the checked settings. */
+export function readDeliverySettings(config: DeliveryConfig, method: string, perCallback: boolean): DeliverySettings | undefined {
+  const delivery = isBlankSetting(config.delivery) ? 'atMostOnce' : String(config.delivery);
+  if (delivery === 'atMostOnce') return undefined;
+  if (delivery !== 'atLeastOnce') throw new SettingError('delivery: must be "at most once" or "at least once"');
+  if (method !== 'post') throw new SettingError('delivery: "at least once" needs method POST (a GET callback carries no entries)');
+  if (perCallback) throw new SettingError('delivery: "at least once" acknowledges each entry: set output to one message per entry');
+  const whole = (min: number) => (n: number) => Number.isInteger(n) && n >= min;
+  return {
+    maxEntries: numberSetting(config.inboxMax, 'inboxMax', DELIVERY_DEFAULTS.inboxMax, whole(1), 'must be a whole number, 1 or more'),
+    maxInFlight: numberSetting(config.maxInFlight, 'maxInFlight', DELIVERY_DEFAULTS.maxInFlight, whole(1), 'must be a whole number, 1 or more'),
+    visibilityTimeoutMs: 1000 * numberSetting(config.visibilityTimeout, 'visibilityTimeout', DELIVERY_DEFAULTS.visibilityTimeoutS, (n) => n > 0, 'must be a number of seconds above 0'),
+    maxDeliveries: numberSetting(config.maxDeliveries, 'maxDeliveries', DELIVERY_DEFAULTS.maxDeliveries, whole(1), 'must be a whole number, 1 or more'),
+    backoffMs: 1000 * numberSetting(config.rejectBackoff, 'rejectBackoff', DELIVERY_DEFAULTS.rejectBackoffS, (n) => n >= 0, 'must be a number of seconds, 0 or more')
+  };
+}
+
+/** The user directory, or undefined (an embedding without one: no inbox can be kept). */
+export function userDirectory(settings: Record<string, any>): string | undefined {
+  return typeof settings.userDir === 'string' && settings.userDir !== '' ? settings.userDir : undefined;
+}
+
+export function inboxFile(userDir: string, nodeId: string): string {
+  return path.join(userDir, INBOX_DIRECTORY, nodeId.replace(/[^A-Za-z0-9_.-]/g, '_') + '.journal');
+}
+
+/** The ordering key of an entry: its asset; an entry without one is ordered with nothing. */
+function orderKey(entry: CallbackEntry): string {
+  return entry && (typeof entry.assetId === 'number' || typeof entry.assetId === 'string') ? `asset:${entry.assetId}` : `none:${randomBytes(6).toString('hex')}`;
+}
+
+/** The msg of an entry, as at-most-once sends it, plus the handle and the delivery count. */
+export function entryMessage(entry: unknown, subscriptionId: string | undefined, receivedAt: string): NodeMessage {
+  const msg: NodeMessage = { payload: entry, receivedAt };
+  if (subscriptionId !== undefined) msg.subscriptionId = subscriptionId;
+  const action = (entry as CallbackEntry | null)?.action;
+  if (typeof action === 'string') msg.topic = action;
+  return msg;
+}
+
+/** Why a callback could not be stored: answered 503, said in the status. */
+export class InboxRefusal extends Error {
+  constructor(message: string, readonly full: boolean) { super(message); }
+}
+
+export interface DeliveryHooks {
+  /** Sends on output 1 (an entry) or 2 (an entry just parked). */
+  send(msg: NodeMessage, output: 0 | 1): void;
+  warn(text: string): void;
+  /** Counts or problems changed: refresh the status. */
+  changed(): void;
+  t(key: string, english: string, params?: Record<string, unknown>): string;
+}
+
+const running = new Map<string, AtLeastOnceDelivery>();
+
+/** The at-least-once delivery of a running asset-event-in, by node id (for the ack node and the sidebar). */
+export function runningDelivery(nodeId: string): AtLeastOnceDelivery | undefined {
+  return running.get(nodeId);
+}
+
+/** Longest timer Node's setTimeout keeps (about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export class AtLeastOnceDelivery {
+  /** Why storing fails now ('' once a store works): shown in the status. */
+  problem = '';
+  private inbox: Inbox | undefined;
+  private readonly opening: Promise<Inbox>;
+  private pumping = false;
+  private pumpAgain = false;
+  private timer: NodeJS.Timeout | undefined;
+  /** When the timer fires (a new one only when this changes: a pump per acknowledgement must not churn timers). */
+  private timerAt: number | undefined;
+  private closed = false;
+
+  constructor(readonly nodeId: string, file: string, private readonly settings: DeliverySettings, private readonly hooks: DeliveryHooks) {
+    running.set(nodeId, this);
+    this.opening = JournalInbox.open(file, settings).then(({ inbox, load }) => {
+      if (load.tornBytes > 0) hooks.warn(hooks.t('inbox.torn', 'inbox: the last record was cut off by a crash (__bytes__ bytes); it was never answered, the server sends it again', { bytes: load.tornBytes }));
+      if (load.corrupt > 0) hooks.warn(hooks.t('inbox.corrupt', 'inbox: __count__ damaged records skipped in __file__', { count: load.corrupt, file }));
+      if (this.closed) { void inbox.close(); return inbox; }
+      this.inbox = inbox;
+      for (const p of load.parkedAtLoad) this.parked(p);
+      this.hooks.changed();
+      this.pump();
+      return inbox;
+    });
+    this.opening.catch((err: Error) => {
+      this.problem = hooks.t('inbox.open-failed', 'inbox cannot be opened: __message__', { message: err.message });
+      hooks.warn(this.problem);
+      hooks.changed();
+    });
+  }
+
+  /** Stores one callback's entries durably; rejects with InboxRefusal when it cannot (answer 503). */
+  async store(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<void> {
+    let inbox: Inbox;
+    try {
+      inbox = await this.opening;
+    } catch (err) {
+      throw new InboxRefusal(this.problem || String(err), false);
+    }
+    const items: NewEntry[] = entries.map((entry) => {
+      const item: NewEntry = { key: orderKey(entry), entry, receivedAt };
+      if (subscriptionId !== undefined) item.subscriptionId = subscriptionId;
+      return item;
+    });
+    try {
+      await inbox.store(items);
+    } catch (err) {
+      const full = err instanceof InboxFullError;
+      const text = full
+        ? this.hooks.t('inbox.full', 'inbox full (__count__)', { count: this.settings.maxEntries })
+        : this.hooks.t('inbox.store-failed', 'inbox cannot store: __message__', { message: (err as Error).message });
+      if (this.problem !== text) { this.problem = text; this.hooks.warn(text); this.hooks.changed(); }
+      throw new InboxRefusal(text, full);
+    }
+    if (this.problem) { this.problem = ''; this.hooks.changed(); }
+    this.pump();
+  }
+
+  /** Hands out what is due, as long as the in-flight bound allows; then waits for the next due time. */
+  pump(): void {
+    if (this.closed || !this.inbox) return;
+    if (this.pumping) { this.pumpAgain = true; return; }
+    this.pumping = true;
+    const inbox = this.inbox;
+    const loop = async () => {
+      do {
+        this.pumpAgain = false;
+        const { deliveries, parked } = await inbox.take(this.settings.maxInFlight);
+        if (this.closed) return;
+        for (const p of parked) this.parked(p);
+        for (const d of deliveries) this.deliver(d);
+        if (parked.length) this.hooks.changed();
+      } while (this.pumpAgain && !this.closed);
+    };
+    loop().catch((err: Error) => this.hooks.warn(`inbox: ${err.message}`)).finally(() => {
+      this.pumping = false;
+      if (this.pumpAgain) { this.pump(); return; }
+      this.arm();
+    });
+  }
+
+  /** A timer for the next entry due (a backoff or a visibility timeout). */
+  private arm(): void {
+    const due = this.closed ? undefined : this.inbox?.nextDueAt();
+    if (this.timer && due === this.timerAt) return;
+    if (this.timer) { clearTimeout(this.timer); this.timer = undefined; }
+    this.timerAt = due;
+    if (due === undefined) return;
+    this.timer = setTimeout(() => { this.timer = undefined; this.timerAt = undefined; this.pump(); }, Math.min(MAX_TIMER_MS, Math.max(0, due - Date.now())));
+  }
+
+  private deliver(d: Delivery): void {
+    const msg = entryMessage(d.entry, d.subscriptionId, d.receivedAt);
+    msg.redelivered = d.delivery - 1;
+    msg._inbox = { node: this.nodeId, id: d.id, delivery: d.delivery } satisfies InboxHandle;
+    this.hooks.send(msg, 0);
+  }
+
+  private parked(p: ParkedEntry): void {
+    this.hooks.warn(this.hooks.t('inbox.parked', 'entry parked after __count__ deliveries (asset __asset__): __reason__', {
+      count: p.deliveries, asset: (p.entry as CallbackEntry | null)?.assetId ?? '-', reason: p.reason
+    }));
+    const msg = entryMessage(p.entry, p.subscriptionId, p.receivedAt);
+    msg.parked = { id: p.id, deliveries: p.deliveries, reason: p.reason, parkedAt: p.parkedAt };
+    this.hooks.send(msg, 1);
+  }
+
+  /** The ack node: done. False when the entry is not in flight with this delivery any more. */
+  async acknowledge(handle: InboxHandle): Promise<boolean> {
+    const inbox = await this.opening;
+    const acknowledging = inbox.acknowledge(handle.id, handle.delivery);
+    this.pump(); // its in-flight slot is free already
+    const ok = await acknowledging;
+    this.pump(); // the next entry of its asset may go
+    this.hooks.changed();
+    return ok;
+  }
+
+  /** The ack node: not done, deliver again after a backoff (or park after the last delivery). */
+  async reject(handle: InboxHandle, reason: string): Promise<'again' | 'parked' | undefined> {
+    const inbox = await this.opening;
+    const rejecting = inbox.reject(handle.id, handle.delivery, reason);
+    this.pump();
+    const outcome = await rejecting;
+    if (outcome !== undefined && outcome !== 'again') this.parked(outcome);
+    this.pump();
+    this.hooks.changed();
+    return outcome === undefined || outcome === 'again' ? outcome : 'parked';
+  }
+
+  async parkedEntries(): Promise<ParkedEntry[]> {
+    return (await this.opening).parked();
+  }
+
+  async deliverAgain(id: string): Promise<boolean> {
+    const ok = await (await this.opening).deliverAgain(id);
+    this.pump();
+    this.hooks.changed();
+    return ok;
+  }
+
+  async discard(id: string): Promise<boolean> {
+    const ok = await (await this.opening).discard(id);
+    this.hooks.changed();
+    return ok;
+  }
+
+  counts(): InboxCounts | undefined {
+    return this.inbox?.counts();
+  }
+
+  /** Stopped (redeploy, stop): the inbox stays. Removed from the flows: it goes, with a warning if it held entries. */
+  async close(removed: boolean): Promise<void> {
+    this.closed = true;
+    if (running.get(this.nodeId) === this) running.delete(this.nodeId);
+    if (this.timer) { clearTimeout(this.timer); this.timer = undefined; }
+    let inbox: Inbox;
+    try { inbox = await this.opening; } catch { return; }
+    if (!removed) { await inbox.close(); return; }
+    const lost = await inbox.destroy();
+    if (lost > 0) this.hooks.warn(this.hooks.t('inbox.removed', 'node removed: its inbox went with __count__ entries not acknowledged', { count: lost }));
+  }
+}
+
+/**
+ * A node in "at most once" mode whose inbox file is still there (it was "at least once" before):
+ * what it holds is sent once, in the order stored, then the file goes.
+ */
+export async function deliverLeftovers(file: string, send: (msg: NodeMessage) => void, warn: (text: string) => void,
+  t: DeliveryHooks['t']): Promise<number> {
+  if (!fs.existsSync(file)) return 0;
+  const { inbox } = await JournalInbox.open(file, { maxEntries: Number.MAX_SAFE_INTEGER, maxInFlight: 1, visibilityTimeoutMs: 1, maxDeliveries: Number.MAX_SAFE_INTEGER, backoffMs: 0 });
+  const left = inbox.remaining();
+  for (const d of left) {
+    const msg = entryMessage(d.entry, d.subscriptionId, d.receivedAt);
+    if (d.delivery > 0) msg.redelivered = d.delivery;
+    send(msg);
+  }
+  // After Node-RED's turn that hands the messages on (as at-most-once answers a callback).
+  await new Promise((resolve) => setImmediate(resolve));
+  await inbox.destroy();
+  if (left.length > 0) warn(t('inbox.leftovers', 'delivery is "at most once" now: the __count__ entries left in the inbox were sent once and the inbox removed', { count: left.length }));
+  return left.length;
+}

@@ -1,0 +1,262 @@
+'use strict';
+// The embedded at-least-once inbox on the real file system: journal, bound, compaction, order, time.
+require('should');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { JournalInbox, InboxFullError, parseJournal, encodeRecord } = require('../../dist/events/inbox');
+
+describe('events: at-least-once inbox (journal)', function () {
+  let dir;
+  let now;
+  const opened = [];
+  const clock = () => now;
+  const options = (extra = {}) => ({ maxEntries: 100, maxInFlight: 10, visibilityTimeoutMs: 60000, maxDeliveries: 3, backoffMs: 1000, now: clock, ...extra });
+  const entry = (assetId, rrn) => ({ key: String(assetId), entry: { assetId, rrn, action: 'modified' }, receivedAt: '2026-01-01T00:00:00.000Z', subscriptionId: 'sub-inbox-test' });
+  async function open(file, extra) {
+    const result = await JournalInbox.open(file, options(extra));
+    opened.push(result.inbox);
+    return result;
+  }
+  const ids = (taken) => taken.deliveries.map((d) => `${d.entry.assetId}/${d.entry.rrn}`);
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-inbox-'));
+    now = 1000000;
+  });
+  afterEach(async () => {
+    for (const inbox of opened.splice(0)) await inbox.close().catch(() => undefined);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a journal cut at every byte offset of its last record loads every complete record, and keeps working', async function () {
+    const file = path.join(dir, 'full.journal');
+    const { inbox } = await open(file);
+    for (let i = 1; i <= 5; i++) await inbox.store([entry(i, 10 + i)]);
+    const first = await inbox.take(10);
+    await inbox.acknowledge(first.deliveries[0].id, 1); // an acknowledgement among the records
+    await inbox.store([entry(9, 99)]); // the last record: a stored entry
+    await inbox.close();
+    const whole = fs.readFileSync(file);
+    const lastStart = whole.lastIndexOf(0x0a, whole.length - 2) + 1;
+    lastStart.should.be.above(0);
+    for (let cut = lastStart; cut < whole.length; cut++) {
+      const torn = path.join(dir, `cut-${cut}.journal`);
+      fs.writeFileSync(torn, whole.subarray(0, cut));
+      const { inbox: again, load } = await open(torn);
+      load.tornBytes.should.equal(cut - lastStart);
+      load.corrupt.should.equal(0);
+      // Entries 2..5 (1 was acknowledged); the cut entry 9 is not there.
+      again.remaining().map((d) => d.entry.assetId).should.eql([2, 3, 4, 5]);
+      fs.statSync(torn).size.should.equal(lastStart); // the torn tail is cut off
+      await again.store([entry(7, 70)]); // appends after the last whole record
+      await again.close();
+      const { inbox: third, load: load3 } = await open(torn);
+      load3.tornBytes.should.equal(0);
+      third.remaining().map((d) => d.entry.assetId).should.eql([2, 3, 4, 5, 7]);
+      await third.close();
+    }
+    const { inbox: intact } = await open(file);
+    intact.remaining().map((d) => d.entry.assetId).should.eql([2, 3, 4, 5, 9]);
+  });
+
+  it('a bad record with whole records after it is skipped and counted; the records after it stay', function () {
+    const good = (id) => encodeRecord({ s: id, k: String(id), e: { assetId: id }, at: 'x' });
+    const bad = good(2).replace('"assetId":2', '"assetId":3'); // checksum no longer matches
+    const parsed = parseJournal(Buffer.from(good(1) + bad + good(4) + '0000'));
+    parsed.records.map((r) => r.s).should.eql([1, 4]);
+    parsed.corrupt.should.equal(1);
+    parsed.tornBytes.should.equal(4);
+  });
+
+  it('refuses entries beyond its bound (all of a callback or none) and takes them once room is made', async function () {
+    const { inbox } = await open(path.join(dir, 'bound.journal'), { maxEntries: 3 });
+    await inbox.store([entry(1, 1), entry(2, 1)]);
+    const refused = await inbox.store([entry(3, 1), entry(4, 1)]).then(() => undefined, (err) => err);
+    refused.should.be.instanceOf(InboxFullError);
+    refused.message.should.match(/inbox full \(3 entries\)/);
+    inbox.counts().stored.should.equal(2);
+    const taken = await inbox.take(10);
+    (await inbox.acknowledge(taken.deliveries[0].id, 1)).should.be.true();
+    await inbox.store([entry(3, 1), entry(4, 1)]);
+    inbox.counts().should.eql({ stored: 3, inFlight: 1, parked: 0, capacity: 3 });
+  });
+
+  it('compacts the journal as entries are acknowledged; what is left loads with its delivery counts', async function () {
+    const file = path.join(dir, 'compact.journal');
+    const { inbox } = await open(file, { maxEntries: 5000, maxInFlight: 5000 });
+    const batch = [];
+    for (let i = 1; i <= 3000; i++) batch.push(entry(i, 1));
+    await inbox.store(batch);
+    const taken = await inbox.take(5000);
+    taken.deliveries.length.should.equal(3000);
+    for (const d of taken.deliveries) if (d.entry.assetId > 10) await inbox.acknowledge(d.id, d.delivery);
+    await inbox.close();
+    const records = parseJournal(fs.readFileSync(file)).records;
+    records.length.should.be.below(1100); // 3000 stored + 3000 delivered + 2990 acknowledged without compaction
+    const { inbox: again } = await open(file, { maxEntries: 5000 });
+    again.remaining().map((d) => d.entry.assetId).should.eql([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    const next = await again.take(100);
+    next.deliveries.map((d) => d.delivery).should.eql(new Array(10).fill(2));
+    // Ids are not handed out again after a compaction.
+    await again.store([entry(11, 2)]);
+    Number(again.remaining().pop().id).should.be.above(3000);
+  });
+
+  it('keeps the order per asset: one entry of an asset in flight, the next only after the acknowledgement', async function () {
+    const { inbox } = await open(path.join(dir, 'order.journal'));
+    await inbox.store([entry(1, 1), entry(1, 2), entry(2, 1), entry(1, 3), entry(2, 2)]);
+    const a = await inbox.take(10);
+    ids(a).should.eql(['1/1', '2/1']);
+    ids(await inbox.take(10)).should.eql([]);
+    await inbox.acknowledge(a.deliveries[1].id, 1);
+    const b = await inbox.take(10);
+    ids(b).should.eql(['2/2']);
+    await inbox.acknowledge(a.deliveries[0].id, 1);
+    const c = await inbox.take(10);
+    ids(c).should.eql(['1/2']);
+    await inbox.acknowledge(c.deliveries[0].id, 1);
+    ids(await inbox.take(10)).should.eql(['1/3']);
+  });
+
+  it('the next entry of an asset goes only once the acknowledgement is on disk (a crash in between cannot reorder)', async function () {
+    const file = path.join(dir, 'ack-durable.journal');
+    const { inbox } = await open(file);
+    await inbox.store([entry(1, 1), entry(1, 2)]);
+    const a = await inbox.take(10);
+    const acking = inbox.acknowledge(a.deliveries[0].id, 1);
+    ids(await inbox.take(10)).should.eql([]); // not yet written: 1/2 waits
+    (await acking).should.be.true();
+    ids(await inbox.take(10)).should.eql(['1/2']);
+    // And a parking rejection the same way.
+    const { inbox: other } = await open(path.join(dir, 'reject-durable.journal'), { maxDeliveries: 1 });
+    await other.store([entry(2, 1), entry(2, 2)]);
+    const b = await other.take(10);
+    const rejecting = other.reject(b.deliveries[0].id, 1, 'no');
+    ids(await other.take(10)).should.eql([]);
+    (await rejecting).reason.should.equal('no');
+    ids(await other.take(10)).should.eql(['2/2']);
+  });
+
+  it('an acknowledgement frees its in-flight slot at once for other assets; its own asset waits for the write', async function () {
+    const { inbox } = await open(path.join(dir, 'slot.journal'), { maxInFlight: 1 });
+    await inbox.store([entry(1, 1), entry(1, 2), entry(2, 1)]);
+    const a = await inbox.take(10);
+    ids(a).should.eql(['1/1']);
+    const acking = inbox.acknowledge(a.deliveries[0].id, 1);
+    inbox.counts().inFlight.should.equal(0);
+    const b = await inbox.take(10);
+    ids(b).should.eql(['2/1']); // not 1/2: the acknowledgement of 1/1 is not on disk yet
+    (await acking).should.be.true();
+    (await inbox.acknowledge(a.deliveries[0].id, 1)).should.be.false(); // once only
+    await inbox.acknowledge(b.deliveries[0].id, 1);
+    ids(await inbox.take(10)).should.eql(['1/2']);
+  });
+
+  it('bounds the entries in flight', async function () {
+    const { inbox } = await open(path.join(dir, 'flight.journal'), { maxInFlight: 2 });
+    await inbox.store([entry(1, 1), entry(2, 1), entry(3, 1)]);
+    const a = await inbox.take(10);
+    ids(a).should.eql(['1/1', '2/1']);
+    ids(await inbox.take(10)).should.eql([]);
+    await inbox.acknowledge(a.deliveries[0].id, 1);
+    ids(await inbox.take(10)).should.eql(['3/1']);
+  });
+
+  it('delivers again after the visibility timeout (clock moved, no sleep), then parks after the last delivery', async function () {
+    const { inbox } = await open(path.join(dir, 'visibility.journal'));
+    await inbox.store([entry(1, 1), entry(1, 2)]);
+    const first = await inbox.take(10);
+    first.deliveries[0].delivery.should.equal(1);
+    inbox.nextDueAt().should.equal(now + 60000);
+    now += 59999;
+    ids(await inbox.take(10)).should.eql([]);
+    now += 1;
+    const second = await inbox.take(10);
+    ids(second).should.eql(['1/1']);
+    second.deliveries[0].delivery.should.equal(2);
+    // The late acknowledgement of delivery 1 no longer counts while delivery 2 is in flight.
+    (await inbox.acknowledge(first.deliveries[0].id, 1)).should.be.false();
+    now += 60000;
+    (await inbox.take(10)).deliveries[0].delivery.should.equal(3);
+    now += 60000;
+    const last = await inbox.take(10);
+    last.parked.length.should.equal(1);
+    last.parked[0].entry.should.eql({ assetId: 1, rrn: 1, action: 'modified' });
+    last.parked[0].reason.should.match(/visibility timeout/);
+    ids(await inbox.take(10)).should.eql(['1/2']); // the next entry of the asset goes on, once the parking is written
+    inbox.counts().parked.should.equal(1);
+  });
+
+  it('rejection: delivered again after a doubling backoff; parked after the last delivery; deliver again and discard', async function () {
+    const file = path.join(dir, 'reject.journal');
+    const { inbox } = await open(file);
+    await inbox.store([entry(1, 1), entry(2, 1)]);
+    let d = (await inbox.take(10)).deliveries[0];
+    (await inbox.reject(d.id, 1, 'disk full')).should.equal('again');
+    inbox.nextDueAt().should.equal(now + 1000);
+    now += 999;
+    ids(await inbox.take(10)).should.eql([]);
+    now += 1;
+    d = (await inbox.take(10)).deliveries[0];
+    d.delivery.should.equal(2);
+    (await inbox.reject(d.id, 2, 'disk full')).should.equal('again');
+    now += 1999;
+    ids(await inbox.take(10)).should.eql([]);
+    now += 1;
+    d = (await inbox.take(10)).deliveries[0];
+    const parked = await inbox.reject(d.id, 3, 'disk full');
+    parked.reason.should.equal('disk full');
+    parked.deliveries.should.equal(3);
+    (await inbox.parked()).map((p) => p.id).should.eql([d.id]);
+    await inbox.close();
+    // Parked across a restart; deliver again puts it back in line with its deliveries from 0.
+    const { inbox: again } = await open(file);
+    (await again.parked()).map((p) => p.reason).should.eql(['disk full']);
+    (await again.deliverAgain(d.id)).should.be.true();
+    const back = await again.take(10);
+    back.deliveries.map((x) => [x.entry.assetId, x.delivery]).should.eql([[2, 2], [1, 1]]);
+    const p2 = await again.reject(back.deliveries[1].id, 1, 'x');
+    p2.should.equal('again');
+    await again.store([entry(5, 1)]);
+    // discard only takes parked entries
+    (await again.discard(back.deliveries[0].id)).should.be.false();
+  });
+
+  it('after a restart, entries not acknowledged are delivered again with their count; spent ones are parked', async function () {
+    const file = path.join(dir, 'restart.journal');
+    const { inbox } = await open(file, { maxDeliveries: 2 });
+    await inbox.store([entry(1, 1), entry(2, 1), entry(3, 1)]);
+    const a = await inbox.take(10);
+    await inbox.acknowledge(a.deliveries[2].id, 1);
+    await inbox.close(); // a stop with two in flight
+    const { inbox: b, load } = await open(file, { maxDeliveries: 2 });
+    load.loaded.should.equal(2);
+    const again = await b.take(10);
+    again.deliveries.map((x) => [x.entry.assetId, x.delivery]).should.eql([[1, 2], [2, 2]]);
+    await b.acknowledge(again.deliveries[1].id, 2);
+    await b.close();
+    // Entry 1 was in flight at two stops: its deliveries are spent, it is parked at load, not delivered a third time.
+    const { inbox: c, load: load3 } = await open(file, { maxDeliveries: 2 });
+    load3.parkedAtLoad.map((p) => p.entry.assetId).should.eql([1]);
+    ids(await c.take(10)).should.eql([]);
+    c.counts().should.eql({ stored: 1, inFlight: 0, parked: 1, capacity: 100 });
+  });
+
+  it('destroy removes the file and says how many entries were not acknowledged', async function () {
+    const file = path.join(dir, 'gone.journal');
+    const { inbox } = await open(file);
+    await inbox.store([entry(1, 1), entry(2, 1)]);
+    (await inbox.destroy()).should.equal(2);
+    fs.existsSync(file).should.be.false();
+  });
+
+  it('a closed inbox refuses to store, and hands nothing out', async function () {
+    const { inbox } = await open(path.join(dir, 'closed.journal'));
+    await inbox.store([entry(1, 1)]);
+    await inbox.close();
+    const refused = await inbox.store([entry(2, 1)]).then(() => undefined, (err) => err);
+    refused.should.be.instanceOf(Error);
+    ids(await inbox.take(10)).should.eql([]);
+  });
+});

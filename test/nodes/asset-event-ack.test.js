@@ -1,0 +1,222 @@
+'use strict';
+// asset-event-in with Delivery "at least once" and asset-event-ack, in a real Node-RED runtime
+// (test helper): stored before the answer, the handle through change/function/link nodes, order
+// per asset, rejection, parking on the second output, bound, redeploy, removal, switch back.
+require('should');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const helper = require('node-red-node-test-helper');
+const request = require('supertest');
+const eventIn = require('../../nodes/asset-event-in.js');
+const eventAck = require('../../nodes/asset-event-ack.js');
+const coreNodes = ['function/15-change.js', 'function/10-function.js', 'common/60-link.js'].map((f) => require(`@node-red/nodes/core/${f}`));
+const { parseJournal } = require('../../dist/events/inbox');
+const { inboxFile } = require('../../dist/nodes/asset-event-in/delivery');
+
+helper.init(require.resolve('node-red'));
+
+function entry(assetId, rrn, action = 'modified') {
+  return { assetId, rrn, path: `/inbox/file-${assetId}.txt`, owner: 'alice', action };
+}
+function payload(entries, id = 'sub-inbox-0001') {
+  return { success: true, data: { entry: entries }, id };
+}
+const until = async (check, what) => {
+  for (let i = 0; i < 1000; i++) { if (check()) return; await new Promise((r) => setTimeout(r, 10)); }
+  throw new Error(`timed out waiting for ${what}`);
+};
+
+describe('asset-event-in "at least once" + asset-event-ack (test helper)', function () {
+  this.timeout(30000);
+  let app;
+  let userDir;
+  let seen; // msgs that reached the work node (before the ack)
+  let acked; // msgs after the ack node
+  let parked; // msgs on asset-event-in's second output
+  let holdWork; // assetIds whose msgs the work node holds (not passed to the ack yet)
+  let held;
+
+  before(() => helper.startServer());
+  after(() => helper.stopServer());
+  beforeEach(() => {
+    userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-ack-test-'));
+    helper.settings({ userDir });
+  });
+  afterEach(async () => {
+    await helper.unload();
+    helper.settings({});
+    fs.rmSync(userDir, { recursive: true, force: true });
+  });
+
+  /**
+   * event-in (n1) -> change (keeps the msg, sets msg.step) -> function (returns a clone) -> link out
+   * -> link in -> hold/work (helper w1, which the test drives) ; the test sends the work's msgs into
+   * the ack node (a1) by calling w1's send: ack -> helper done1. n1's second output -> helper p1.
+   */
+  function flow(props = {}, ackProps = {}) {
+    // x and y: Node-RED takes a node without them for a config node.
+    return addXY([
+      { id: 'f1', type: 'tab' },
+      { id: 'n1', z: 'f1', type: 'asset-event-in', path: '/dam/inbox', delivery: 'atLeastOnce', maxInFlight: 10, outputs: 2, wires: [['c1'], ['p1']], ...props },
+      { id: 'c1', z: 'f1', type: 'change', rules: [{ t: 'set', p: 'step', pt: 'msg', to: 'changed', tot: 'str' }], wires: [['fn1']] },
+      { id: 'fn1', z: 'f1', type: 'function', func: 'return RED.util.cloneMessage(msg);', outputs: 1, wires: [['lo1']] },
+      { id: 'lo1', z: 'f1', type: 'link out', links: ['li1'], wires: [] },
+      { id: 'li1', z: 'f1', type: 'link in', links: ['lo1'], wires: [['w1']] },
+      { id: 'w1', z: 'f1', type: 'helper', wires: [['a1']] },
+      { id: 'a1', z: 'f1', type: 'asset-event-ack', action: 'ack', wires: [['done1']], ...ackProps },
+      { id: 'r1', z: 'f1', type: 'asset-event-ack', action: 'reject', wires: [['done1']] },
+      { id: 'done1', z: 'f1', type: 'helper' },
+      { id: 'p1', z: 'f1', type: 'helper' }
+    ]);
+  }
+  const addXY = (nodes) => nodes.map((n) => (n.type === 'tab' ? n : { x: 100, y: 100, ...n }));
+
+  async function load(props, ackProps) {
+    await helper.load([(RED) => { app = RED.httpNode; return eventIn(RED); }, eventAck, ...coreNodes], flow(props, ackProps));
+    wireHelpers();
+  }
+  function wireHelpers() {
+    seen = []; acked = []; parked = []; held = [];
+    holdWork = holdWork || new Set();
+    helper.getNode('w1').on('input', (msg) => {
+      seen.push(msg);
+      if (holdWork.has(msg.payload.assetId)) held.push(msg);
+      else helper.getNode('a1').receive(msg);
+    });
+    helper.getNode('done1').on('input', (msg) => acked.push(msg));
+    helper.getNode('p1').on('input', (msg) => parked.push(msg));
+  }
+  beforeEach(() => { holdWork = new Set(); });
+
+  const journal = () => parseJournal(fs.readFileSync(inboxFile(userDir, 'n1'))).records;
+
+  it('stores before it answers; the handle survives change, function and link nodes; ack empties the inbox', async function () {
+    await load();
+    holdWork.add(1).add(2);
+    const res = await request(app).post('/dam/inbox').send(payload([entry(1, 10), entry(2, 20)]));
+    res.status.should.equal(200);
+    res.body.should.eql({ success: true, received: 2, stored: 2 });
+    // On disk when the answer came.
+    journal().filter((r) => r.s !== undefined).map((r) => r.e.assetId).should.eql([1, 2]);
+    await until(() => held.length === 2, 'two deliveries');
+    held.forEach((m) => {
+      m.step.should.equal('changed');
+      m.redelivered.should.equal(0);
+      m._inbox.should.have.properties({ node: 'n1', delivery: 1 });
+      m.subscriptionId.should.equal('sub-inbox-0001');
+      m.topic.should.equal('modified');
+      (m.parts === undefined).should.be.true();
+    });
+    held.forEach((m) => helper.getNode('a1').receive(m));
+    await until(() => acked.length === 2, 'two acknowledgements');
+    helper.getNode('n1').status.lastCall; // status is throttled; the journal is the truth
+    const records = journal();
+    records.filter((r) => r.a !== undefined).length.should.equal(2);
+  });
+
+  it('keeps per-asset order: the next entry of an asset leaves only after the acknowledgement', async function () {
+    await load();
+    holdWork.add(7);
+    await request(app).post('/dam/inbox').send(payload([entry(7, 1), entry(7, 2), entry(8, 1), entry(7, 3)])).expect(200);
+    await until(() => seen.length === 2, 'the first of each asset');
+    seen.map((m) => `${m.payload.assetId}/${m.payload.rrn}`).should.eql(['7/1', '8/1']);
+    await new Promise((r) => setTimeout(r, 100));
+    seen.length.should.equal(2);
+    holdWork.delete(7);
+    helper.getNode('a1').receive(held.shift());
+    await until(() => seen.length === 4, 'the rest of asset 7');
+    seen.map((m) => `${m.payload.assetId}/${m.payload.rrn}`).should.eql(['7/1', '8/1', '7/2', '7/3']);
+  });
+
+  it('reject: delivered again with msg.redelivered; parked on the second output after the last delivery, with a warning and the status', async function () {
+    await load({ maxDeliveries: 2, rejectBackoff: 0 });
+    holdWork.add(5);
+    await request(app).post('/dam/inbox').send(payload([entry(5, 1), entry(5, 2)])).expect(200);
+    await until(() => held.length === 1, 'first delivery');
+    helper.getNode('r1').receive(Object.assign(held.shift(), { error: { message: 'mirror disk full' } }));
+    await until(() => held.length === 1, 'second delivery');
+    held[0].redelivered.should.equal(1);
+    held[0].payload.rrn.should.equal(1);
+    helper.getNode('r1').receive(Object.assign(held.shift(), { error: { message: 'mirror disk full' } }));
+    await until(() => parked.length === 1 && held.length === 1, 'parked, and the next entry of the asset');
+    parked[0].payload.should.eql(entry(5, 1));
+    parked[0].parked.should.have.properties({ deliveries: 2, reason: 'mirror disk full' });
+    held[0].payload.rrn.should.equal(2);
+    const n1 = helper.getNode('n1');
+    n1.warn.args.map((a) => String(a[0])).join('\n').should.match(/parked after 2 deliveries \(asset 5\): mirror disk full/);
+    await until(() => n1.status.args.some((a) => /1 parked/.test(a[0].text || '')), 'the parked count in the status');
+  });
+
+  it('a msg without the handle, or whose node is gone, ends in an error naming msg._inbox', async function () {
+    await load();
+    const a1 = helper.getNode('a1');
+    a1.receive({ payload: 1 });
+    await until(() => a1.error.called, 'an error');
+    String(a1.error.firstCall.args[0]).should.match(/msg\._inbox: missing/);
+    a1.receive({ payload: 1, _inbox: { node: 'nope', id: '1', delivery: 1 } });
+    await until(() => a1.error.callCount === 2, 'a second error');
+    String(a1.error.secondCall.args[0]).should.match(/msg\._inbox: asset-event-in nope is not running/);
+  });
+
+  it('full: answers 503, says so in the status, drops nothing; the same callback is taken once there is room', async function () {
+    await load({ inboxMax: 2 });
+    holdWork.add(1).add(2).add(3);
+    await request(app).post('/dam/inbox').send(payload([entry(1, 1), entry(2, 1)])).expect(200);
+    const refused = await request(app).post('/dam/inbox').send(payload([entry(3, 1)]));
+    refused.status.should.equal(503);
+    refused.body.error.should.match(/inbox full \(2\)/);
+    const n1 = helper.getNode('n1');
+    await until(() => n1.status.args.some((a) => /inbox full/.test(a[0].text || '') && a[0].fill === 'red'), 'red status');
+    await until(() => held.length === 2, 'two deliveries');
+    helper.getNode('a1').receive(held.shift());
+    await until(() => acked.length === 1, 'ack');
+    // The server's retry: not dropped by the duplicate filter, since it was never stored.
+    await request(app).post('/dam/inbox').send(payload([entry(3, 1)])).expect(200);
+    await until(() => held.length === 2, 'the retried entry');
+    held[1].payload.assetId.should.equal(3);
+  });
+
+  it('a redeploy that keeps the node keeps its inbox (delivered again); removing it removes the inbox with a warning', async function () {
+    await load();
+    holdWork.add(1);
+    await request(app).post('/dam/inbox').send(payload([entry(1, 1)])).expect(200);
+    await until(() => held.length === 1, 'delivery');
+    // Redeploy the same flows (all nodes restarted): the entry comes again as delivery 2.
+    await helper.setFlows(flow(), 'full');
+    wireHelpers();
+    await until(() => held.length === 1, 'delivery after the redeploy');
+    held[0].redelivered.should.equal(1);
+    // Remove the asset-event-in: its inbox goes, and the warning names the entries it held.
+    const logged = [];
+    const log = helper.log();
+    const before = log.args.length;
+    await helper.setFlows(flow().filter((n) => n.id !== 'n1'), 'full');
+    fs.existsSync(inboxFile(userDir, 'n1')).should.be.false();
+    const warnings = log.args.slice(before).map((a) => a[0]).filter((m) => m && m.level === 30).map((m) => m.msg);
+    logged.push(...warnings);
+    logged.join('\n').should.match(/inbox went with 1 entries not acknowledged/);
+  });
+
+  it('switched back to "at most once": what the inbox holds is sent once, then the inbox goes', async function () {
+    await load();
+    holdWork.add(1).add(2);
+    await request(app).post('/dam/inbox').send(payload([entry(1, 1), entry(2, 1), entry(1, 2)])).expect(200);
+    await until(() => held.length === 2, 'deliveries');
+    await helper.setFlows(flow({ delivery: 'atMostOnce', outputs: 1 }), 'full');
+    wireHelpers();
+    await until(() => seen.length === 3, 'the three entries once');
+    seen.map((m) => `${m.payload.assetId}/${m.payload.rrn}`).should.eql(['1/1', '2/1', '1/2']);
+    seen.forEach((m) => (m._inbox === undefined).should.be.true());
+    await until(() => !fs.existsSync(inboxFile(userDir, 'n1')), 'the inbox file removed');
+  });
+
+  it('refuses "at least once" with GET or one msg per callback, naming the field', async function () {
+    await load({ method: 'get' });
+    const n1 = helper.getNode('n1');
+    String(n1.error.firstCall.args[0]).should.match(/delivery: "at least once" needs method POST/);
+    await helper.unload();
+    await load({ output: 'callback' });
+    String(helper.getNode('n1').error.firstCall.args[0]).should.match(/delivery: "at least once" acknowledges each entry/);
+  });
+});

@@ -1,0 +1,51 @@
+'use strict';
+// Issue 23 #3: Node-RED leaves a new node's Server blank even when exactly one asset-server
+// exists, so a node dropped in and deployed without opening its dialog was "not properly
+// configured". Each node with a Server field picks the only asset-server in its onadd (run by
+// the editor for a node dropped from the palette). This runs the real editor files' onadd.
+const fs = require('fs');
+const path = require('path');
+const vm = require('vm');
+require('should');
+
+const ROOT = path.join(__dirname, '..', '..');
+const TYPES = ['asset-subscribe', 'asset-event-in', 'asset-upload', 'asset-download', 'asset-export', 'asset-session'];
+
+function editorDefinition(type, configNodes) {
+  const RED = {
+    _: (key) => key,
+    validators: { typedInput: () => () => true, number: () => () => true, regex: () => () => true },
+    nodes: {
+      registerType: (name, def) => { registered[name] = def; },
+      eachConfig: (cb) => { for (const n of configNodes) if (cb(n) === false) break; },
+      eachNode: () => {}
+    }
+  };
+  const registered = {};
+  const window = {};
+  vm.runInNewContext(fs.readFileSync(path.join(ROOT, 'resources', 'dam-editor.js'), 'utf8'), { window, URL, RED });
+  const html = fs.readFileSync(path.join(ROOT, 'nodes', `${type}.html`), 'utf8');
+  const script = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(html)[1];
+  vm.runInNewContext(script, { RED, DamEditor: window.DamEditor, window, $: () => ({}) });
+  return registered[type];
+}
+
+/** A new node as the editor makes it (defaults), after its onadd. */
+function added(type, configNodes, preset = {}) {
+  const def = editorDefinition(type, configNodes);
+  const node = { type, ...Object.fromEntries(Object.entries(def.defaults).map(([k, v]) => [k, v.value])), ...preset };
+  def.onadd.call(node);
+  return node;
+}
+
+describe('a new node picks the only asset-server (issue 23 #3)', () => {
+  const server = (id) => ({ id, type: 'asset-server' });
+  for (const type of TYPES) {
+    it(`${type}: the only asset-server is picked; none or two leave Server blank; a set Server stays`, () => {
+      added(type, [server('s1'), { id: 'tls1', type: 'tls-config' }]).server.should.equal('s1');
+      added(type, []).server.should.equal('');
+      added(type, [server('s1'), server('s2')]).server.should.equal('');
+      added(type, [server('s1')], { server: 's9' }).server.should.equal('s9'); // imported or pasted with its own
+    });
+  }
+});
