@@ -105,9 +105,15 @@ export class ApiCalls {
       if (control.signal.aborted) throw this.failure(operation, new Error('ended while waiting for the automatic login'), control);
       throw err;
     }
+    const repeatHeader = this.session.cookieHeader;
     const again = await this.sendOnce(operation, control, config);
     if (again.status !== 401) return again;
     (again.data as Readable | undefined)?.destroy?.();
+    if (await this.session.renewAdopted(repeatHeader, operation, control.signal)) {
+      const third = await this.sendOnce(operation, control, config);
+      if (third.status !== 401) return third;
+      (third.data as Readable | undefined)?.destroy?.();
+    }
     throw this.session.refused(operation);
   }
 

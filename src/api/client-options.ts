@@ -8,6 +8,7 @@ import type { CallOptions } from './calls';
 import { invalidInput } from './errors';
 import type { ProxyEnvOptions, ProxySetting } from './proxy';
 import type { LoginOptions } from './session';
+import type { SharedSessionOption } from './shared-session';
 import type { ExportType } from './types';
 
 /** Options of an {@link AssetClient}. */
@@ -47,6 +48,11 @@ export interface AssetClientOptions {
    * requests, then repeats each request once. Without it a 401 is an `auth` error.
    */
   login?: LoginOptions;
+  /**
+   * With automatic login: the session shared with other copies through a store (one login at a
+   * time across copies, the others use its cookie; shared-session.ts). Without it nothing is shared.
+   */
+  sharedSession?: SharedSessionOption;
   /**
    * Largest file {@link AssetClient.downloadToBuffer} takes into memory, in bytes (default
    * 100 MB = 10^8). Checked against Content-Length before the body is read, and while reading.

@@ -135,7 +135,7 @@ export class AssetClient extends EventEmitter {
         return config;
       }, undefined, { synchronous: true });
     }
-    this.session = new SessionHolder({ http: api, base, timeoutMs: timeout }, options.cookie, options.login);
+    this.session = new SessionHolder({ http: api, base, timeoutMs: timeout }, options.cookie, options.login, options.sharedSession);
     if (proxy) for (const secret of proxySecrets(proxy)) this.session.keepSecret(secret);
     this.calls = new ApiCalls({ http: api, base, origin, session: this.session, timeout, maxAnswerBytes });
     this.session.onChange((event) => this.emit(event === 'renewed' ? 'session-renewed' : 'cookie-set'));
@@ -251,13 +251,18 @@ export class AssetClient extends EventEmitter {
       // As a call on this thread does: one login for a 401, then once more.
       if (!(err instanceof AssetApiError) || err.kind !== 'auth' || err.status !== 401 || !this.session.canLogin) throw err;
       await this.session.renew(usedHeader, 'download', opts.signal ?? undefined);
-      const again = this.threadJob('downloadToFile', opts);
-      if (!again) return downloadToFile(this.calls, opts, onTemporaryFile);
-      try {
-        return await this.runInThread<Result>('download', again, opts);
-      } catch (failed) {
-        if (failed instanceof AssetApiError && failed.kind === 'auth' && failed.status === 401) throw this.session.refused('download');
-        throw failed;
+      const is401 = (e: unknown) => e instanceof AssetApiError && e.kind === 'auth' && e.status === 401;
+      for (let attempt = 0; ; attempt++) {
+        const repeatHeader = this.session.cookieHeader;
+        const again = this.threadJob('downloadToFile', opts);
+        if (!again) return downloadToFile(this.calls, opts, onTemporaryFile);
+        try {
+          return await this.runInThread<Result>('download', again, opts);
+        } catch (failed) {
+          if (!is401(failed)) throw failed;
+          // A cookie from the shared store the server had ended: once more after a login (session.ts).
+          if (attempt > 0 || !await this.session.renewAdopted(repeatHeader, 'download', opts.signal ?? undefined)) throw this.session.refused('download');
+        }
       }
     }
   }

@@ -10,6 +10,7 @@ import { cookieHeaderOf } from './cookie';
 import { AssetApiError, invalidInput, redactSecrets, type AssetOperation } from './errors';
 import { proxyAuthError, serverMessageOf, tryParseJson } from './error-mapping';
 import { DEFAULT_MAX_RETRY_MS, DEFAULT_RETRY_MS, checkLoginHost, resolveLogin, type LoginOptions, type ResolvedLogin } from './login';
+import { loginLeaseMs, renewShared, type SharedSessionOption } from './shared-session';
 import { isPlainObject } from './values';
 
 // The login's description and rules live in login.ts; this re-export keeps `./session` their address too.
@@ -26,7 +27,8 @@ const DEFAULT_LOGIN_DEADLINE_MS = 60000;
  * server's own message (redacted), kept apart so that a caller can leave it out.
  */
 class LoginFailure {
-  constructor(readonly step: string, readonly reason: string, readonly credentialsRefused = false, readonly said?: string) {}
+  constructor(readonly step: string, readonly reason: string, readonly credentialsRefused = false, readonly said?: string,
+    readonly preLoginSessionLost = false) {}
 }
 
 /**
@@ -64,9 +66,11 @@ export class SessionHolder {
   private delayMs: number;
   /** The Cookie header the last login gave, until the server first answers it with anything but 401. */
   private unproven: string | undefined;
+  /** The Cookie header last taken from the shared store, until the server first answers it with anything but 401. */
+  private adoptedUnproven: string | undefined;
   private readonly listeners: Array<(event: 'renewed' | 'cookie-set') => void> = [];
 
-  constructor(private readonly deps: SessionDeps, cookie: unknown, login?: LoginOptions) {
+  constructor(private readonly deps: SessionDeps, cookie: unknown, login?: LoginOptions, private readonly shared?: SharedSessionOption) {
     this.login = login === undefined || login === null ? undefined : resolveLogin(login);
     checkLoginHost(this.login, deps.base);
     this.header = cookieHeaderOf(cookie);
@@ -123,7 +127,8 @@ export class SessionHolder {
       }
       const waiting = this.failure ? this.failure.until - Date.now() : 0;
       if (this.failure && waiting > 0) throw this.loginError(operation, this.failure.error, waiting);
-      this.inFlight = this.runLogin(this.login).finally(() => { this.inFlight = undefined; });
+      const renewing = this.shared ? this.renewThroughStore(this.login, this.shared, usedHeader) : this.runLogin(this.login);
+      this.inFlight = renewing.finally(() => { this.inFlight = undefined; });
     }
     try {
       await untilAborted(this.inFlight, signal, operation);
@@ -144,6 +149,20 @@ export class SessionHolder {
   /** The server answered a request sent with `usedHeader` with anything but 401: that session works. */
   accepted(usedHeader: string | undefined): void {
     if (usedHeader !== undefined && usedHeader === this.unproven) this.unproven = undefined;
+    if (usedHeader !== undefined && usedHeader === this.adoptedUnproven) this.adoptedUnproven = undefined;
+  }
+
+  /**
+   * The repeat after a renewal, sent with `repeatHeader`, met a 401 too. When that cookie was
+   * taken from the shared store and never worked here (the server had ended it, e.g. a cookie left
+   * in Redis overnight), the store is asked again, which now logs in through the lock: resolves
+   * true, worth one more try. Else false: the caller reports {@link refused}.
+   */
+  async renewAdopted(repeatHeader: string | undefined, operation: AssetOperation, signal?: AbortSignal): Promise<boolean> {
+    if (!this.shared || repeatHeader === undefined || repeatHeader !== this.adoptedUnproven) return false;
+    this.adoptedUnproven = undefined;
+    await this.renew(repeatHeader, operation, signal);
+    return this.header !== repeatHeader;
   }
 
   /**
@@ -204,6 +223,22 @@ export class SessionHolder {
     return redactSecrets(text, this.secrets());
   }
 
+  /** The login, or a newer cookie another copy published, through the shared store (shared-session.ts). */
+  private renewThroughStore(login: ResolvedLogin, shared: SharedSessionOption, stale: string | undefined): Promise<void> {
+    return renewShared(shared.store, stale, loginLeaseMs(this.deps.timeoutMs), {
+      login: () => this.runLogin(login).then(() => this.header as string),
+      adopt: (header) => {
+        this.header = header;
+        this.adoptedUnproven = header;
+        this.remember(header, header);
+        this.failure = undefined;
+        this.delayMs = login.retryDelayMs;
+        this.emit('renewed');
+      },
+      storeProblem: (err) => { try { shared.onProblem?.(err); } catch { /* the listener's own */ } }
+    });
+  }
+
   private async runLogin(login: ResolvedLogin): Promise<void> {
     let value: string;
     // One deadline for the whole login (session page and login request): the socket's idle timeout
@@ -211,7 +246,16 @@ export class SessionHolder {
     const deadlineMs = this.deps.timeoutMs > 0 ? this.deps.timeoutMs : DEFAULT_LOGIN_DEADLINE_MS;
     const deadline = AbortSignal.timeout(deadlineMs);
     try {
-      value = this.sessionOf(login, await this.sendLogin(login, deadline, deadlineMs));
+      let response: AxiosResponse;
+      try {
+        response = await this.sendLogin(login, deadline, deadlineMs);
+      } catch (err) {
+        // The session the page gave was lost before the login (Tomcat answers 408: expired, or
+        // another node of a cluster): not a wrong password, so once more at once, with a new one.
+        if (!(err instanceof LoginFailure && err.preLoginSessionLost)) throw err;
+        response = await this.sendLogin(login, deadline, deadlineMs);
+      }
+      value = this.sessionOf(login, response);
     } catch (err) {
       // The proxy refused its credentials (407): not the login's fault, no login backoff.
       if (err instanceof AssetApiError && err.kind === 'proxy') throw err;
@@ -263,7 +307,8 @@ export class SessionHolder {
       const said = serverMessageOf(tryParseJson(String(response.data ?? ''))?.value);
       const refused = response.status === 401 || response.status === 403;
       const hint = refused ? ' (user name or password refused)' : '';
-      throw new LoginFailure('login request', `${where} answered HTTP ${response.status}${hint}`, refused, said ? this.redact(said).slice(0, 200) : undefined);
+      const sessionLost = response.status === 408 && login.sessionUrl !== undefined;
+      throw new LoginFailure('login request', `${where} answered HTTP ${response.status}${hint}`, refused, said ? this.redact(said).slice(0, 200) : undefined, sessionLost);
     }
     return response;
   }

@@ -86,12 +86,22 @@ export async function upload(calls: ApiCalls, opts: UploadOptions,
         'which cannot be sent twice: send the upload again (a file path or a Buffer is repeated automatically).',
         { operation: 'upload', status: 401 });
     }
+    const is401 = (err: unknown) => err instanceof AssetApiError && err.kind === 'auth' && err.status === 401;
+    const repeatHeader = session.cookieHeader;
     try {
       return await attempt(opts);
     } catch (again) {
-      if (again instanceof AssetApiError && again.kind === 'auth' && again.status === 401) throw session.refused('upload');
-      throw again;
+      if (!is401(again)) throw again;
     }
+    // A cookie from the shared store the server had ended: once more after a login (session.ts).
+    if (await session.renewAdopted(repeatHeader, 'upload', opts.signal ?? undefined)) {
+      try {
+        return await attempt(opts);
+      } catch (third) {
+        if (!is401(third)) throw third;
+      }
+    }
+    throw session.refused('upload');
   }
 }
 

@@ -4,7 +4,7 @@
  *
  *   dam-emulator [--host 127.0.0.1] [--port 8873] [--data DIR] [--retry-delay 60s]
  *                [--ingest-delay 0s] [--session VALUE:PERMS[:USER] ...] [--user NAME:PASSWORD:PERMS ...]
- *                [--session-idle SECONDS] [--session-max-age SECONDS] [--form-charset iso-8859-1|utf-8] [--quiet]
+ *                [--session-idle SECONDS] [--session-max-age SECONDS] [--one-session-per-user] [--form-charset iso-8859-1|utf-8] [--quiet]
  *                [--max-upload SIZE] [--max-zip-ratio N] [--max-zip-size SIZE]
  */
 import * as path from 'path';
@@ -18,7 +18,8 @@ export const DEFAULT_DATA_DIR = '.dam-emulator';
 
 const USAGE = `usage: dam-emulator [--host 127.0.0.1] [--port ${DEFAULT_PORT}] [--data DIR] [--retry-delay 60s]
                     [--ingest-delay 0s] [--session VALUE:PERMS[:USER] ...] [--user NAME:PASSWORD:PERMS ...]
-                    [--session-idle SECONDS] [--session-max-age SECONDS] [--form-charset iso-8859-1|utf-8] [--quiet]
+                    [--session-idle SECONDS] [--session-max-age SECONDS] [--one-session-per-user]
+                    [--form-charset iso-8859-1|utf-8] [--quiet]
                     [--max-upload SIZE] [--max-zip-ratio N] [--max-zip-size SIZE]
 
   --host HOST            address to listen on (default 127.0.0.1)
@@ -38,6 +39,8 @@ const USAGE = `usage: dam-emulator [--host 127.0.0.1] [--port ${DEFAULT_PORT}] [
                          PERMS (events,add; may be empty). Repeatable. Default: none
   --session-idle S       a session unused for S seconds expires (default: never)
   --session-max-age S    a session expires S seconds after it was made (default: never)
+  --one-session-per-user a login ends that user's other sessions, as the vendor's licence
+                         (one active session per named user) has it (default: off)
   --quiet                no request log lines
   --max-upload SIZE      largest uploaded file, e.g. 500MB or 2GiB (default 10GB)
   --max-zip-ratio N      a zip archive may expand to at most N times its size (default 100)
@@ -101,7 +104,7 @@ function parseSeconds(option: string, text: string | undefined): number | undefi
 export interface CliOptions {
   host: string; port: number; dataDir: string; retryDelayMs: number; ingestDelayMs: number; sessions: EmulatorSession[]; quiet: boolean; help: boolean;
   formCharset: FormCharset;
-  users: EmulatorUser[]; sessionIdle?: number; sessionMaxAge?: number;
+  users: EmulatorUser[]; sessionIdle?: number; sessionMaxAge?: number; oneSessionPerUser: boolean;
   maxUploadBytes?: number; maxZipRatio?: number; maxZipBytes?: number;
 }
 
@@ -115,7 +118,7 @@ export function parseCli(argv: string[]): CliOptions {
       options: {
         host: { type: 'string' }, port: { type: 'string' }, data: { type: 'string' }, 'retry-delay': { type: 'string' },
         'ingest-delay': { type: 'string' }, session: { type: 'string', multiple: true }, user: { type: 'string', multiple: true },
-        'session-idle': { type: 'string' }, 'session-max-age': { type: 'string' }, 'form-charset': { type: 'string' },
+        'session-idle': { type: 'string' }, 'session-max-age': { type: 'string' }, 'one-session-per-user': { type: 'boolean' }, 'form-charset': { type: 'string' },
         'max-upload': { type: 'string' }, 'max-zip-ratio': { type: 'string' }, 'max-zip-size': { type: 'string' },
         quiet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }
       }
@@ -153,6 +156,7 @@ export function parseCli(argv: string[]): CliOptions {
     users: v.user ? v.user.map(parseUser) : [],
     sessionIdle: parseSeconds('--session-idle', v['session-idle']),
     sessionMaxAge: parseSeconds('--session-max-age', v['session-max-age']),
+    oneSessionPerUser: !!v['one-session-per-user'],
     quiet: !!v.quiet,
     help: !!v.help,
     formCharset
@@ -172,7 +176,7 @@ async function main(): Promise<void> {
     ingestDelayMs: options.ingestDelayMs, sessions: options.sessions,
     formCharset: options.formCharset,
     maxUploadBytes: options.maxUploadBytes, maxZipRatio: options.maxZipRatio, maxZipBytes: options.maxZipBytes,
-    users: options.users, sessionIdle: options.sessionIdle, sessionMaxAge: options.sessionMaxAge,
+    users: options.users, sessionIdle: options.sessionIdle, sessionMaxAge: options.sessionMaxAge, oneSessionPerUser: options.oneSessionPerUser,
     log: options.quiet ? undefined : line => process.stdout.write(`${stamp()} ${line}\n`)
   });
   // One write, so a reader sees the cookies together with the listening line.
@@ -186,6 +190,7 @@ async function main(): Promise<void> {
   if (options.sessionIdle || options.sessionMaxAge) {
     banner.push(`sessions expire: ${options.sessionIdle ? `after ${options.sessionIdle} s idle` : ''}${options.sessionIdle && options.sessionMaxAge ? ', ' : ''}${options.sessionMaxAge ? `${options.sessionMaxAge} s after they are made` : ''}`);
   }
+  if (options.oneSessionPerUser) banner.push('one session per user: a login ends that user\'s other sessions');
   process.stdout.write(banner.join('\n') + '\n');
 
   let stopping = false;

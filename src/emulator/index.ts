@@ -47,6 +47,11 @@ export interface EmulatorOptions {
   /** A session expires this many seconds after it was made, used or not. Default never. */
   sessionMaxAge?: number;
   /**
+   * One active session per user, as the vendor's licence has it: a login ends that user's other
+   * sessions (given ones too, when they name the user). Default false.
+   */
+  oneSessionPerUser?: boolean;
+  /**
    * Every ingest takes at least this long (ms) before it commits: a slow server, to try out
    * waitInMinutes (which may be a fraction, e.g. 0.01 = 600 ms) and client timeouts. Default 0.
    */
@@ -110,7 +115,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new Error(`${name} must be a number of seconds, 0 (never) or more`);
     return Math.round(value * 1000);
   };
-  const sessions = new SessionStore({ idleMs: seconds('sessionIdle', options.sessionIdle), maxAgeMs: seconds('sessionMaxAge', options.sessionMaxAge) });
+  const sessions = new SessionStore({
+    idleMs: seconds('sessionIdle', options.sessionIdle), maxAgeMs: seconds('sessionMaxAge', options.sessionMaxAge), onePerUser: options.oneSessionPerUser === true
+  });
   for (const s of options.sessions ?? [DEFAULT_SESSION]) sessions.set(s.value, s.permissions, s.user);
 
   const hub = await openSubscriptionHub({ dataDir, retryDelayMs, log });

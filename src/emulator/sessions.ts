@@ -25,6 +25,8 @@ export interface EmulatorUser {
 export interface SessionLimits {
   idleMs?: number;
   maxAgeMs?: number;
+  /** One active session per user (the vendor's licence): a login ends that user's other sessions. */
+  onePerUser?: boolean;
 }
 
 interface Entry extends Session { createdAt: number; lastUsedAt: number }
@@ -34,6 +36,8 @@ export interface SessionStats {
   logins: number;
   failedLogins: number;
   expired: number;
+  /** Sessions ended by a later login of the same user (one session per user). */
+  endedByLogin: number;
 }
 
 /** Most cookie values whose request counts are remembered (oldest forgotten first). */
@@ -43,7 +47,7 @@ const COUNTED_VALUES = 10000;
 export class SessionStore {
   private readonly sessions = new Map<string, Entry>();
   private readonly requests = new Map<string, number>();
-  readonly stats: SessionStats = { logins: 0, failedLogins: 0, expired: 0 };
+  readonly stats: SessionStats = { logins: 0, failedLogins: 0, expired: 0, endedByLogin: 0 };
 
   constructor(private readonly limits: SessionLimits = {}) {}
 
@@ -80,9 +84,20 @@ export class SessionStore {
 
   /** A new session with a random value, `ses1-` and 32 hex digits (a shape tests can look for in logs). */
   create(permissions: Permission[], user: string): string {
+    if (this.limits.onePerUser) this.endSessionsOf(user);
     const value = `ses1-${randomBytes(16).toString('hex')}`;
     this.set(value, permissions, user);
     return value;
+  }
+
+  /** Ends every live session of a user (a new login under one session per user). */
+  private endSessionsOf(user: string): void {
+    for (const [value, entry] of this.sessions) {
+      if (entry.user !== user) continue;
+      this.sessions.delete(value);
+      if (!this.isExpired(entry, Date.now())) this.stats.endedByLogin++;
+      else this.stats.expired++;
+    }
   }
 
   private isExpired(entry: Entry, now: number): boolean {

@@ -10,7 +10,7 @@
  *    gone -> that copy died, closed or timed out before emitting: the key is taken over (`new`).
  *    The batch's marker is set to `c` with the lease as expiry, so a copy killed between claim
  *    and emit blocks nothing for longer than the lease, and the server's retry emits it.
- * 2. confirm, once the entries are handed to the flow: the marker becomes `d` for the window.
+ * 2. confirm, before the entries are handed to the flow (its reply awaited): the marker becomes `d` for the window.
  *    Undo (closed before the flow got them) and release (the claim timed out) delete the marker.
  * One write per entry per callback (the claim) and two per callback (the marker, set and then
  * confirmed); undo and release delete one key whatever the batch size. An entry key lives for the
@@ -72,6 +72,12 @@ export const SCRIPTS = { claim: CLAIM, confirm: CONFIRM, drop: DROP };
 /** The part of an ioredis client used here. */
 export interface RedisLike {
   eval(script: string, numKeys: number, ...args: Array<string | Buffer>): Promise<unknown>;
+  /**
+   * Optional: DEL sent at once, outside the client's automatic pipelining (asset-redis excludes it:
+   * ioredis holds a pipeline until the one in flight is answered, so a deletion queued there behind
+   * an unanswered claim could be lost with the connection while the claim still lands).
+   */
+  del?(key: string | Buffer): Promise<unknown>;
   /** ioredis: 'ready' once connected; 'connecting', 'connect', 'reconnecting' on the way there. */
   status?: string;
   once?(event: 'ready', listener: () => void): unknown;
@@ -132,7 +138,10 @@ export class RedisDuplicateFilter implements EntryFilter {
       reply = await this.run(SCRIPTS.claim, [Buffer.concat(digests), batch, lease, entryTtl]);
     } catch (err) {
       // Nothing is emitted: let a claim that may still land go, or the retry would wait for the lease.
+      // Twice: queued behind the claim (should the claim not be written yet), and at once on the
+      // socket (written behind a claim that is, and not held back until Redis answers it).
       drop().catch(() => undefined);
+      this.redis.del?.(`${this.options.prefix}${MARKER}${batch}`).catch(() => undefined);
       throw err;
     }
     const codes = typeof reply === 'string' ? reply : Buffer.isBuffer(reply) ? reply.toString('latin1') : '';

@@ -92,6 +92,36 @@ describe('emulator sessions', function () {
     emu.sessionStats().expired.should.equal(1);
   });
 
+  it('oneSessionPerUser: a login ends that user\'s other sessions, not other users\' ones; off by default', async function () {
+    const BOB = { name: 'bob', password: 'Bob-Pass-7', permissions: ['events'] };
+    const login = async (user) => {
+      const q = new URLSearchParams({ zm_username: user.name, zm_password: user.password, data: '{clientVersion:"t",cmd:getcredentials}' });
+      return (await get(`${emu.url}/command?${q}`)).body.zm_cookie;
+    };
+    await start({ oneSessionPerUser: true, users: [USER, BOB] });
+    const first = await login(USER);
+    const bobs = await login(BOB);
+    (await get(`${emu.url}${SUB}`, first)).status.should.equal(200);
+    const second = await login(USER);
+    (await get(`${emu.url}${SUB}`, first)).status.should.equal(401, 'the first session of alice ended by her second login');
+    (await get(`${emu.url}${SUB}`, second)).status.should.equal(200);
+    (await get(`${emu.url}${SUB}`, bobs)).status.should.equal(200, 'bob\'s session untouched');
+    emu.sessionStats().should.containDeep({ logins: 3, endedByLogin: 1 });
+    await emu.close();
+    rmDir(dir);
+    await start({ users: [USER] });
+    const a = await login(USER);
+    const b = await login(USER);
+    (await get(`${emu.url}${SUB}`, a)).status.should.equal(200, 'without the mode, both sessions live');
+    (await get(`${emu.url}${SUB}`, b)).status.should.equal(200);
+    emu.sessionStats().endedByLogin.should.equal(0);
+  });
+
+  it('CLI: --one-session-per-user (off by default)', function () {
+    parseCli(['--one-session-per-user']).oneSessionPerUser.should.be.true();
+    parseCli([]).oneSessionPerUser.should.be.false();
+  });
+
   it('CLI: --user NAME:PASSWORD:PERMS (the password may hold ":"), --session-idle, --session-max-age', function () {
     parseUser('alice:pa:ss:events,add').should.eql({ name: 'alice', password: 'pa:ss', permissions: ['events', 'add'] });
     parseUser('bob:pw:').should.eql({ name: 'bob', password: 'pw', permissions: [] });

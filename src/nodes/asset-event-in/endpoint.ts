@@ -42,7 +42,7 @@ function clockTime(date: Date): string {
  * copy is emitting now (answer 503: the retry finds them emitted), `closing` when the node closed
  * while the filter answered, `undo` for when it closes before its flow got them.
  */
-type Emitted = { sent: number; entries: number; busy: number; closing?: boolean; undo?: () => Promise<void> };
+type Emitted = { sent: number; entries: number; busy: number; closing?: boolean; undo?: () => Promise<void>; unconfirmed?: boolean };
 
 /** Longest status text under the node; the whole text is in the log (and the DAM tab). */
 const STATUS_MAX = 60;
@@ -167,6 +167,18 @@ export class EventInEndpoint {
     } else {
       kept.push(...candidates);
     }
+    // Where the confirmation goes. Messages that leave in one turn (one msg per callback, or at most
+    // YIELD_EVERY): confirmed before they are handed on, its reply awaited whatever the Redis
+    // client's pipelining does (issue 26): a copy killed once its flow runs has confirmed them, so
+    // the server's retry is not emitted twice; killed before, the claim lapses after the lease and
+    // the retry emits them. A confirmation that fails does not hold them back (lost would be worse
+    // than twice): they go out, and the status says why. More than YIELD_EVERY go in chunks with
+    // the event loop let run between them: confirmed after the last send (issue 22), so a copy
+    // killed between chunks leaves the rest claimed only and the retry emits them (none lost), at
+    // the price of the chunks its flow already had being emitted again (at least once).
+    const oneTurn = this.settings.perCallback || kept.length <= YIELD_EVERY;
+    let unconfirmed = false;
+    if (claim && oneTurn && !this.closed) await claim.confirm().catch((err: unknown) => { unconfirmed = true; this.warnFilter(err); });
     // Closed while the filter answered: send nothing, and let the claims go so that the server's
     // retry is emitted at once (by the new node or another copy), not after the lease.
     if (this.closed) {
@@ -188,13 +200,9 @@ export class EventInEndpoint {
       return { sent: 0, entries: kept.length - stale, busy };
     }
     const sent = await this.sendEntries(kept, subscriptionId, receivedAt);
-    // Confirmed in the turn of the last send, not before: sends yield every YIELD_EVERY messages,
-    // and a copy killed between chunks must leave the rest claimed only (the retry emits them
-    // after the lease), never confirmed as emitted. Closed between chunks: no confirmation, the
-    // caller undoes the claim and answers 503. Whatever the confirmation meets, the messages
-    // are out and the answer is success.
-    if (!this.closed) claim?.confirm().catch((err: unknown) => this.warnFilter(err));
-    return { sent, entries: kept.length, busy, undo: claim?.undo };
+    // A longer callback (see oneTurn above): confirmed in the turn of the last send, not before.
+    if (claim && !oneTurn && !this.closed) claim.confirm().catch((err: unknown) => this.warnFilter(err));
+    return { sent, entries: kept.length, busy, undo: claim?.undo, unconfirmed };
   }
 
   /**
@@ -304,10 +312,10 @@ export class EventInEndpoint {
       this.replyClosing(res);
       return;
     }
-    const { sent, entries, busy, undo } = outcome;
+    const { sent, entries, busy, undo, unconfirmed } = outcome;
     this.lastEventAt = receivedAt;
     if (sent > 0 && !await this.deliveredWhileOpen(res, undo)) return;
-    if (this.filterProblem) { this.filterProblem = ''; this.showStatus(); }
+    if (this.filterProblem && !unconfirmed) { this.filterProblem = ''; this.showStatus(); }
     this.stats.callback(receivedAt, entries);
     if (busy > 0) {
       reply(res, 503, { success: false, error: 'entries are being emitted by another instance; send again later', received: parsed.entries.length, emitted: sent });

@@ -7,6 +7,7 @@ import { isBlankSetting, numberSetting, SettingError } from '../shared/fields';
 import { retriesSetting } from '../shared/retry';
 import type { UploadFieldsConfig } from '../shared/upload-fields';
 import { patternList } from './patterns';
+import type { HotFolderOptions } from './types';
 
 /** Editor properties. */
 export interface AssetHotFolderConfig extends UploadFieldsConfig {
@@ -31,20 +32,8 @@ export interface AssetHotFolderConfig extends UploadFieldsConfig {
   subfolders?: string;
 }
 
-export interface HotFolderSettings {
-  folder: string;
-  recursive: boolean;
-  polling: boolean;
-  rescanMs: number;
-  untouchedMs: number;
-  include: string[];
-  exclude: string[];
-  maxParallel: number;
-  doneFolder: string | null;
-  failedFolder: string;
-  retries: number;
-  keepSubfolders: boolean;
-}
+/** The watcher's options that come from the node's settings, and where subfolders go. */
+export type HotFolderSettings = Omit<HotFolderOptions<unknown>, 'upload' | 'retryBaseMs'> & { keepSubfolders: boolean };
 
 export const DEFAULT_UNTOUCHED_S = 5;
 export const DEFAULT_RESCAN_S = 5;

@@ -1,6 +1,6 @@
 /**
  * asset-redis: configuration node for the Redis that several Node-RED copies share (the
- * duplicate filter of asset-event-in). Holds the URL (redis:// or rediss:// for TLS), the
+ * duplicate filter of asset-event-in, and the session of an asset-server: session.ts). Holds the URL (redis:// or rediss:// for TLS), the
  * password (a credential), a key prefix, a timeout and the claim lease, and ONE connection shared
  * by the nodes that use it, opened on first use and closed with the node. The Redis client
  * (ioredis) is loaded only when such a node exists.
@@ -8,6 +8,7 @@
 import { RedisDuplicateFilter, type RedisLike } from '../../events';
 import { numberSetting } from '../shared';
 import { createNode, registerType, type Node, type NodeAPI } from '../shared/node-red';
+import { RedisSessionStore, sessionKey } from './session';
 
 export interface AssetRedisConfig {
   id: string;
@@ -31,6 +32,8 @@ export interface AssetRedisConfigNode extends Node {
   configError?: string;
   /** A duplicate filter for one asset-event-in node (keys under prefix + node id). Throws configError. */
   filterFor(nodeId: string, windowMs: number): RedisDuplicateFilter;
+  /** The session shared by every copy that logs in as `username` on `baseUrl` (session.ts). Throws configError. */
+  sessionStoreFor(baseUrl: string, username: string): RedisSessionStore;
 }
 
 interface Settings { url: string; rejectUnauthorized: boolean; prefix: string; timeoutMs: number; leaseMs: number }
@@ -84,8 +87,13 @@ export default function register(RED: NodeAPI): void {
         // Fail fast instead of queueing: a callback gets 503 and the server retries it later.
         enableOfflineQueue: false,
         maxRetriesPerRequest: 0,
+        // A command cut off by a lost connection has already failed for its caller (503): sent
+        // again after the reconnect, a late claim would block its entries for the lease.
+        autoResendUnfulfilledCommands: false,
         // Scripts of callbacks handled in the same turn of the event loop go out in one write.
         enableAutoPipelining: true,
+        // The filter's deletion of a timed-out claim goes out at once (RedisLike.del).
+        autoPipeliningIgnoredCommands: ['del'],
         connectTimeout: Math.max(s.timeoutMs, 1000),
         retryStrategy: reconnectDelay
       });
@@ -105,6 +113,11 @@ export default function register(RED: NodeAPI): void {
       return new RedisDuplicateFilter(connection(settings), {
         prefix: `${settings.prefix}{${nodeId}}:`, windowMs, leaseMs: settings.leaseMs, timeoutMs: settings.timeoutMs
       });
+    };
+
+    node.sessionStoreFor = (baseUrl: string, username: string) => {
+      if (!settings) throw new Error(node.configError);
+      return new RedisSessionStore(connection(settings), sessionKey(settings.prefix, baseUrl, username), settings.timeoutMs);
     };
 
     node.on('close', (_removed: boolean, done: () => void) => {

@@ -11,6 +11,7 @@ import { createNode, registerType, type NodeAPI } from '../shared/node-red';
 import { registerConnectionTest } from './connection-test';
 import { clientOptions, publicBaseUrl, type AssetServerConfig, type AssetServerConfigNode } from './options';
 import { keptSessions } from './session';
+import { sharedSessionFor } from './shared-session';
 
 export * from './options';
 
@@ -28,6 +29,7 @@ export default function register(RED: NodeAPI): void {
     }
     try {
       const options = clientOptions(RED, config, node.credentials ?? {});
+      if (config.redis) options.sharedSession = sharedSessionFor(RED, node, config.redis, options);
       node.client = new AssetClient(options);
       node.login = options.login;
       keptSessions.adopt(node.id, config, node.credentials ?? {}, node.client);

@@ -24,6 +24,8 @@ export interface AssetServerConfig extends LoginConfig, ProxyConfig {
   /** Optional id of a core tls-config node. */
   tls?: string;
   publicBaseUrl?: string;
+  /** Optional asset-redis node: the automatic login's session is shared through it by every copy. */
+  redis?: string;
 }
 
 /**
