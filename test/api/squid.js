@@ -42,6 +42,14 @@ async function waitForPort(port, died) {
  * access rules placed before the others; `extraConfig`: lines at the end.
  * Returns { url, port, dir, accessLog(): Promise<string[]>, waitForLog(pred), stop() }.
  */
+let started = 0;
+
+/** Removes the shared-memory segments of squid service `service` (left behind by a SIGKILL). */
+async function removeSharedMemory(service) {
+  const names = await fsp.readdir('/dev/shm').catch(() => []);
+  await Promise.all(names.filter((name) => name.startsWith(`${service}-`)).map((name) => fsp.rm(path.join('/dev/shm', name), { force: true })));
+}
+
 async function startSquid({ auth, extraConfig = [], accessFirst = [] } = {}) {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'dam-squid-'));
   // Squid started by root drops to the user `proxy`: it must be able to write here.
@@ -92,7 +100,11 @@ async function startSquid({ auth, extraConfig = [], accessFirst = [] } = {}) {
   await fsp.chmod(path.join(dir, 'access.log'), 0o666);
   await fsp.chmod(path.join(dir, 'cache.log'), 0o666);
 
-  const child = spawn(SQUID, ['-N', '-f', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // A service name of its own: squid names its shared-memory segments after it (/dev/shm/<name>-cf__*.shm)
+  // and a SIGKILLed squid leaves them behind; with the default name the next squid found them and died
+  // ("shm_open(/squid-cf__metadata.shm): File exists").
+  const service = `damtest${process.pid}n${++started}`;
+  const child = spawn(SQUID, ['-N', '-n', service, '-f', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   let exited = null;
   child.stderr.on('data', (d) => { stderr = (stderr + d).slice(-4000); });
@@ -101,6 +113,7 @@ async function startSquid({ auth, extraConfig = [], accessFirst = [] } = {}) {
     await waitForPort(port, () => exited && `${exited}\n${fs.readFileSync(path.join(dir, 'cache.log'), 'utf8').slice(-2000)}`);
   } catch (err) {
     child.kill('SIGKILL');
+    await removeSharedMemory(service);
     throw err;
   }
 
@@ -126,6 +139,7 @@ async function startSquid({ auth, extraConfig = [], accessFirst = [] } = {}) {
         child.kill('SIGKILL');
         await done;
       }
+      await removeSharedMemory(service);
       await fsp.rm(dir, { recursive: true, force: true });
     }
   };
