@@ -3,7 +3,8 @@
 // two Node-RED processes side by side, one with another checkout's code (built, npm ci done), one
 // with this one; uploads of one file alternate old/new, new/old; CPU per thread from /proc.
 //   node bench/ab-upload.js OTHER_CHECKOUT [MiB=256] [pairs=8]
-// PROFILE=old|new|both adds --cpu-prof (files in $PROFILE_DIR or the temp dir, ab-prof-<name>/).
+// PROFILE=old|new|both adds --cpu-prof (files in $PROFILE_DIR or the temp dir, ab-prof-<name>/);
+// EXTRA adds node options to both Node-REDs (e.g. --single-threaded-gc).
 // Same checkout twice (A/A) shows the harness's own bias. docs/performance.md has results.
 const path = require('path'); const fs = require('fs'); const os = require('os'); const crypto = require('crypto');
 const NEW = path.resolve(__dirname, '..');
@@ -17,7 +18,7 @@ function threadCpu(pid) {
     try {
       const rest = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ').pop().split(' ');
       out.set(tid, (Number(rest[11]) + Number(rest[12])) / CLOCK_TICKS);
-    } catch {}
+    } catch { /* the thread ended */ }
   }
   return out;
 }
@@ -44,7 +45,7 @@ async function main() {
       const prof = process.env.PROFILE === name || process.env.PROFILE === 'both';
       const profDir = path.join(process.env.PROFILE_DIR || os.tmpdir(), `ab-prof-${name}`);
       if (prof) { fs.rmSync(profDir, { recursive: true, force: true }); fs.mkdirSync(profDir, { recursive: true }); }
-      process.env.BENCH_NODE_RED_ARGS = prof ? `--cpu-prof --cpu-prof-dir=${profDir}` : '';
+      process.env.BENCH_NODE_RED_ARGS = (prof ? `--cpu-prof --cpu-prof-dir=${profDir} ` : '') + (process.env.EXTRA || '');
       const { startNodeRed } = require(repo + '/bench/lib/nodered');
       const { buildFlows, ID } = require(repo + '/bench/lib/flows');
       const nr = await startNodeRed({ userDir: path.join(tmp, `nr-${name}`) });
