@@ -78,9 +78,24 @@ export function inboxFile(userDir: string, nodeId: string): string {
   return path.join(userDir, INBOX_DIRECTORY, nodeId.replace(/[^A-Za-z0-9_.-]/g, '_') + '.journal');
 }
 
+const ASSET_KEY = 'asset:';
+
 /** The ordering key of an entry: its asset; an entry without one is ordered with nothing. */
 function orderKey(entry: CallbackEntry): string {
-  return entry && (typeof entry.assetId === 'number' || typeof entry.assetId === 'string') ? `asset:${entry.assetId}` : `none:${randomBytes(6).toString('hex')}`;
+  return entry && (typeof entry.assetId === 'number' || typeof entry.assetId === 'string') ? `${ASSET_KEY}${entry.assetId}` : `none:${randomBytes(6).toString('hex')}`;
+}
+
+/**
+ * What the inbox stores of one callback entry. Only an entry with an asset id has a revision: the
+ * inbox keeps the newest revision of each key for ever, and an asset-less key is new every time.
+ */
+export function inboxEntry(entry: CallbackEntry, subscriptionId: string | undefined, receivedAt: string): NewEntry {
+  const key = orderKey(entry);
+  const item: NewEntry = { key, entry, receivedAt };
+  const rrn = typeof entry?.rrn === 'string' && /^\d{1,15}$/.test(entry.rrn) ? Number(entry.rrn) : entry?.rrn;
+  if (key.startsWith(ASSET_KEY) && typeof rrn === 'number' && Number.isFinite(rrn)) item.revision = rrn;
+  if (subscriptionId !== undefined) item.subscriptionId = subscriptionId;
+  return item;
 }
 
 /** The msg of an entry, as at-most-once sends it, plus the handle and the delivery count. */
@@ -158,13 +173,7 @@ export class AtLeastOnceDelivery {
     } catch (err) {
       throw new InboxRefusal(this.problem || String(err), false);
     }
-    const items: NewEntry[] = entries.map((entry) => {
-      const item: NewEntry = { key: orderKey(entry), entry, receivedAt };
-      const rrn = typeof entry?.rrn === 'string' && /^\d{1,15}$/.test(entry.rrn) ? Number(entry.rrn) : entry?.rrn;
-      if (typeof rrn === 'number' && Number.isFinite(rrn)) item.revision = rrn;
-      if (subscriptionId !== undefined) item.subscriptionId = subscriptionId;
-      return item;
-    });
+    const items = entries.map((entry) => inboxEntry(entry, subscriptionId, receivedAt));
     let stale: number;
     try {
       stale = await inbox.store(items);
