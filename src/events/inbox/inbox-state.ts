@@ -210,11 +210,22 @@ export class InboxState {
     record.state = 'waiting';
     record.deliveries = 0;
     record.dueAt = 0;
-    record.seq = this.nextSeq++;
+    record.seq = this.newPlace();
     delete record.parkReason;
     delete record.parkedAt;
     this.joinLine(record);
     return record;
+  }
+
+  /**
+   * A place at the back of every line. Ids are places too (a stored entry's place is its id), so
+   * both come from one counter: a place of its own let a later entry's id fall below a re-delivered
+   * entry's place, and a restart (which orders by place) put the later entry first.
+   */
+  newPlace(): number {
+    const place = Math.max(this.nextId, this.nextSeq);
+    this.nextId = this.nextSeq = place + 1;
+    return place;
   }
 
   discard(id: number): boolean {

@@ -97,7 +97,8 @@ export class JournalInbox implements Inbox {
       const q = 'q' in r && typeof r.q === 'number' ? r.q : undefined;
       if (q !== undefined) this.state.nextSeq = Math.max(this.state.nextSeq, q + 1);
     }
-    this.state.nextSeq = Math.max(this.state.nextSeq, this.state.nextId);
+    // One counter for ids and places (InboxState.newPlace).
+    this.state.nextId = this.state.nextSeq = Math.max(this.state.nextSeq, this.state.nextId);
     const parked: ParkedEntry[] = [];
     const now = this.now();
     for (const rec of this.state.all()) {
@@ -125,7 +126,7 @@ export class JournalInbox implements Inbox {
     const records: StoredRecord[] = [];
     let text = '';
     for (const e of fresh) {
-      const id = this.state.nextId++;
+      const id = this.state.newPlace(); // its id is its place in line
       const record: StoredRecord = { id, seq: id, key: e.key, entry: e.entry, receivedAt: e.receivedAt, deliveries: 0, state: 'waiting', dueAt: 0, deadline: 0 };
       const line: Rec = { s: id, k: e.key, e: e.entry, at: e.receivedAt };
       if (e.revision !== undefined) { record.revision = e.revision; line.v = e.revision; }
@@ -134,7 +135,6 @@ export class JournalInbox implements Inbox {
       records.push(record);
       text += record.line;
     }
-    this.state.nextSeq = Math.max(this.state.nextSeq, this.state.nextId);
     this.reserved += fresh.length;
     try {
       // In the state only once on disk: nothing is handed out that was not stored. The revisions
