@@ -256,4 +256,4 @@ async function runEvents(ctx) {
   return results;
 }
 
-module.exports = { runEvents, callbackBody, paced };
+module.exports = { runEvents, callbackBody, paced, burst, calibrate };
