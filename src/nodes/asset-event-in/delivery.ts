@@ -87,7 +87,7 @@ function orderKey(entry: CallbackEntry): string {
 
 /**
  * What the inbox stores of one callback entry. Only an entry with an asset id has a revision: the
- * inbox keeps the newest revision of each key for ever, and an asset-less key is new every time.
+ * inbox keeps the newest revision of each key (for REVISION_HORIZON_MS), and an asset-less key is new every time.
  */
 export function inboxEntry(entry: CallbackEntry, subscriptionId: string | undefined, receivedAt: string): NewEntry {
   const key = orderKey(entry);
