@@ -102,11 +102,14 @@ export class InboxState {
    * and with nothing in the inbox; one still in the inbox is kept and looked at a horizon later.
    */
   forgetOldRevisions(now: number): void {
+    let kept: Array<[string, NewestRevision]> | undefined;
     for (const [key, known] of this.newest) {
-      if (known.at + REVISION_HORIZON_MS > now) return; // the rest are younger
+      if (known.at + REVISION_HORIZON_MS > now) break; // the rest are younger
       this.newest.delete(key);
-      if (this.lines.has(key) || this.parkedKeys.has(key)) this.newest.set(key, { revision: known.revision, at: now });
+      if (this.lines.has(key) || this.parkedKeys.has(key)) (kept ??= []).push([key, { revision: known.revision, at: now }]);
     }
+    // Put back at the end after the walk, which would otherwise meet them again.
+    if (kept) for (const [key, known] of kept) this.newest.set(key, known);
   }
 
   /** A new record (stored or loaded), put in its key's line unless parked. */
