@@ -8,6 +8,8 @@
 //   node bench/ab-events.js --profile DIR VARIANT N [bursts=10] [seconds=1]
 // profiles this checkout's Node-RED (node --cpu-prof) while it takes only bursts of VARIANT with
 // N entries per callback; read with `node bench/cpu-profile-summary.js DIR/*.cpuprofile`.
+//   node bench/ab-events.js --fsync [N=1] [pairs=5] [seconds=1]
+// the at-least-once row with the journal on disk against tmpfs (/dev/shm), interleaved: the fsync's cost.
 // docs/performance.md has results.
 const path = require('path'); const fs = require('fs'); const os = require('os');
 const NEW = path.resolve(__dirname, '..');
@@ -29,12 +31,16 @@ async function profile([dir, variant, n, bursts = '10', seconds = '1']) {
   fs.mkdirSync(dir, { recursive: true });
   const nr = await startFor(NEW, tmp, 'prof', `--cpu-prof --cpu-prof-dir=${dir} --cpu-prof-name=${variant}-${n}.cpuprofile`);
   try {
-    const perSec = await calibrate(nr, variant, Number(n), 1);
-    const amount = Math.max(20, Math.round(perSec * Number(seconds)));
+    // A fixed number of callbacks per burst (not a warm-up rate): the profiles of two variants cover the same entries.
+    const amount = Math.max(20, Math.round(Number(seconds) * 100000 / Number(n) / 4));
+    await burst(nr, variant, Number(n), amount); // warm-up
+    let entries = amount * Number(n);
     for (let i = 0; i < Number(bursts); i++) {
       const b = await burst(nr, variant, Number(n), amount);
-      console.log(`${variant} ${n}/callback: ${Math.round(b.entriesPerSec)} entries/s, ${b.cpuMicrosPerEntry.toFixed(1)} µs CPU/entry, lost ${b.lost}`);
+      entries += b.counted;
+      console.log(`${variant} ${n}/callback: ${Math.round(b.entriesPerSec)} entries/s, ${b.cpuMicrosPerEntry.toFixed(1)} µs CPU/entry, lost ${b.lost}; ${b.callbacks} callbacks answered in ${b.answerSeconds.toFixed(2)} s, all counted after ${b.seconds.toFixed(2)} s`);
     }
+    console.log(`${entries} entries in the profile (warm-up included)`);
   } finally {
     await nr.stop();
     fs.rmSync(tmp, { recursive: true, force: true });
@@ -90,6 +96,38 @@ async function ab([other, pairsText = '5', secondsText = '1', sizesText = '1,100
   }
 }
 
+/**
+ * What the fsync costs at N entries per callback: the at-least-once row in two Node-REDs of this
+ * checkout, one with its user dir (so the journal) on disk, one on tmpfs (/dev/shm: fdatasync
+ * returns at once), bursts interleaved. The difference is the fsync's share.
+ */
+async function fsyncCost([n = '1', pairsText = '5', secondsText = '1']) {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ab-events-'));
+  const shm = fs.mkdtempSync(path.join('/dev/shm', 'ab-events-'));
+  const nrs = {};
+  const rows = { disk: [], tmpfs: [] };
+  try {
+    nrs.disk = await startFor(NEW, tmp, 'disk');
+    nrs.tmpfs = await startFor(NEW, shm, 'tmpfs');
+    const amount = Math.max(20, Math.round(await calibrate(nrs.disk, 'inbox', Number(n), 0.5) * Number(secondsText)));
+    await calibrate(nrs.tmpfs, 'inbox', Number(n), 0.5);
+    for (let i = 0; i < Number(pairsText); i++) {
+      for (const side of i % 2 ? ['tmpfs', 'disk'] : ['disk', 'tmpfs']) {
+        const b = await burst(nrs[side], 'inbox', Number(n), amount);
+        rows[side].push(b);
+        console.log(`${n}/callback inbox on ${side}: ${Math.round(b.entriesPerSec)} entries/s, p50 ${b.p50} ms, p99 ${b.p99} ms, ${b.cpuMicrosPerEntry.toFixed(1)} µs CPU/entry, lost ${b.lost}`);
+      }
+    }
+    const med = (side, k) => median(rows[side].map((b) => b[k]));
+    for (const side of ['disk', 'tmpfs']) console.log(`${side}: median ${Math.round(med(side, 'entriesPerSec'))} entries/s, p50 ${med(side, 'p50')} ms, p99 ${med(side, 'p99')} ms, ${med(side, 'cpuMicrosPerEntry').toFixed(1)} µs CPU/entry`);
+    console.log(`disk / tmpfs entries/s per pair (median): ${median(rows.disk.map((b, i) => b.entriesPerSec / rows.tmpfs[i].entriesPerSec)).toFixed(2)}; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  } finally {
+    for (const nr of Object.values(nrs)) await nr.stop();
+    fs.rmSync(tmp, { recursive: true, force: true });
+    fs.rmSync(shm, { recursive: true, force: true });
+  }
+}
+
 const args = process.argv.slice(2);
-if (!args.length) { console.error('usage: node bench/ab-events.js OTHER_CHECKOUT [pairs] [seconds] [sizes] | --profile DIR VARIANT N [bursts] [seconds]'); process.exit(2); }
-(args[0] === '--profile' ? profile(args.slice(1)) : ab(args)).catch((e) => { console.error(e); process.exit(1); });
+if (!args.length) { console.error('usage: node bench/ab-events.js OTHER_CHECKOUT [pairs] [seconds] [sizes] | --profile DIR VARIANT N [bursts] [seconds] | --fsync [N] [pairs] [seconds]'); process.exit(2); }
+(args[0] === '--profile' ? profile(args.slice(1)) : args[0] === '--fsync' ? fsyncCost(args.slice(1)) : ab(args)).catch((e) => { console.error(e); process.exit(1); });

@@ -169,7 +169,7 @@ async function burst(nr, variant, n, amount, rate) {
   const seconds = variant === 'inbox' && !rate ? Math.max(r.seconds, (performance.now() - began) / 1000) : r.seconds;
   return {
     callbacks: amount, answered: r.requests.total, ok2xx: r['2xx'], non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts,
-    seconds, callbacksPerSec: r['2xx'] / seconds, entriesPerSec: counted / seconds,
+    seconds, answerSeconds: r.seconds, callbacksPerSec: r['2xx'] / seconds, entriesPerSec: counted / seconds,
     p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max, latencies: r.latencies,
     sentEntries, counted, lost: sentEntries - counted, cpuSeconds: cpu, cpuMicrosPerEntry: cpu / counted * 1e6
   };
