@@ -17,7 +17,7 @@ const { burst, calibrate } = require('./lib/events');
 const { median } = require('./lib/util');
 
 async function startFor(repo, tmp, name, nodeArgs = '') {
-  process.env.BENCH_NODE_RED_ARGS = nodeArgs;
+  process.env.BENCH_NODE_RED_ARGS = `${nodeArgs} ${process.env.EXTRA || ''}`; // EXTRA: node options for every Node-RED
   const { startNodeRed } = require(repo + '/bench/lib/nodered');
   const { buildFlows } = require(repo + '/bench/lib/flows');
   const nr = await startNodeRed({ userDir: path.join(tmp, `nr-${name}`) });
