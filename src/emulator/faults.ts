@@ -1,7 +1,9 @@
 /**
  * Fault injection for tests and demos: the next N API requests (optionally only those whose
  * path contains a given text) are answered "busy" (HTTP 449 or 503, with Retry-After when asked)
- * before anything else is looked at, as the vendor's preview server does under load.
+ * before anything else is looked at, as the vendor's preview server does under load. A fault that
+ * names a path outside the API (the login endpoints `/command`, `/review/j_security_check`) is
+ * armed for that path: a login that fails for a while, as when the login server restarts.
  */
 import type { IncomingMessage, ServerResponse } from 'http';
 
@@ -12,7 +14,7 @@ export interface BusyFault {
   status?: 449 | 503;
   /** Retry-After header value in seconds; none when not given. */
   retryAfterSeconds?: number;
-  /** Only requests whose path contains this text (e.g. `/asset/upload`). Default: every API request. */
+  /** Only requests whose path contains this text (e.g. `/asset/upload`, or `/command` for the login). Default: every API request. */
   pathContains?: string;
 }
 
@@ -31,8 +33,8 @@ export class FaultPlan {
 
   /** Answers `req` busy when a fault is armed for its path; true when it did. */
   answer(req: IncomingMessage, res: ServerResponse, path: string): boolean {
-    if (!path.startsWith('/review/api/')) return false;
-    const fault = this.busy.find(f => path.includes(f.pathContains));
+    const api = path.startsWith('/review/api/');
+    const fault = this.busy.find(f => (f.pathContains === '' ? api : path.includes(f.pathContains)));
     if (!fault) return false;
     if (--fault.count === 0) this.busy.splice(this.busy.indexOf(fault), 1);
     this.busyAnswers++;
