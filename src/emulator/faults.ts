@@ -18,7 +18,40 @@ export interface BusyFault {
   pathContains?: string;
 }
 
+/** The next `count` requests whose path contains `pathContains` are held `delayMs`, then handled as usual (a slow server or login). */
+export interface SlowFault {
+  count: number;
+  delayMs: number;
+  pathContains: string;
+}
+
 export class FaultPlan {
+  private readonly slow: SlowFault[] = [];
+  /** Requests held by a slow fault so far. */
+  slowAnswers = 0;
+
+  /** Arms a slow fault (added after those already armed). */
+  addSlow(fault: SlowFault): void {
+    if (!Number.isInteger(fault.count) || fault.count < 1) throw new Error('slow fault: count must be a whole number above 0');
+    if (!(fault.delayMs >= 0)) throw new Error('slow fault: delayMs must be 0 or more');
+    if (!fault.pathContains) throw new Error('slow fault: pathContains is required');
+    this.slow.push({ ...fault });
+  }
+
+  /**
+   * Waits when a slow fault is armed for `path` (before anything else is looked at). True when the
+   * client gave up meanwhile: the request is then dropped (a login that timed out on the client's
+   * side creates no session that would end the user's next one).
+   */
+  async hold(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean> {
+    const fault = this.slow.find(f => path.includes(f.pathContains));
+    if (!fault) return false;
+    if (--fault.count === 0) this.slow.splice(this.slow.indexOf(fault), 1);
+    this.slowAnswers++;
+    await new Promise(resolve => setTimeout(resolve, fault.delayMs));
+    return res.destroyed || req.socket.destroyed;
+  }
+
   private readonly busy: Array<Required<Omit<BusyFault, 'retryAfterSeconds'>> & { retryAfterSeconds?: number }> = [];
   /** Busy answers sent so far. */
   busyAnswers = 0;

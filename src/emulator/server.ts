@@ -431,6 +431,7 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const { path: rawPath, query } = splitTarget(req.url ?? '/');
     const routePath = rawPath.replace(/\/{2,}/g, '/');
+    if (await deps.faults?.hold(req, res, routePath)) return;
     if (deps.faults?.answer(req, res, routePath)) return;
     if (await handleLogin(req, res, routePath, query, { sessions, users, log })) return;
     let route: Route | undefined;

@@ -2,9 +2,10 @@
 // Issue 25 item 4 with real parts: "an auth error while an automatic login is pending" is tried
 // again. The emulator (real HTTP) knows a user; the asset-server node has automatic login on and
 // a cookie the server does not know, so the first upload meets a 401 and the node logs in. The
-// emulator's login endpoint answers busy (503) to the first login(s): the session's login fails
-// and waits, and every upload that meets it in that wait gets the same LOGIN_FAILED error. The
-// nodes' Retries must bring each file to the server anyway. A wrong password is not transient:
+// emulator's login endpoint answers busy (503) to the first login, or holds it longer than the
+// server timeout (a slow login): the session's login fails and waits, and every upload that meets
+// it in that wait gets the same LOGIN_FAILED error. The nodes' Retries must bring each file to the
+// server anyway. A wrong password is not transient:
 // the hot folder moves the file to failed/ with its .error.json, after one try, with no cookie
 // or password in anything it wrote or sent.
 require('should');
@@ -21,6 +22,7 @@ const USER = { name: 'hot-robot', password: 'Hot-Login-Pass-9c4e71', permissions
 // Each test logs in as a user of its own: an asset-server keeps the session a login gave across
 // redeploys while its login settings stay the same (asset-server/session.ts).
 const UPLOAD_USER = { name: 'upload-robot', password: 'Upload-Login-Pass-3d8f62', permissions: ['events', 'add'] };
+const SLOW_USER = { name: 'slow-robot', password: 'Slow-Login-Pass-71e0c4', permissions: ['events', 'add'] };
 const WRONG_PASSWORD = 'Wrong-Login-Pass-5b2a90';
 
 async function waitFor(check, what, ms = 90000) {
@@ -40,7 +42,7 @@ describe('Retries after a failed automatic login (real Node-RED, emulator with l
 
   before(async function () {
     await helper.startServer();
-    emulator = await s.startTestEmulator({ users: [USER, UPLOAD_USER], log: (line) => emulatorLog.push(line) });
+    emulator = await s.startTestEmulator({ users: [USER, UPLOAD_USER, SLOW_USER], log: (line) => emulatorLog.push(line) });
     tmp = s.tempDir('dam-login-retry-');
   });
   after(async function () {
@@ -57,18 +59,18 @@ describe('Retries after a failed automatic login (real Node-RED, emulator with l
   const server = { id: 'server', type: 'asset-server', name: 'dam', baseUrl: '', timeout: 30, loginEnabled: true, loginPreset: 'utility' };
   const creds = (password, user = USER) => ({ server: { cookie: `JSESSIONID=${s.WRONG_COOKIE_VALUE}`, username: user.name, password } });
 
-  function hotFlow(folder, dest) {
+  function hotFlow(folder, dest, serverProps = {}) {
     return [
       { id: 'f1', type: 'tab', label: 'login retry' },
-      { ...server, baseUrl: emulator.url },
+      { ...server, baseUrl: emulator.url, ...serverProps },
       { id: 'n1', type: 'asset-hot-folder', z: 'f1', server: 'server', folder, untouchedSeconds: 0.2, rescanSeconds: 0.5,
         maxParallel: 2, retries: 2, destination: dest, destinationType: 'str', wait: 'true', waitType: 'bool', wires: [['out'], ['failedOut']] },
       { id: 'out', type: 'helper', z: 'f1', wires: [] },
       { id: 'failedOut', type: 'helper', z: 'f1', wires: [] }
     ];
   }
-  function loadHot(flow, password) {
-    return helper.load([...Object.values(s.nodes), s.tlsNode, hotFolderNode], flow, creds(password));
+  function loadHot(flow, password, user = USER) {
+    return helper.load([...Object.values(s.nodes), s.tlsNode, hotFolderNode], flow, creds(password, user));
   }
   function collect(ids) {
     const got = {};
@@ -120,6 +122,28 @@ describe('Retries after a failed automatic login (real Node-RED, emulator with l
     const leak = JSON.stringify(statuses) + retryLogs.join('\n') + s.serialise(got.out);
     leak.should.not.containEql(USER.password);
     leak.should.not.containEql(s.WRONG_COOKIE_VALUE);
+  });
+
+  it('asset-hot-folder: a login slower than the server timeout fails (timed out), the file is retried and lands', async function () {
+    const { folder, dest } = newFolder();
+    const slowBefore = emulator.slowAnswers();
+    // The first login is held 8 s by the emulator; the asset-server's timeout (3 s) is the login's deadline.
+    emulator.injectSlow({ count: 1, delayMs: 8000, pathContains: '/command' });
+    await loadHot(hotFlow(folder, dest, { timeout: 3 }), SLOW_USER.password, SLOW_USER);
+    const got = collect(['out', 'failedOut']);
+    const logs = [];
+    helper.getNode('n1').on('call:log', (call) => logs.push(String(call.args[0])));
+    const data = crypto.randomBytes(2500);
+    fs.writeFileSync(path.join(folder, 'slow-login.bin'), data);
+    await waitFor(() => got.out.length + got.failedOut.length >= 1, 'the message');
+    got.failedOut.should.have.length(0);
+    (emulator.slowAnswers() - slowBefore).should.equal(1);
+    // (The log's reason is the short status text; the slow fault held exactly one login, and the file needed a retry.)
+    logs.some((l) => /login failed/.test(l) && /retry 1\/2/.test(l)).should.be.true(`logs: ${logs.join(' | ')}`);
+    got.out[0].attempts.should.be.aboveOrEqual(2);
+    (await serverBytes(got.out[0].fuid)).equals(data).should.be.true();
+    fs.existsSync(path.join(folder, '.done', 'slow-login.bin')).should.be.true();
+    (logs.join('\n') + s.serialise(got.out)).should.not.containEql(SLOW_USER.password);
   });
 
   it('asset-upload with Retries: the login server busy at first; the file is sent again and lands (status retry 1/2)', async function () {
