@@ -1,0 +1,342 @@
+/**
+ * The at-least-once inbox shared by several Node-RED copies: a Redis Stream per asset-event-in
+ * node with one consumer group; every copy reads with a consumer name of its own.
+ *
+ * - store: one script (redis-stream-scripts.ts) checks each entry against the duplicate window and
+ *   the newest stored revision of its asset and XADDs the new ones, all in one round trip, so an
+ *   entry is never claimed without being stored. Over the bound: nothing is written (InboxFullError).
+ * - take: XAUTOCLAIM (entries held by any copy past the visibility timeout: a copy killed or stuck),
+ *   XREADGROUP (new entries), then one script starts the deliveries: only the first entry of its
+ *   asset's line, and only when the asset's lock is free; the lock is taken with the visibility
+ *   timeout as lease. Entries read but not yet allowed wait with this copy (their idle time
+ *   restarted at each poll, so that no other copy claims them while this one lives).
+ * - acknowledge: XACK and XDEL (the stream holds only what is not acknowledged; never MAXLEN),
+ *   the line moves on, the lock goes. Parked entries live in a hash every copy reads.
+ *
+ * Entries stored by another copy are seen at the next poll (`pollMs`): nextDueAt asks for one.
+ */
+import * as os from 'os';
+import { randomBytes, createHash } from 'crypto';
+import { entryKey } from '../payload';
+import { entryDigest } from '../entry-digest';
+import type { CallbackEntry } from '../../api/types';
+import { STREAM_SCRIPTS } from './redis-stream-scripts';
+import { InboxFullError, type Delivery, type Inbox, type InboxCounts, type InboxOptions, type NewEntry, type ParkedEntry, type Taken } from './types';
+
+/** The part of an ioredis client used here. */
+export interface StreamRedis {
+  call(command: string, ...args: Array<string | number>): Promise<unknown>;
+}
+
+export interface StreamInboxOptions extends InboxOptions {
+  /** Prefix of every key of this inbox; include the node id as a hash tag: `dam:{node}:in:`. */
+  prefix: string;
+  /** Duplicate window, ms (0: no duplicate filter): an entry stored within it is not stored again. */
+  windowMs: number;
+  /** Most time one Redis round trip may take, ms. */
+  timeoutMs: number;
+  /** How often entries stored by other copies, and entries timed out anywhere, are looked for. Default 200 ms. */
+  pollMs?: number;
+  /** This copy's consumer name. Default host, pid and a random part. */
+  consumer?: string;
+  /** A problem reading from Redis (said at most once per 30 s). */
+  warn?: (text: string) => void;
+}
+
+/** Thrown when Redis did not answer within the timeout. */
+export class StreamUnavailableError extends Error {}
+
+interface Held { id: string; key: string; data: string; dueAt: number }
+interface Flight extends Held { delivery: number; deadline: number }
+
+/** Stream ids `ms-seq` in order. */
+function byStreamId(a: { id: string }, b: { id: string }): number {
+  const [am, as] = a.id.split('-').map(Number);
+  const [bm, bs] = b.id.split('-').map(Number);
+  return am - bm || as - bs;
+}
+
+/** Stream entries `[id, [field, value, ...]]` (null: deleted) as held entries. */
+function readEntries(list: unknown): Held[] {
+  const out: Held[] = [];
+  if (!Array.isArray(list)) return out;
+  for (const item of list) {
+    if (!Array.isArray(item) || !Array.isArray(item[1])) continue;
+    const fields = item[1] as string[];
+    let key = '';
+    let data = '';
+    for (let j = 0; j < fields.length; j += 2) {
+      if (fields[j] === 'k') key = fields[j + 1];
+      else if (fields[j] === 'd') data = fields[j + 1];
+    }
+    out.push({ id: String(item[0]), key, data, dueAt: 0 });
+  }
+  return out;
+}
+
+/** What the stream keeps of an entry besides its key: the entry, subscription, arrival. */
+interface Data { e: unknown; s?: string; at: string }
+
+function toEntry(id: string, key: string, data: string): NewEntry & { id: string } {
+  const d = JSON.parse(data) as Data;
+  const out: NewEntry & { id: string } = { id, key, entry: d.e, receivedAt: d.at };
+  if (d.s !== undefined) out.subscriptionId = d.s;
+  return out;
+}
+
+function toParked(id: string, json: string): ParkedEntry {
+  const r = JSON.parse(json) as { k: string; d: string; n: number; r: string; pa: string };
+  return { ...toEntry(id, r.k, r.d), deliveries: Number(r.n), reason: r.r, parkedAt: r.pa };
+}
+
+const WARN_INTERVAL_MS = 30000;
+
+export class RedisStreamInbox implements Inbox {
+  readonly consumer: string;
+  private readonly held = new Map<string, Held>();
+  private readonly flights = new Map<string, Flight>();
+  private readonly pollMs: number;
+  private readonly now: () => number;
+  private readonly shas = new Map<string, string>();
+  private nextPollAt = 0;
+  /** A store or a full read since the last XREADGROUP: worth reading again before the next poll. */
+  private maybeNew = true;
+  private claimCursor = '0-0';
+  private cached: InboxCounts;
+  private lastWarnAt = 0;
+  private closed = false;
+  /** Why the last read failed ('' once one works). */
+  problem = '';
+
+  constructor(private readonly redis: StreamRedis, private readonly options: StreamInboxOptions) {
+    this.consumer = options.consumer ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+    this.pollMs = options.pollMs ?? 200;
+    this.now = options.now ?? Date.now;
+    this.cached = { stored: 0, inFlight: 0, parked: 0, capacity: options.maxEntries };
+  }
+
+  /** Most entries read from the stream and not yet delivered, per copy. */
+  private get holdCap(): number { return Math.max(100, 4 * this.options.maxInFlight); }
+
+  async store(entries: NewEntry[]): Promise<number> {
+    if (this.closed) throw new Error('inbox is closed');
+    if (entries.length === 0) return 0;
+    const args: Array<string | number> = [this.options.maxEntries, Math.max(0, Math.round(this.options.windowMs))];
+    for (const e of entries) {
+      const key = this.options.windowMs > 0 && e.entry && typeof e.entry === 'object' ? entryKey(e.subscriptionId, e.entry as CallbackEntry) : undefined;
+      const data: Data = { e: e.entry, at: e.receivedAt };
+      if (e.subscriptionId !== undefined) data.s = e.subscriptionId;
+      args.push(key === undefined ? '' : entryDigest(key).toString('hex'), e.key, e.revision === undefined ? '' : String(e.revision), JSON.stringify(data));
+    }
+    const left = Number(await this.script('store', args));
+    if (left < 0) throw new InboxFullError(this.options.maxEntries);
+    this.maybeNew = true;
+    return left;
+  }
+
+  async take(limit: number): Promise<Taken> {
+    const taken: Taken = { deliveries: [], parked: [] };
+    if (this.closed) return taken;
+    const now = this.now();
+    try {
+      // A delivery past its visibility timeout: its slot is free; any copy (this one too) claims it again.
+      for (const [id, f] of this.flights) if (f.deadline <= now) this.flights.delete(id);
+      const polling = now >= this.nextPollAt;
+      if (polling) {
+        this.nextPollAt = now + this.pollMs;
+        await this.claimTimedOut();
+        await this.refreshCounts();
+      }
+      if ((polling || this.maybeNew) && this.held.size < this.holdCap) await this.readNew(this.holdCap - this.held.size);
+      const due = [...this.held.values()].filter((h) => h.dueAt <= now).sort(byStreamId);
+      if (due.length > 0) await this.begin(due, Math.min(limit, this.options.maxInFlight - this.flights.size), now, taken);
+      if (this.problem) this.problem = '';
+    } catch (err) {
+      this.report(err);
+    }
+    this.cached.inFlight = this.flights.size;
+    return taken;
+  }
+
+  private async claimTimedOut(): Promise<void> {
+    const reply = await this.call('XAUTOCLAIM', this.key('s'), 'g', this.consumer, this.options.visibilityTimeoutMs, this.claimCursor, 'COUNT', this.holdCap) as unknown[];
+    this.claimCursor = String(reply[0] ?? '0-0');
+    for (const h of readEntries(reply[1])) if (!this.flights.has(h.id) && !this.held.has(h.id)) this.held.set(h.id, h);
+  }
+
+  private async readNew(count: number): Promise<void> {
+    this.maybeNew = false;
+    let reply: unknown;
+    try {
+      reply = await this.call('XREADGROUP', 'GROUP', 'g', this.consumer, 'COUNT', count, 'STREAMS', this.key('s'), '>');
+    } catch (err) {
+      if (!/NOGROUP/.test(String((err as Error)?.message))) throw err;
+      await this.ensureGroup(); // nothing stored yet (or a Redis that lost its data)
+      return;
+    }
+    if (!Array.isArray(reply) || !Array.isArray(reply[0])) return;
+    const got = readEntries((reply[0] as unknown[])[1]);
+    for (const h of got) this.held.set(h.id, h);
+    if (got.length === count) this.maybeNew = true;
+  }
+
+  private async begin(due: Held[], room: number, now: number, taken: Taken): Promise<void> {
+    const { visibilityTimeoutMs: vis, maxDeliveries } = this.options;
+    const args: Array<string | number> = [this.consumer, vis, maxDeliveries, new Date(now).toISOString(), Math.max(0, room)];
+    for (const h of due) args.push(h.id, h.key);
+    const codes = await this.script('begin', args) as string[];
+    due.forEach((h, i) => {
+      const code = String(codes[i] ?? 'x');
+      if (code === 'w' || code === 's') return;
+      this.held.delete(h.id);
+      if (code[0] === 'g') {
+        const delivery = Number(code.slice(1));
+        this.flights.set(h.id, { ...h, delivery, deadline: now + vis });
+        taken.deliveries.push({ ...toEntry(h.id, h.key, h.data), delivery });
+      } else if (code[0] === 'p') {
+        taken.parked.push(toParked(h.id, code.slice(1)));
+        this.nextPollAt = 0;
+      }
+    });
+  }
+
+  async acknowledge(id: string, delivery: number): Promise<boolean> {
+    if (this.closed) return false;
+    const ok = Number(await this.script('ack', [id, delivery])) === 1;
+    if (this.flights.get(id)?.delivery === delivery) this.flights.delete(id);
+    this.cached.inFlight = this.flights.size;
+    if (ok) this.cached.stored = Math.max(0, this.cached.stored - 1);
+    return ok;
+  }
+
+  async reject(id: string, delivery: number, reason: string): Promise<'again' | ParkedEntry | undefined> {
+    if (this.closed) return undefined;
+    const { maxDeliveries, backoffMs, visibilityTimeoutMs } = this.options;
+    const now = this.now();
+    const code = String(await this.script('reject', [id, delivery, maxDeliveries, reason, new Date(now).toISOString(), this.consumer]));
+    const flight = this.flights.get(id);
+    if (flight?.delivery === delivery) this.flights.delete(id);
+    this.cached.inFlight = this.flights.size;
+    if (code === 'a') {
+      // Stays with this copy; delivered again after the backoff (or by another copy, should this one die).
+      if (flight) this.held.set(id, { id, key: flight.key, data: flight.data, dueAt: now + Math.min(backoffMs * 2 ** (delivery - 1), visibilityTimeoutMs) });
+      return 'again';
+    }
+    if (code[0] === 'p') { this.nextPollAt = 0; return toParked(id, code.slice(1)); }
+    return undefined;
+  }
+
+  nextDueAt(): number | undefined {
+    return this.closed ? undefined : Math.max(this.nextPollAt, this.now());
+  }
+
+  async parked(): Promise<ParkedEntry[]> {
+    const flat = await this.call('HGETALL', this.key('p')) as string[];
+    const out: ParkedEntry[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) out.push(toParked(flat[i], flat[i + 1]));
+    return out.sort(byStreamId);
+  }
+
+  async deliverAgain(id: string): Promise<boolean> {
+    if (this.closed) return false;
+    const again = await this.script('deliverAgain', [id]);
+    this.maybeNew = true;
+    this.nextPollAt = 0;
+    return typeof again === 'string';
+  }
+
+  async discard(id: string): Promise<boolean> {
+    if (this.closed) return false;
+    this.nextPollAt = 0;
+    return Number(await this.script('discard', [id])) === 1;
+  }
+
+  counts(): InboxCounts {
+    return { ...this.cached };
+  }
+
+  /** Not listed: the entries stay in Redis for the other copies (switching to at-most-once does not empty a shared inbox). */
+  remaining(): Delivery[] {
+    return [];
+  }
+
+  /** Lets go of what this copy holds, so that another copy takes it at once; the stream stays. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const ids = [...this.held.keys(), ...this.flights.keys()];
+    this.held.clear();
+    this.flights.clear();
+    if (ids.length > 0) await this.script('release', [this.consumer, this.options.visibilityTimeoutMs, ...ids]).catch(() => undefined);
+  }
+
+  /**
+   * The node was removed here; other copies may still run it, so the shared stream stays (its keys
+   * are listed in docs/scale-out.md for removing by hand). Resolves 0: nothing went.
+   */
+  async destroy(): Promise<number> {
+    await this.close();
+    return 0;
+  }
+
+  /** Creates the stream and its group when missing. */
+  async ensureGroup(): Promise<void> {
+    try {
+      await this.call('XGROUP', 'CREATE', this.key('s'), 'g', '0', 'MKSTREAM');
+    } catch (err) {
+      if (!/BUSYGROUP/.test(String((err as Error)?.message))) throw err;
+    }
+  }
+
+  private async refreshCounts(): Promise<void> {
+    const [stored, parked] = (await this.script('counts', [])) as number[];
+    this.cached.stored = Number(stored) + Number(parked);
+    this.cached.parked = Number(parked);
+  }
+
+  private key(name: string): string {
+    return this.options.prefix + name;
+  }
+
+  private report(err: unknown): void {
+    const message = err instanceof Error ? err.message : String(err);
+    this.problem = message;
+    const now = Date.now();
+    if (this.options.warn && now - this.lastWarnAt >= WARN_INTERVAL_MS) {
+      this.lastWarnAt = now;
+      this.options.warn(`inbox (Redis): ${message}`);
+    }
+  }
+
+  /** EVALSHA, or EVAL once when Redis does not know the script yet (after a restart). */
+  private async script(name: keyof typeof STREAM_SCRIPTS, args: Array<string | number>): Promise<unknown> {
+    const source = STREAM_SCRIPTS[name];
+    let sha = this.shas.get(name);
+    if (!sha) { sha = createHash('sha1').update(source).digest('hex'); this.shas.set(name, sha); }
+    try {
+      return await this.call('EVALSHA', sha, 1, this.options.prefix, ...args);
+    } catch (err) {
+      if (!/NOSCRIPT/.test(String((err as Error)?.message))) throw err;
+      return this.call('EVAL', source, 1, this.options.prefix, ...args);
+    }
+  }
+
+  /** One command within the timeout. */
+  private async call(command: string, ...args: Array<string | number>): Promise<unknown> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        this.redis.call(command, ...args),
+        new Promise<never>((_resolve, reject) => {
+          timer = setTimeout(() => reject(new StreamUnavailableError(`Redis did not answer within ${this.options.timeoutMs} ms`)), this.options.timeoutMs);
+        })
+      ]);
+    } catch (err) {
+      if (err instanceof StreamUnavailableError) throw err;
+      throw new StreamUnavailableError(`Redis: ${(err as Error)?.message ?? String(err)}`);
+    }
+    finally {
+      if (timer) clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,192 @@
+/**
+ * The Lua scripts of the Redis Streams inbox (redis-stream-inbox.ts). Each runs atomically in
+ * Redis, so no other copy's command runs between its checks and its writes.
+ *
+ * Keys, all under one prefix P that carries the node id as a cluster hash tag:
+ * - `P s`        the stream of stored entries (fields `k` ordering key, `d` the entry as JSON); group `g`
+ * - `P l:<key>`  the line of a key: stream ids of its entries not acknowledged or parked, in order
+ * - `P k:<key>`  the key's lock: `<id>:<delivery>` while that entry is in flight, PX = visibility timeout
+ * - `P n`        hash: deliveries so far per stream id
+ * - `P p`        hash: parked entries, id -> JSON {k, d, n, r, pa}
+ * - `P v`        hash: newest revision stored per key (kept after acknowledgement, as in the journal inbox)
+ * - `P d:<hex>`  an entry key's digest, PX = the duplicate window: a repeat within it is not stored
+ */
+
+/** Shared Lua: parks one entry (kept in `P p`, out of the stream, its line and its lock). */
+const PARK = `local function park(p, id, k, n, reason, now)
+  local e = redis.call('XRANGE', p .. 's', id, id)
+  local rec = nil
+  if #e > 0 then
+    local f = e[1][2]
+    local d = ''
+    for j = 1, #f, 2 do if f[j] == 'd' then d = f[j + 1] end end
+    rec = cjson.encode({k = k, d = d, n = n, r = reason, pa = now})
+    redis.call('HSET', p .. 'p', id, rec)
+  end
+  redis.call('XACK', p .. 's', 'g', id)
+  redis.call('XDEL', p .. 's', id)
+  redis.call('LREM', p .. 'l:' .. k, 1, id)
+  local lock = redis.call('GET', p .. 'k:' .. k)
+  if lock and string.sub(lock, 1, #id + 1) == id .. ':' then redis.call('DEL', p .. 'k:' .. k) end
+  redis.call('HDEL', p .. 'n', id)
+  return rec
+end
+`;
+
+/**
+ * KEYS[1] P; ARGV[1] bound on stored entries, ARGV[2] duplicate window ms (0: none), then per entry
+ * four: digest hex ('' none), key, revision ('' none), data. All or none: -1 when they do not fit;
+ * else how many were left out (a repeat within the window, or older than a stored revision of their key).
+ */
+const STORE = `local p, max, win = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
+local s = p .. 's'
+if redis.call('EXISTS', s) == 0 then redis.call('XGROUP', 'CREATE', s, 'g', '0', 'MKSTREAM') end
+local seen, newest, fresh = {}, {}, {}
+for b = 3, #ARGV, 4 do
+  local dg, k, v = ARGV[b], ARGV[b + 1], ARGV[b + 2]
+  local keep = true
+  if dg ~= '' and win > 0 then
+    if seen[dg] or redis.call('EXISTS', p .. 'd:' .. dg) == 1 then keep = false end
+    seen[dg] = true
+  end
+  if keep and v ~= '' then
+    local nv = tonumber(v)
+    if newest[k] == nil then newest[k] = tonumber(redis.call('HGET', p .. 'v', k) or '-1') end
+    if nv < newest[k] then keep = false else newest[k] = nv end
+  end
+  if keep then fresh[#fresh + 1] = b end
+end
+local left = (#ARGV - 2) / 4 - #fresh
+if #fresh == 0 then return left end
+if redis.call('XLEN', s) + redis.call('HLEN', p .. 'p') + #fresh > max then return -1 end
+for _, b in ipairs(fresh) do
+  local dg, k, v = ARGV[b], ARGV[b + 1], ARGV[b + 2]
+  if dg ~= '' and win > 0 then redis.call('SET', p .. 'd:' .. dg, '1', 'PX', win) end
+  if v ~= '' then redis.call('HSET', p .. 'v', k, newest[k]) end
+  local id = redis.call('XADD', s, '*', 'k', k, 'd', ARGV[b + 3])
+  redis.call('RPUSH', p .. 'l:' .. k, id)
+end
+return left`;
+
+/**
+ * KEYS[1] P; ARGV[1] consumer, ARGV[2] visibility ms, ARGV[3] max deliveries, ARGV[4] now (ISO),
+ * ARGV[5] room (deliveries this copy may start), then id and key pairs, in stream order. One code
+ * per id: `g<n>` go (delivery n, lock taken), `w` wait (not first of its key, or its key in flight),
+ * `s` skipped (no room), `x` gone (acknowledged, or claimed by another copy), `p<json>` parked (its
+ * deliveries were spent: the last timed out). A waiting entry's idle time restarts: another copy
+ * claims it only once this copy stops asking for it.
+ */
+const BEGIN = `${PARK}
+local p, me, vis, max, now, room = KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+local s = p .. 's'
+local out = {}
+for i = 6, #ARGV, 2 do
+  local id, k = ARGV[i], ARGV[i + 1]
+  local pend = redis.call('XPENDING', s, 'g', id, id, 1)
+  if #pend == 0 or pend[1][2] ~= me then out[#out + 1] = 'x'
+  elseif room <= 0 then
+    redis.call('XCLAIM', s, 'g', me, 0, id, 'JUSTID')
+    out[#out + 1] = 's'
+  elseif redis.call('LINDEX', p .. 'l:' .. k, 0) ~= id or redis.call('EXISTS', p .. 'k:' .. k) == 1 then
+    redis.call('XCLAIM', s, 'g', me, 0, id, 'JUSTID')
+    out[#out + 1] = 'w'
+  else
+    local n = redis.call('HINCRBY', p .. 'n', id, 1)
+    if n > max then
+      out[#out + 1] = 'p' .. park(p, id, k, n - 1, 'not acknowledged within the visibility timeout (' .. (n - 1) .. ' deliveries)', now)
+    else
+      redis.call('SET', p .. 'k:' .. k, id .. ':' .. n, 'PX', vis)
+      redis.call('XCLAIM', s, 'g', me, 0, id, 'JUSTID')
+      room = room - 1
+      out[#out + 1] = 'g' .. n
+    end
+  end
+end
+return out`;
+
+/** The entry's key from the stream, or nil when it is gone. */
+const KEY_OF = `local function keyOf(p, id)
+  local e = redis.call('XRANGE', p .. 's', id, id)
+  if #e == 0 then return nil end
+  local f = e[1][2]
+  for j = 1, #f, 2 do if f[j] == 'k' then return f[j + 1] end end
+  return nil
+end
+`;
+
+/**
+ * KEYS[1] P; ARGV[1] id, ARGV[2] delivery. 1 when acknowledged: the entry leaves the stream
+ * (XACK + XDEL: the stream holds only what is not acknowledged) and the next of its key may go.
+ * 0 when unknown, or in flight with another delivery.
+ */
+const ACK = `${KEY_OF}
+local p, id, d = KEYS[1], ARGV[1], tonumber(ARGV[2])
+local k = keyOf(p, id)
+if not k then return 0 end
+local lock = redis.call('GET', p .. 'k:' .. k)
+if lock and lock ~= id .. ':' .. d then return 0 end
+local n = tonumber(redis.call('HGET', p .. 'n', id) or '0')
+if d < 1 or d > n or redis.call('LINDEX', p .. 'l:' .. k, 0) ~= id then return 0 end
+redis.call('XACK', p .. 's', 'g', id)
+redis.call('XDEL', p .. 's', id)
+redis.call('LPOP', p .. 'l:' .. k)
+if lock then redis.call('DEL', p .. 'k:' .. k) end
+redis.call('HDEL', p .. 'n', id)
+return 1`;
+
+/**
+ * KEYS[1] P; ARGV[1] id, ARGV[2] delivery, ARGV[3] max deliveries, ARGV[4] reason, ARGV[5] now,
+ * ARGV[6] consumer. `a` again (lock released; the entry stays with this copy, its idle time
+ * restarted, and this copy delivers it after the backoff),
+ * `p<json>` parked (its last delivery), `x` unknown or in flight with another delivery.
+ */
+const REJECT = `${PARK}${KEY_OF}
+local p, id, d, max = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local k = keyOf(p, id)
+if not k or redis.call('GET', p .. 'k:' .. k) ~= id .. ':' .. d then return 'x' end
+if d >= max then return 'p' .. park(p, id, k, d, ARGV[4], ARGV[5]) end
+redis.call('DEL', p .. 'k:' .. k)
+redis.call('XCLAIM', p .. 's', 'g', ARGV[6], 0, id, 'JUSTID')
+return 'a'`;
+
+/**
+ * KEYS[1] P; ARGV[1] consumer, ARGV[2] visibility ms, then ids this copy lets go (it closes): their
+ * locks, when of this copy's delivery, go, and their idle time is set to the visibility timeout, so
+ * that another copy claims them at once instead of after it.
+ */
+const RELEASE = `${KEY_OF}
+local p, me, vis = KEYS[1], ARGV[1], ARGV[2]
+for i = 3, #ARGV do
+  local id = ARGV[i]
+  local k = keyOf(p, id)
+  local pend = redis.call('XPENDING', p .. 's', 'g', id, id, 1)
+  if k and #pend > 0 and pend[1][2] == me then
+    local lock = redis.call('GET', p .. 'k:' .. k)
+    if lock and string.sub(lock, 1, #id + 1) == id .. ':' then redis.call('DEL', p .. 'k:' .. k) end
+    redis.call('XCLAIM', p .. 's', 'g', me, 0, id, 'IDLE', vis, 'JUSTID')
+  end
+end
+return 1`;
+
+/** KEYS[1] P; ARGV[1] parked id. The new stream id (back of its key's line, deliveries from 0), or false. */
+const DELIVER_AGAIN = `local p, id = KEYS[1], ARGV[1]
+local rec = redis.call('HGET', p .. 'p', id)
+if not rec then return false end
+local r = cjson.decode(rec)
+local s = p .. 's'
+if redis.call('EXISTS', s) == 0 then redis.call('XGROUP', 'CREATE', s, 'g', '0', 'MKSTREAM') end
+local nid = redis.call('XADD', s, '*', 'k', r.k, 'd', r.d)
+redis.call('RPUSH', p .. 'l:' .. r.k, nid)
+redis.call('HDEL', p .. 'p', id)
+return nid`;
+
+/** KEYS[1] P; ARGV[1] parked id: 1 when it went. */
+const DISCARD = `return redis.call('HDEL', KEYS[1] .. 'p', ARGV[1])`;
+
+/** KEYS[1] P: entries stored and not acknowledged (the stream), and parked. */
+const COUNTS = `return {redis.call('XLEN', KEYS[1] .. 's'), redis.call('HLEN', KEYS[1] .. 'p')}`;
+
+export const STREAM_SCRIPTS = {
+  store: STORE, begin: BEGIN, ack: ACK, reject: REJECT, release: RELEASE,
+  deliverAgain: DELIVER_AGAIN, discard: DISCARD, counts: COUNTS
+};
