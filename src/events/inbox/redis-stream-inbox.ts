@@ -90,6 +90,8 @@ function toParked(id: string, json: string): ParkedEntry {
 }
 
 const WARN_INTERVAL_MS = 30000;
+/** How often, and after how long idle, consumers of copies gone are removed from the group. */
+const SWEEP_MS = 60000;
 
 export class RedisStreamInbox implements Inbox {
   readonly consumer: string;
@@ -102,6 +104,7 @@ export class RedisStreamInbox implements Inbox {
   /** A store or a full read since the last XREADGROUP: worth reading again before the next poll. */
   private maybeNew = true;
   private claimCursor = '0-0';
+  private nextSweepAt = 0;
   private cached: InboxCounts;
   private lastWarnAt = 0;
   private closed = false;
@@ -144,7 +147,7 @@ export class RedisStreamInbox implements Inbox {
       const polling = now >= this.nextPollAt;
       if (polling) {
         this.nextPollAt = now + this.pollMs;
-        await this.claimTimedOut();
+        await this.claimTimedOut(now);
         await this.refreshCounts();
       }
       if ((polling || this.maybeNew) && this.held.size < this.holdCap) await this.readNew(this.holdCap - this.held.size);
@@ -158,10 +161,20 @@ export class RedisStreamInbox implements Inbox {
     return taken;
   }
 
-  private async claimTimedOut(): Promise<void> {
+  private async claimTimedOut(now: number): Promise<void> {
     const reply = await this.call('XAUTOCLAIM', this.key('s'), 'g', this.consumer, this.options.visibilityTimeoutMs, this.claimCursor, 'COUNT', this.holdCap) as unknown[];
     this.claimCursor = String(reply[0] ?? '0-0');
     for (const h of readEntries(reply[1])) if (!this.flights.has(h.id) && !this.held.has(h.id)) this.held.set(h.id, h);
+    if (now >= this.nextSweepAt) { this.nextSweepAt = now + SWEEP_MS; await this.sweepConsumers(); }
+  }
+
+  /**
+   * Each start of a copy is a new consumer: those that hold nothing and did nothing for SWEEP_MS
+   * go (a live copy's empty reads count as doing something; one deleted anyway comes back with its next read).
+   */
+  private async sweepConsumers(): Promise<void> {
+    // In one script: a consumer checked empty cannot claim entries before it is deleted.
+    await this.script('sweep', [this.consumer, SWEEP_MS]);
   }
 
   private async readNew(count: number): Promise<void> {

@@ -186,7 +186,19 @@ const DISCARD = `return redis.call('HDEL', KEYS[1] .. 'p', ARGV[1])`;
 /** KEYS[1] P: entries stored and not acknowledged (the stream), and parked. */
 const COUNTS = `return {redis.call('XLEN', KEYS[1] .. 's'), redis.call('HLEN', KEYS[1] .. 'p')}`;
 
+/** KEYS[1] P; ARGV[1] this consumer, ARGV[2] ms: other consumers holding nothing and idle longer go. */
+const SWEEP = `local s, n = KEYS[1] .. 's', 0
+for _, info in ipairs(redis.call('XINFO', 'CONSUMERS', s, 'g')) do
+  local f = {}
+  for j = 1, #info, 2 do f[info[j]] = info[j + 1] end
+  if f['name'] ~= ARGV[1] and tonumber(f['pending']) == 0 and tonumber(f['idle']) > tonumber(ARGV[2]) then
+    redis.call('XGROUP', 'DELCONSUMER', s, 'g', f['name'])
+    n = n + 1
+  end
+end
+return n`;
+
 export const STREAM_SCRIPTS = {
   store: STORE, begin: BEGIN, ack: ACK, reject: REJECT, release: RELEASE,
-  deliverAgain: DELIVER_AGAIN, discard: DISCARD, counts: COUNTS
+  deliverAgain: DELIVER_AGAIN, discard: DISCARD, counts: COUNTS, sweep: SWEEP
 };
