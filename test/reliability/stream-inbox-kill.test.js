@@ -233,10 +233,10 @@ describe('reliability: at-least-once inbox on a Redis Stream, two Node-RED copie
       for (const l of records) byCopy[l.pid] = (byCopy[l.pid] || 0) + 1;
       const report = {
         changes: expected.length, processed: records.length, duplicates: records.length - done.size,
-        redelivered: records.filter((l) => l.d > 0).length, copies: Object.keys(byCopy).length, retried: history.deliveries.filter((d) => d.attempts > 1).length
+        redelivered: records.filter((l) => l.d > 0).length, processes: Object.keys(byCopy).length, retried: history.deliveries.filter((d) => d.attempts > 1).length
       };
       console.log(`      ${name}: ${JSON.stringify(report)}; ${events.join('; ')}`);
-      report.copies.should.be.aboveOrEqual(2, 'both copies did work');
+      report.processes.should.be.aboveOrEqual(2, 'both copies did work');
       for (const c of copies) c.crashLines().should.eql([]);
       await client.deleteSubscription(subscriptionId).catch(() => undefined);
       return report;
