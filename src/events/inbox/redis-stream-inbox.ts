@@ -53,7 +53,8 @@ export interface StreamInboxOptions extends InboxOptions {
 /** Thrown when Redis did not answer within the timeout. */
 export class StreamUnavailableError extends Error {}
 
-interface Held { id: string; key: string; data: string; dueAt: number }
+/** An entry this copy read and has not started: `touchedAt` when its idle time in Redis last restarted. */
+interface Held { id: string; key: string; data: string; dueAt: number; touchedAt: number }
 interface Flight extends Held { delivery: number; deadline: number }
 
 /** Stream ids `ms-seq` in order. */
@@ -61,24 +62,6 @@ function byStreamId(a: { id: string }, b: { id: string }): number {
   const [am, as] = a.id.split('-').map(Number);
   const [bm, bs] = b.id.split('-').map(Number);
   return am - bm || as - bs;
-}
-
-/** Stream entries `[id, [field, value, ...]]` (null: deleted) as held entries. */
-function readEntries(list: unknown): Held[] {
-  const out: Held[] = [];
-  if (!Array.isArray(list)) return out;
-  for (const item of list) {
-    if (!Array.isArray(item) || !Array.isArray(item[1])) continue;
-    const fields = item[1] as string[];
-    let key = '';
-    let data = '';
-    for (let j = 0; j < fields.length; j += 2) {
-      if (fields[j] === 'k') key = fields[j + 1];
-      else if (fields[j] === 'd') data = fields[j + 1];
-    }
-    out.push({ id: String(item[0]), key, data, dueAt: 0 });
-  }
-  return out;
 }
 
 /** What the stream keeps of an entry besides its key: the entry, subscription, arrival. */
@@ -111,6 +94,7 @@ export class RedisStreamInbox implements Inbox {
   /** A store or a full read since the last XREADGROUP: worth reading again before the next poll. */
   private maybeNew = true;
   private claimCursor = '0-0';
+  private readonly acks: Array<{ id: string; delivery: number; key: string; resolve: (ok: boolean) => void; reject: (err: unknown) => void }> = [];
   private nextSweepAt = 0;
   private cached: InboxCounts;
   private lastWarnAt = 0;
@@ -148,85 +132,90 @@ export class RedisStreamInbox implements Inbox {
     const taken: Taken = { deliveries: [], parked: [] };
     if (this.closed) return taken;
     const now = this.now();
+    const vis = this.options.visibilityTimeoutMs;
     try {
       // A delivery past its visibility timeout: its slot is free; any copy (this one too) claims it again.
       for (const [id, f] of this.flights) if (f.deadline <= now) this.flights.delete(id);
       const polling = now >= this.nextPollAt;
       if (polling) {
         this.nextPollAt = now + this.pollMs;
-        await this.claimTimedOut(now);
-        await this.refreshCounts();
+        if (now >= this.nextSweepAt) { this.nextSweepAt = now + SWEEP_MS; await this.script('sweep', [this.consumer, SWEEP_MS]); }
       }
-      if ((polling || this.maybeNew) && this.held.size < this.holdCap) await this.readNew(this.holdCap - this.held.size);
+      const read = (polling || this.maybeNew) && this.held.size < this.holdCap ? this.holdCap - this.held.size : 0;
+      const claim = polling ? this.holdCap : 0;
       const due = [...this.held.values()].filter((h) => h.dueAt <= now).sort(byStreamId);
-      if (due.length > 0) await this.begin(due, Math.min(limit, this.options.maxInFlight - this.flights.size), now, taken);
+      if (read > 0 || claim > 0 || due.length > 0) {
+        this.maybeNew = false;
+        const room = Math.max(0, Math.min(limit, this.options.maxInFlight - this.flights.size));
+        const args: Array<string | number> = [this.consumer, vis, this.options.maxDeliveries, new Date(now).toISOString(), room, read, claim, this.claimCursor];
+        // Touched within a third of the timeout: no other copy can have claimed it (its idle time is shorter).
+        for (const h of due) args.push(h.id, h.key, now - h.touchedAt < vis / 3 ? 't' : 'c');
+        const reply = await this.script('take', args) as unknown[];
+        this.claimCursor = String(reply[0] || '0-0');
+        this.cached.stored = Number(reply[1]) + Number(reply[2]);
+        this.cached.parked = Number(reply[2]);
+        due.forEach((h, i) => this.started(h, String(reply[3 + i]), args[10 + 3 * i] === 'c', now, taken));
+        let fetched = 0;
+        for (let j = 3 + due.length; j + 3 < reply.length; j += 4) {
+          fetched++;
+          const h: Held = { id: String(reply[j]), key: String(reply[j + 2]), data: String(reply[j + 3]), dueAt: 0, touchedAt: now };
+          this.started(h, String(reply[j + 1]), true, now, taken);
+        }
+        if (read > 0 && fetched >= read) this.maybeNew = true; // maybe more to read
+      }
       if (this.problem) this.problem = '';
     } catch (err) {
+      if (/NOGROUP/.test(String((err as Error)?.message))) await this.ensureGroup().catch(() => undefined); // a Redis that lost its data
       this.report(err);
     }
     this.cached.inFlight = this.flights.size;
     return taken;
   }
 
-  private async claimTimedOut(now: number): Promise<void> {
-    const reply = await this.call('XAUTOCLAIM', this.key('s'), 'g', this.consumer, this.options.visibilityTimeoutMs, this.claimCursor, 'COUNT', this.holdCap) as unknown[];
-    this.claimCursor = String(reply[0] ?? '0-0');
-    for (const h of readEntries(reply[1])) if (!this.flights.has(h.id) && !this.held.has(h.id)) this.held.set(h.id, h);
-    if (now >= this.nextSweepAt) { this.nextSweepAt = now + SWEEP_MS; await this.sweepConsumers(); }
+  /** What the take script said of one entry (see TAKE in redis-stream-scripts.ts). */
+  private started(h: Held, code: string, touched: boolean, now: number, taken: Taken): void {
+    if (code === '-') return;
+    if (code === 'w' || code === 's') {
+      if (touched) h.touchedAt = now;
+      if (!this.flights.has(h.id)) this.held.set(h.id, h);
+      return;
+    }
+    this.held.delete(h.id);
+    if (code[0] === 'g') {
+      const delivery = Number(code.slice(1));
+      this.flights.set(h.id, { ...h, delivery, deadline: now + this.options.visibilityTimeoutMs });
+      taken.deliveries.push({ ...toEntry(h.id, h.key, h.data), delivery });
+    } else if (code[0] === 'p') {
+      taken.parked.push(toParked(h.id, code.slice(1)));
+    }
   }
 
   /**
-   * Each start of a copy is a new consumer: those that hold nothing and did nothing for SWEEP_MS
-   * go (a live copy's empty reads count as doing something; one deleted anyway comes back with its next read).
+   * The in-flight slot is free at once (the next take may use it); acknowledgements of one turn of
+   * the event loop go to Redis in one script. Commands on the connection keep their order, so a
+   * take sent after it sees the asset's lock gone.
    */
-  private async sweepConsumers(): Promise<void> {
-    // In one script: a consumer checked empty cannot claim entries before it is deleted.
-    await this.script('sweep', [this.consumer, SWEEP_MS]);
-  }
-
-  private async readNew(count: number): Promise<void> {
-    this.maybeNew = false;
-    let reply: unknown;
-    try {
-      reply = await this.call('XREADGROUP', 'GROUP', 'g', this.consumer, 'COUNT', count, 'STREAMS', this.key('s'), '>');
-    } catch (err) {
-      if (!/NOGROUP/.test(String((err as Error)?.message))) throw err;
-      await this.ensureGroup(); // nothing stored yet (or a Redis that lost its data)
-      return;
-    }
-    if (!Array.isArray(reply) || !Array.isArray(reply[0])) return;
-    const got = readEntries((reply[0] as unknown[])[1]);
-    for (const h of got) this.held.set(h.id, h);
-    if (got.length === count) this.maybeNew = true;
-  }
-
-  private async begin(due: Held[], room: number, now: number, taken: Taken): Promise<void> {
-    const { visibilityTimeoutMs: vis, maxDeliveries } = this.options;
-    const args: Array<string | number> = [this.consumer, vis, maxDeliveries, new Date(now).toISOString(), Math.max(0, room)];
-    for (const h of due) args.push(h.id, h.key);
-    const codes = await this.script('begin', args) as string[];
-    due.forEach((h, i) => {
-      const code = String(codes[i] ?? 'x');
-      if (code === 'w' || code === 's') return;
-      this.held.delete(h.id);
-      if (code[0] === 'g') {
-        const delivery = Number(code.slice(1));
-        this.flights.set(h.id, { ...h, delivery, deadline: now + vis });
-        taken.deliveries.push({ ...toEntry(h.id, h.key, h.data), delivery });
-      } else if (code[0] === 'p') {
-        taken.parked.push(toParked(h.id, code.slice(1)));
-        this.nextPollAt = 0;
-      }
+  acknowledge(id: string, delivery: number): Promise<boolean> {
+    if (this.closed) return Promise.resolve(false);
+    const flight = this.flights.get(id);
+    if (flight?.delivery === delivery) this.flights.delete(id);
+    this.cached.inFlight = this.flights.size;
+    return new Promise((resolve, reject) => {
+      this.acks.push({ id, delivery, key: flight?.key ?? '', resolve, reject });
+      if (this.acks.length === 1) setImmediate(() => this.flushAcks());
     });
   }
 
-  async acknowledge(id: string, delivery: number): Promise<boolean> {
-    if (this.closed) return false;
-    const ok = Number(await this.script('ack', [id, delivery])) === 1;
-    if (this.flights.get(id)?.delivery === delivery) this.flights.delete(id);
-    this.cached.inFlight = this.flights.size;
-    if (ok) this.cached.stored = Math.max(0, this.cached.stored - 1);
-    return ok;
+  private flushAcks(): void {
+    const batch = this.acks.splice(0);
+    if (batch.length === 0) return;
+    this.script('ack', batch.flatMap((a) => [a.id, a.delivery, a.key])).then((codes) => {
+      batch.forEach((a, i) => {
+        const ok = Number((codes as unknown[])[i]) === 1;
+        if (ok) this.cached.stored = Math.max(0, this.cached.stored - 1);
+        a.resolve(ok);
+      });
+    }, (err) => { for (const a of batch) a.reject(err); });
   }
 
   async reject(id: string, delivery: number, reason: string): Promise<'again' | ParkedEntry | undefined> {
@@ -239,7 +228,7 @@ export class RedisStreamInbox implements Inbox {
     this.cached.inFlight = this.flights.size;
     if (code === 'a') {
       // Stays with this copy; delivered again after the backoff (or by another copy, should this one die).
-      if (flight) this.held.set(id, { id, key: flight.key, data: flight.data, dueAt: now + Math.min(backoffMs * 2 ** (delivery - 1), visibilityTimeoutMs) });
+      if (flight) this.held.set(id, { id, key: flight.key, data: flight.data, dueAt: now + Math.min(backoffMs * 2 ** (delivery - 1), visibilityTimeoutMs), touchedAt: now });
       return 'again';
     }
     if (code[0] === 'p') { this.nextPollAt = 0; return toParked(id, code.slice(1)); }
@@ -306,12 +295,6 @@ export class RedisStreamInbox implements Inbox {
     } catch (err) {
       if (!/BUSYGROUP/.test(String((err as Error)?.message))) throw err;
     }
-  }
-
-  private async refreshCounts(): Promise<void> {
-    const [stored, parked] = (await this.script('counts', [])) as number[];
-    this.cached.stored = Number(stored) + Number(parked);
-    this.cached.parked = Number(parked);
   }
 
   private key(name: string): string {

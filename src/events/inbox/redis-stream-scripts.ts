@@ -69,39 +69,75 @@ end
 return left`;
 
 /**
- * KEYS[1] P; ARGV[1] consumer, ARGV[2] visibility ms, ARGV[3] max deliveries, ARGV[4] now (ISO),
- * ARGV[5] room (deliveries this copy may start), then id and key pairs, in stream order. One code
- * per id: `g<n>` go (delivery n, lock taken), `w` wait (not first of its key, or its key in flight),
- * `s` skipped (no room), `x` gone (acknowledged, or claimed by another copy), `p<json>` parked (its
- * deliveries were spent: the last timed out). A waiting entry's idle time restarts: another copy
- * claims it only once this copy stops asking for it.
+ * One take in one round trip. KEYS[1] P; ARGV[1] consumer, ARGV[2] visibility ms, ARGV[3] max
+ * deliveries, ARGV[4] now (ISO), ARGV[5] room (deliveries this copy may start), ARGV[6] how many
+ * new entries to read (XREADGROUP; 0: none), ARGV[7] how many timed-out entries to claim
+ * (XAUTOCLAIM; 0: none), ARGV[8] the claim cursor, then for each entry the copy already holds:
+ * id, key, `c` (check: it may have been claimed by another copy meanwhile; its idle time is
+ * restarted) or `t` (touched less than a third of the timeout ago: still this copy's).
+ * Returns: cursor, stream length, parked count, one code per held entry, then id, code, key, data
+ * of each entry claimed or read. Codes: `g<n>` go (delivery n, the asset's lock taken), `w` wait
+ * (not first of its asset's line, or the asset in flight), `s` skipped (no room), `x` gone
+ * (acknowledged, or claimed by another copy), `p<json>` parked (its last delivery timed out), `-`
+ * a repeat of an entry already answered for.
  */
-const BEGIN = `${PARK}
+const TAKE = `${PARK}
 local p, me, vis, max, now, room = KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local s = p .. 's'
-local out = {}
-for i = 6, #ARGV, 2 do
-  local id, k = ARGV[i], ARGV[i + 1]
-  local pend = redis.call('XPENDING', s, 'g', id, id, 1)
-  if #pend == 0 or pend[1][2] ~= me then out[#out + 1] = 'x'
-  elseif room <= 0 then
-    redis.call('XCLAIM', s, 'g', me, 0, id, 'JUSTID')
-    out[#out + 1] = 's'
-  elseif redis.call('LINDEX', p .. 'l:' .. k, 0) ~= id or redis.call('EXISTS', p .. 'k:' .. k) == 1 then
-    redis.call('XCLAIM', s, 'g', me, 0, id, 'JUSTID')
-    out[#out + 1] = 'w'
+local seen = {}
+-- mode: 'c' check (held a while), 't' trusted (held, touched lately), 'f' fresh (read or claimed in this script)
+local function start(id, k, mode)
+  if seen[id] then return '-' end
+  seen[id] = true
+  if mode == 'c' then
+    local pend = redis.call('XPENDING', s, 'g', id, id, 1)
+    if #pend == 0 or pend[1][2] ~= me then return 'x' end
+  end
+  local code
+  if room <= 0 then code = 's'
+  elseif redis.call('LINDEX', p .. 'l:' .. k, 0) ~= id or redis.call('EXISTS', p .. 'k:' .. k) == 1 then code = 'w'
   else
     local n = redis.call('HINCRBY', p .. 'n', id, 1)
     if n > max then
-      out[#out + 1] = 'p' .. park(p, id, k, n - 1, 'not acknowledged within the visibility timeout (' .. (n - 1) .. ' deliveries)', now)
-    else
-      redis.call('SET', p .. 'k:' .. k, id .. ':' .. n, 'PX', vis)
-      redis.call('XCLAIM', s, 'g', me, 0, id, 'JUSTID')
-      room = room - 1
-      out[#out + 1] = 'g' .. n
+      return 'p' .. park(p, id, k, n - 1, 'not acknowledged within the visibility timeout (' .. (n - 1) .. ' deliveries)', now)
     end
+    redis.call('SET', p .. 'k:' .. k, id .. ':' .. n, 'PX', vis)
+    room = room - 1
+    code = 'g' .. n
+  end
+  -- Idle time restarted: a held entry's when checked, and a delivery's when it starts.
+  if mode == 'c' or (mode == 't' and string.sub(code, 1, 1) == 'g') then redis.call('XCLAIM', s, 'g', me, 0, id, 'JUSTID') end
+  return code
+end
+local function fields(f)
+  local k, d = '', ''
+  for j = 1, #f, 2 do
+    if f[j] == 'k' then k = f[j + 1] elseif f[j] == 'd' then d = f[j + 1] end
+  end
+  return k, d
+end
+local out = {ARGV[8], 0, 0}
+for i = 9, #ARGV, 3 do out[#out + 1] = start(ARGV[i], ARGV[i + 1], ARGV[i + 2]) end
+local got = {}
+if tonumber(ARGV[7]) > 0 and redis.call('EXISTS', s) == 1 then
+  local r = redis.call('XAUTOCLAIM', s, 'g', me, vis, ARGV[8], 'COUNT', ARGV[7])
+  out[1] = r[1]
+  for _, e in ipairs(r[2]) do if type(e) == 'table' then got[#got + 1] = e end end
+end
+if tonumber(ARGV[6]) > 0 and redis.call('EXISTS', s) == 1 then
+  local r = redis.call('XREADGROUP', 'GROUP', 'g', me, 'COUNT', ARGV[6], 'STREAMS', s, '>')
+  if r and r[1] then for _, e in ipairs(r[1][2]) do got[#got + 1] = e end end
+end
+for _, e in ipairs(got) do
+  local k, d = fields(e[2])
+  -- Just read or claimed by this consumer, in this script: its own, idle time restarted.
+  local code = start(e[1], k, 'f')
+  if code ~= '-' then
+    out[#out + 1] = e[1]; out[#out + 1] = code; out[#out + 1] = k; out[#out + 1] = d
   end
 end
+out[2] = redis.call('XLEN', s)
+out[3] = redis.call('HLEN', p .. 'p')
 return out`;
 
 /** The entry's key from the stream, or nil when it is gone. */
@@ -115,24 +151,36 @@ end
 `;
 
 /**
- * KEYS[1] P; ARGV[1] id, ARGV[2] delivery. 1 when acknowledged: the entry leaves the stream
- * (XACK + XDEL: the stream holds only what is not acknowledged) and the next of its key may go.
- * 0 when unknown, or in flight with another delivery.
+ * KEYS[1] P; then per acknowledgement: id, delivery, key ('' unknown: read from the stream). One
+ * code each: 1 acknowledged (the entry leaves the stream, XACK + XDEL: the stream holds only what
+ * is not acknowledged; the next of its asset may go), 0 unknown or in flight with another delivery.
  */
 const ACK = `${KEY_OF}
-local p, id, d = KEYS[1], ARGV[1], tonumber(ARGV[2])
-local k = keyOf(p, id)
-if not k then return 0 end
-local lock = redis.call('GET', p .. 'k:' .. k)
-if lock and lock ~= id .. ':' .. d then return 0 end
-local n = tonumber(redis.call('HGET', p .. 'n', id) or '0')
-if d < 1 or d > n or redis.call('LINDEX', p .. 'l:' .. k, 0) ~= id then return 0 end
-redis.call('XACK', p .. 's', 'g', id)
-redis.call('XDEL', p .. 's', id)
-redis.call('LPOP', p .. 'l:' .. k)
-if lock then redis.call('DEL', p .. 'k:' .. k) end
-redis.call('HDEL', p .. 'n', id)
-return 1`;
+local p = KEYS[1]
+local out = {}
+for i = 1, #ARGV, 3 do
+  local id, d, k = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
+  if k == '' then k = keyOf(p, id) end
+  local ok = 0
+  if k then
+    local lock = redis.call('GET', p .. 'k:' .. k)
+    if lock == id .. ':' .. d then ok = 1
+    elseif not lock then
+      -- A late acknowledgement of a delivery that timed out, while the entry waits to go again.
+      local n = tonumber(redis.call('HGET', p .. 'n', id) or '0')
+      if d >= 1 and d <= n and redis.call('LINDEX', p .. 'l:' .. k, 0) == id then ok = 1 end
+    end
+    if ok == 1 then
+      redis.call('XACK', p .. 's', 'g', id)
+      redis.call('XDEL', p .. 's', id)
+      redis.call('LPOP', p .. 'l:' .. k)
+      if lock then redis.call('DEL', p .. 'k:' .. k) end
+      redis.call('HDEL', p .. 'n', id)
+    end
+  end
+  out[#out + 1] = ok
+end
+return out`;
 
 /**
  * KEYS[1] P; ARGV[1] id, ARGV[2] delivery, ARGV[3] max deliveries, ARGV[4] reason, ARGV[5] now,
@@ -183,9 +231,6 @@ return nid`;
 /** KEYS[1] P; ARGV[1] parked id: 1 when it went. */
 const DISCARD = `return redis.call('HDEL', KEYS[1] .. 'p', ARGV[1])`;
 
-/** KEYS[1] P: entries stored and not acknowledged (the stream), and parked. */
-const COUNTS = `return {redis.call('XLEN', KEYS[1] .. 's'), redis.call('HLEN', KEYS[1] .. 'p')}`;
-
 /** KEYS[1] P; ARGV[1] this consumer, ARGV[2] ms: other consumers holding nothing and idle longer go. */
 const SWEEP = `local s, n = KEYS[1] .. 's', 0
 for _, info in ipairs(redis.call('XINFO', 'CONSUMERS', s, 'g')) do
@@ -199,6 +244,6 @@ end
 return n`;
 
 export const STREAM_SCRIPTS = {
-  store: STORE, begin: BEGIN, ack: ACK, reject: REJECT, release: RELEASE,
-  deliverAgain: DELIVER_AGAIN, discard: DISCARD, counts: COUNTS, sweep: SWEEP
+  store: STORE, take: TAKE, ack: ACK, reject: REJECT, release: RELEASE,
+  deliverAgain: DELIVER_AGAIN, discard: DISCARD, sweep: SWEEP
 };
