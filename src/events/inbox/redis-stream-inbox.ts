@@ -130,6 +130,9 @@ export class RedisStreamInbox implements Inbox {
 
   async take(limit: number): Promise<Taken> {
     const taken: Taken = { deliveries: [], parked: [] };
+    // One turn later: the acknowledgements of this turn free their slots first (and go to Redis
+    // first), so that one take starts as many as they freed instead of one per acknowledgement.
+    await new Promise((resolve) => setImmediate(resolve));
     if (this.closed) return taken;
     const now = this.now();
     const vis = this.options.visibilityTimeoutMs;
