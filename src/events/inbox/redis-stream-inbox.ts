@@ -110,7 +110,7 @@ export class RedisStreamInbox implements Inbox {
   }
 
   /** Most entries read from the stream and not yet delivered, per copy. */
-  private get holdCap(): number { return Math.max(100, 4 * this.options.maxInFlight); }
+  private get holdCap(): number { return Math.max(100, 2 * this.options.maxInFlight); }
 
   async store(entries: NewEntry[]): Promise<number> {
     if (this.closed) throw new Error('inbox is closed');
@@ -146,18 +146,30 @@ export class RedisStreamInbox implements Inbox {
       }
       const read = (polling || this.maybeNew) && this.held.size < this.holdCap ? this.holdCap - this.held.size : 0;
       const claim = polling ? this.holdCap : 0;
-      const due = [...this.held.values()].filter((h) => h.dueAt <= now).sort(byStreamId);
+      const room = Math.max(0, Math.min(limit, this.options.maxInFlight - this.flights.size));
+      // Held entries worth asking about, in the order read (each asset's line keeps its order in
+      // Redis): those touched a third of the timeout ago or more (`c`: checked, idle time restarted),
+      // and of the others (`t`: no other copy can have claimed them, their idle time is shorter)
+      // only as many as could start.
+      const due: Held[] = [];
+      const modes: string[] = [];
+      let trusted = 0;
+      for (const h of this.held.values()) {
+        if (h.dueAt > now) continue;
+        const mode = now - h.touchedAt < vis / 3 ? 't' : 'c';
+        if (mode === 't' && trusted++ >= 2 * room) continue;
+        due.push(h);
+        modes.push(mode);
+      }
       if (read > 0 || claim > 0 || due.length > 0) {
         this.maybeNew = false;
-        const room = Math.max(0, Math.min(limit, this.options.maxInFlight - this.flights.size));
         const args: Array<string | number> = [this.consumer, vis, this.options.maxDeliveries, new Date(now).toISOString(), room, read, claim, this.claimCursor];
-        // Touched within a third of the timeout: no other copy can have claimed it (its idle time is shorter).
-        for (const h of due) args.push(h.id, h.key, now - h.touchedAt < vis / 3 ? 't' : 'c');
+        due.forEach((h, i) => args.push(h.id, h.key, modes[i]));
         const reply = await this.script('take', args) as unknown[];
         this.claimCursor = String(reply[0] || '0-0');
         this.cached.stored = Number(reply[1]) + Number(reply[2]);
         this.cached.parked = Number(reply[2]);
-        due.forEach((h, i) => this.started(h, String(reply[3 + i]), args[10 + 3 * i] === 'c', now, taken));
+        due.forEach((h, i) => this.started(h, String(reply[3 + i]), modes[i] === 'c', now, taken));
         let fetched = 0;
         for (let j = 3 + due.length; j + 3 < reply.length; j += 4) {
           fetched++;
