@@ -5,13 +5,14 @@
  * - store: one script (redis-stream-scripts.ts) checks each entry against the duplicate window and
  *   the newest stored revision of its asset and XADDs the new ones, all in one round trip, so an
  *   entry is never claimed without being stored. Over the bound: nothing is written (InboxFullError).
- * - take: XAUTOCLAIM (entries held by any copy past the visibility timeout: a copy killed or stuck),
- *   XREADGROUP (new entries), then one script starts the deliveries: only the first entry of its
- *   asset's line, and only when the asset's lock is free; the lock is taken with the visibility
- *   timeout as lease. Entries read but not yet allowed wait with this copy (their idle time
- *   restarted at each poll, so that no other copy claims them while this one lives).
+ * - take, one script: XAUTOCLAIM (entries held by any copy past the visibility timeout: a copy
+ *   killed or stuck), XREADGROUP (new entries), and the starts: only the first entry of its
+ *   asset's line, and only by the copy whose pending list holds it (the per-asset lock; its lease
+ *   is the visibility timeout: the idle time after which another copy claims the entry). Entries
+ *   read but not yet allowed wait with this copy (their idle time restarted while it polls, so
+ *   that no other copy claims them while this one lives).
  * - acknowledge: XACK and XDEL (the stream holds only what is not acknowledged; never MAXLEN),
- *   the line moves on, the lock goes. Parked entries live in a hash every copy reads.
+ *   the line moves on. Parked entries live in a hash every copy reads.
  *
  * Entries stored by another copy are seen at the next poll (`pollMs`): nextDueAt asks for one.
  */
@@ -208,7 +209,7 @@ export class RedisStreamInbox implements Inbox {
   /**
    * The in-flight slot is free at once (the next take may use it); acknowledgements of one turn of
    * the event loop go to Redis in one script. Commands on the connection keep their order, so a
-   * take sent after it sees the asset's lock gone.
+   * take sent after it sees the asset's line moved on.
    */
   acknowledge(id: string, delivery: number): Promise<boolean> {
     if (this.closed) return Promise.resolve(false);

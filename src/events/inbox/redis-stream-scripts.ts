@@ -5,14 +5,18 @@
  * Keys, all under one prefix P that carries the node id as a cluster hash tag:
  * - `P s`        the stream of stored entries (fields `k` ordering key, `d` the entry as JSON); group `g`
  * - `P l:<key>`  the line of a key: stream ids of its entries not acknowledged or parked, in order
- * - `P k:<key>`  the key's lock: `<id>:<delivery>` while that entry is in flight, PX = visibility timeout
+ *
+ * The per-asset lock is the line and the consumer group together: only the first entry of a line
+ * may start, and only the copy whose pending list holds it; another copy takes it over only once
+ * its idle time (restarted when a delivery starts) passes the visibility timeout, which is the
+ * lock's lease. No lock key of its own: it would be a second lease to keep in step with that one.
  * - `P n`        hash: deliveries so far per stream id
  * - `P p`        hash: parked entries, id -> JSON {k, d, n, r, pa}
  * - `P v`        hash: newest revision stored per key (kept after acknowledgement, as in the journal inbox)
  * - `P d:<hex>`  an entry key's digest, PX = the duplicate window: a repeat within it is not stored
  */
 
-/** Shared Lua: parks one entry (kept in `P p`, out of the stream, its line and its lock). */
+/** Shared Lua: parks one entry (kept in `P p`, out of the stream and its line). */
 const PARK = `local function park(p, id, k, n, reason, now)
   local e = redis.call('XRANGE', p .. 's', id, id)
   local rec = nil
@@ -26,8 +30,6 @@ const PARK = `local function park(p, id, k, n, reason, now)
   redis.call('XACK', p .. 's', 'g', id)
   redis.call('XDEL', p .. 's', id)
   redis.call('LREM', p .. 'l:' .. k, 1, id)
-  local lock = redis.call('GET', p .. 'k:' .. k)
-  if lock and string.sub(lock, 1, #id + 1) == id .. ':' then redis.call('DEL', p .. 'k:' .. k) end
   redis.call('HDEL', p .. 'n', id)
   return rec
 end
@@ -76,8 +78,8 @@ return left`;
  * id, key, `c` (check: it may have been claimed by another copy meanwhile; its idle time is
  * restarted) or `t` (touched less than a third of the timeout ago: still this copy's).
  * Returns: cursor, stream length, parked count, one code per held entry, then id, code, key, data
- * of each entry claimed or read. Codes: `g<n>` go (delivery n, the asset's lock taken), `w` wait
- * (not first of its asset's line, or the asset in flight), `s` skipped (no room), `x` gone
+ * of each entry claimed or read. Codes: `g<n>` go (delivery n), `w` wait
+ * (not first of its asset's line: an earlier entry of the asset is in flight or waits), `s` skipped (no room), `x` gone
  * (acknowledged, or claimed by another copy), `p<json>` parked (its last delivery timed out), `-`
  * a repeat of an entry already answered for.
  */
@@ -95,13 +97,12 @@ local function start(id, k, mode)
   end
   local code
   if room <= 0 then code = 's'
-  elseif redis.call('LINDEX', p .. 'l:' .. k, 0) ~= id or redis.call('EXISTS', p .. 'k:' .. k) == 1 then code = 'w'
+  elseif redis.call('LINDEX', p .. 'l:' .. k, 0) ~= id then code = 'w'
   else
     local n = redis.call('HINCRBY', p .. 'n', id, 1)
     if n > max then
       return 'p' .. park(p, id, k, n - 1, 'not acknowledged within the visibility timeout (' .. (n - 1) .. ' deliveries)', now)
     end
-    redis.call('SET', p .. 'k:' .. k, id .. ':' .. n, 'PX', vis)
     room = room - 1
     code = 'g' .. n
   end
@@ -162,21 +163,13 @@ for i = 1, #ARGV, 3 do
   local id, d, k = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
   if k == '' then k = keyOf(p, id) end
   local ok = 0
-  if k then
-    local lock = redis.call('GET', p .. 'k:' .. k)
-    if lock == id .. ':' .. d then ok = 1
-    elseif not lock then
-      -- A late acknowledgement of a delivery that timed out, while the entry waits to go again.
-      local n = tonumber(redis.call('HGET', p .. 'n', id) or '0')
-      if d >= 1 and d <= n and redis.call('LINDEX', p .. 'l:' .. k, 0) == id then ok = 1 end
-    end
-    if ok == 1 then
-      redis.call('XACK', p .. 's', 'g', id)
-      redis.call('XDEL', p .. 's', id)
-      redis.call('LPOP', p .. 'l:' .. k)
-      if lock then redis.call('DEL', p .. 'k:' .. k) end
-      redis.call('HDEL', p .. 'n', id)
-    end
+  -- The latest delivery of the first entry of its line (also after its timeout, until it starts again).
+  if k and redis.call('LINDEX', p .. 'l:' .. k, 0) == id and tonumber(redis.call('HGET', p .. 'n', id) or '0') == d then
+    ok = 1
+    redis.call('XACK', p .. 's', 'g', id)
+    redis.call('XDEL', p .. 's', id)
+    redis.call('LPOP', p .. 'l:' .. k)
+    redis.call('HDEL', p .. 'n', id)
   end
   out[#out + 1] = ok
 end
@@ -184,22 +177,21 @@ return out`;
 
 /**
  * KEYS[1] P; ARGV[1] id, ARGV[2] delivery, ARGV[3] max deliveries, ARGV[4] reason, ARGV[5] now,
- * ARGV[6] consumer. `a` again (lock released; the entry stays with this copy, its idle time
+ * ARGV[6] consumer. `a` again (the entry stays with this copy, its idle time
  * restarted, and this copy delivers it after the backoff),
  * `p<json>` parked (its last delivery), `x` unknown or in flight with another delivery.
  */
 const REJECT = `${PARK}${KEY_OF}
 local p, id, d, max = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local k = keyOf(p, id)
-if not k or redis.call('GET', p .. 'k:' .. k) ~= id .. ':' .. d then return 'x' end
+if not k or redis.call('LINDEX', p .. 'l:' .. k, 0) ~= id or tonumber(redis.call('HGET', p .. 'n', id) or '0') ~= d then return 'x' end
 if d >= max then return 'p' .. park(p, id, k, d, ARGV[4], ARGV[5]) end
-redis.call('DEL', p .. 'k:' .. k)
 redis.call('XCLAIM', p .. 's', 'g', ARGV[6], 0, id, 'JUSTID')
 return 'a'`;
 
 /**
  * KEYS[1] P; ARGV[1] consumer, ARGV[2] visibility ms, then ids this copy lets go (it closes): their
- * locks, when of this copy's delivery, go, and their idle time is set to the visibility timeout, so
+ * idle time is set to the visibility timeout, so
  * that another copy claims them at once instead of after it.
  */
 const RELEASE = `${KEY_OF}
@@ -209,8 +201,6 @@ for i = 3, #ARGV do
   local k = keyOf(p, id)
   local pend = redis.call('XPENDING', p .. 's', 'g', id, id, 1)
   if k and #pend > 0 and pend[1][2] == me then
-    local lock = redis.call('GET', p .. 'k:' .. k)
-    if lock and string.sub(lock, 1, #id + 1) == id .. ':' then redis.call('DEL', p .. 'k:' .. k) end
     redis.call('XCLAIM', p .. 's', 'g', me, 0, id, 'IDLE', vis, 'JUSTID')
   end
 end
