@@ -132,6 +132,36 @@ describe('events: at-least-once inbox on a Redis Stream (real redis-server)', fu
     names(await takeUntil(b, (t) => t.deliveries.length > 0, 'rev 2 after the redelivered rev 1')).should.eql(['1/2']);
   });
 
+  it('a copy that stalls past the timeout: the other copy claims what it started and what it held; the stalled copy then hands out neither', async function () {
+    const a = await copy({ visibilityTimeoutMs: 300 });
+    const b = await copy({ visibilityTimeoutMs: 300 });
+    await a.store([entry(1, 1), entry(1, 2)]);
+    const first = await a.take(10);
+    names(first).should.eql(['1/1'], 'rev 2 is read and held by copy a');
+    // Copy a does nothing for longer than the timeout (a blocked event loop); copy b claims both.
+    const claimed = await takeUntil(b, (t) => t.deliveries.length > 0, 'rev 1 on copy b');
+    claimed.deliveries.map((d) => [d.entry.rrn, d.delivery]).should.eql([[1, 2]]);
+    names(await a.take(10)).should.eql([], 'copy a checks what it held: claimed by b, not handed out');
+    (await a.acknowledge(first.deliveries[0].id, 1)).should.be.false('delivered again since');
+    (await b.acknowledge(claimed.deliveries[0].id, 2)).should.be.true();
+    names(await takeUntil(b, (t) => t.deliveries.length > 0, 'rev 2 on copy b')).should.eql(['1/2']);
+    names(await a.take(10)).should.eql([]);
+  });
+
+  it('a late acknowledgement counts while the entry has not started again', async function () {
+    const a = await copy({ visibilityTimeoutMs: 200, pollMs: 60000 });
+    await a.store([entry(3, 1)]);
+    const t = await a.take(10);
+    // Timed out (idle past the timeout in Redis), but nobody claimed it yet.
+    for (;;) {
+      const [[, , idle]] = await admin.xpending(`${PREFIX}s`, 'g', '-', '+', 1);
+      if (idle > 200) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    (await a.acknowledge(t.deliveries[0].id, 1)).should.be.true();
+    (await admin.xlen(`${PREFIX}s`)).should.equal(0);
+  });
+
   it('a copy that held entries it had not started lets them go on close: the other copy takes them at once', async function () {
     const a = await copy({ maxInFlight: 1 });
     const b = await copy({ maxInFlight: 10 });
