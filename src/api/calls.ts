@@ -32,6 +32,8 @@ export interface CallSetup {
   timeout: number;
   /** Largest JSON answer read (bytes). */
   maxAnswerBytes: number;
+  /** Longest a renewal may keep a call waiting with nothing received (ms; 0: the call's own timeout). */
+  renewalWaitMs?: number;
 }
 
 export class ApiCalls {
@@ -41,6 +43,7 @@ export class ApiCalls {
   private readonly base: string;
   private readonly origin: string;
   private readonly timeout: number;
+  private readonly renewalWaitMs: number;
 
   constructor(setup: CallSetup) {
     this.http = setup.http;
@@ -49,6 +52,7 @@ export class ApiCalls {
     this.base = setup.base;
     this.origin = setup.origin;
     this.timeout = setup.timeout;
+    this.renewalWaitMs = setup.renewalWaitMs ?? 0;
   }
 
   url(apiPath: string): string {
@@ -120,7 +124,7 @@ export class ApiCalls {
   /** Runs a renewal with the call's inactivity limit widened as the session needs (a shared login may wait for a lease). */
   private async waitingForLogin<T>(control: CallControl, renewal: () => Promise<T>): Promise<T> {
     const own = control.timeoutMs;
-    const wait = this.session.renewalWaitMs(own);
+    const wait = own > 0 ? Math.max(own, this.renewalWaitMs) : own;
     if (wait !== own) control.setTimeout(wait);
     try {
       return await renewal();

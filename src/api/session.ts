@@ -10,7 +10,7 @@ import { cookieHeaderOf } from './cookie';
 import { AssetApiError, invalidInput, redactSecrets, type AssetOperation } from './errors';
 import { proxyAuthError, serverMessageOf, tryParseJson } from './error-mapping';
 import { DEFAULT_MAX_RETRY_MS, DEFAULT_RETRY_MS, checkLoginHost, resolveLogin, type LoginOptions, type ResolvedLogin } from './login';
-import { loginLeaseMs, renewShared, sharedLoginWaitMs, type SharedSessionOption } from './shared-session';
+import { loginLeaseMs, renewShared, type SharedSessionOption } from './shared-session';
 import { isPlainObject } from './values';
 
 // The login's description and rules live in login.ts; this re-export keeps `./session` their address too.
@@ -136,14 +136,6 @@ export class SessionHolder {
       if (err instanceof LoginFailure) throw this.loginError(operation, err, this.failure ? this.failure.until - Date.now() : 0);
       throw err;
     }
-  }
-
-  /**
-   * The inactivity limit for a call waiting for a renewal, given its own (ms, 0 = none): with a
-   * shared session, long enough to outwait a dead holder's lease (shared-session.ts).
-   */
-  renewalWaitMs(callTimeoutMs: number): number {
-    return this.shared && callTimeoutMs > 0 ? Math.max(callTimeoutMs, sharedLoginWaitMs(this.deps.timeoutMs)) : callTimeoutMs;
   }
 
   /**
