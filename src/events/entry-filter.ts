@@ -18,7 +18,9 @@ export interface Claim {
   /**
    * Awaited before the `new` entries are handed to the flow: they count as emitted for the window. A
    * copy killed after its flow saw them has confirmed them, so the server's retry is not emitted a
-   * second time. Rejects when it cannot confirm (then the entries must not be handed on).
+   * second time. Rejects with ClaimLapsedError when the claim had lapsed (the entries must not be
+   * handed on: another copy may have them), with another error when its outcome is unknown (Redis
+   * did not answer: it may have landed, so the entries are handed on anyway, or they could be lost).
    */
   confirm(): Promise<void>;
   /** The node closed before its flow got the entries: forget them, so that the retry is emitted. */

@@ -11,6 +11,8 @@
  *    The batch's marker is set to `c` with the lease as expiry, so a copy killed between claim
  *    and emit blocks nothing for longer than the lease, and the server's retry emits it.
  * 2. confirm, before the entries are handed to the flow (its reply awaited): the marker becomes `d` for the window.
+ *    A confirmation without an answer may still have landed: the entries are handed on anyway
+ *    (undone, they could be dropped as duplicates by the retry: lost); only a lapsed claim stops them.
  *    Undo (closed before the flow got them) and release (the claim timed out) delete the marker.
  * A long callback, handed to the flow in chunks, is claimed in groups ({@link RedisDuplicateFilter.claimGroups}):
  * still one claim script, but a batch (and marker) per group, each confirmed just before its chunk is
@@ -126,7 +128,10 @@ export interface RedisFilterOptions {
 /** Thrown when Redis did not answer in time or answered with an error. */
 export class FilterUnavailableError extends Error {}
 
-/** Thrown by a confirmation that came after its claim's lease: the entries may be another copy's now. */
+/**
+ * Thrown by a confirmation that came after its claim's lease (Redis answered: nothing changed): the
+ * entries may be another copy's now and must not be handed on.
+ */
 export class ClaimLapsedError extends FilterUnavailableError {}
 
 const nothingToConfirm = async (): Promise<void> => undefined;
@@ -197,14 +202,10 @@ export class RedisDuplicateFilter implements EntryFilter {
       const batch = batches[g];
       const later = batches.filter((_id, n) => n > g && claimed[n]);
       const confirm = async () => {
-        let answer: unknown;
-        try {
-          answer = await this.run(SCRIPTS.confirm, [batch, window, lease, ...later]);
-        } catch (err) {
-          // Not confirmed, so not emitted: a confirmation that may still land must not hide them from the retry.
-          this.release([batch]);
-          throw err;
-        }
+        // A failure (no answer in time, connection lost) leaves the outcome unknown: the
+        // confirmation may have landed. Rejects with FilterUnavailableError; the caller hands the
+        // entries on anyway (see entry-filter.ts). A lapsed claim is a known outcome: nothing changed.
+        const answer = await this.run(SCRIPTS.confirm, [batch, window, lease, ...later]);
         if (Number(answer) !== 1) throw new ClaimLapsedError(`Redis: the claim lapsed (lease ${lease} ms) before it was confirmed`);
       };
       return { verdicts: verdicts[g], confirm, undo: () => drop([batch]) };

@@ -10,7 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'http';
 import { redactSecrets } from '../../api/errors';
 import type { CallbackEntry } from '../../api/types';
 import {
-  contentTypeProblem, parseCallbackPayload, readJsonBody, secretMatches, yieldToEventLoop, type EntryFilter
+  ClaimLapsedError, contentTypeProblem, parseCallbackPayload, readJsonBody, secretMatches, yieldToEventLoop, type EntryFilter
 } from '../../events';
 import type { EventInStats } from '../shared/event-in-stats';
 import type { Node, NodeMessage, NodeStatus } from '../shared/node-red';
@@ -42,7 +42,7 @@ function clockTime(date: Date): string {
  * copy is emitting now (answer 503: the retry finds them emitted), `closing` when the node closed
  * while the filter answered, `undo` for when it closes before its flow got them.
  */
-type Emitted = { sent: number; entries: number; busy: number; closing?: boolean; undo?: () => Promise<void> };
+type Emitted = { sent: number; entries: number; busy: number; closing?: boolean; undo?: () => Promise<void>; unconfirmed?: boolean };
 
 /** Longest status text under the node; the whole text is in the log (and the DAM tab). */
 const STATUS_MAX = 60;
@@ -141,9 +141,10 @@ export class EventInEndpoint {
    * chunk by chunk (chunks.ts): each chunk's claim is confirmed, its reply awaited whatever the Redis
    * client's pipelining does, before the chunk is handed on (issue 26). A copy killed once its flow
    * has a chunk has confirmed it, so the server's retry does not emit it again; killed before, the
-   * chunk's claim lapses after the lease and the retry emits it. A confirmation that fails stops the
-   * callback there (503, the rest claimable again): it cannot be told from one that lapsed and was
-   * taken over by another copy, and the retry emits what was not handed on.
+   * chunk's claim lapses after the lease and the retry emits it. A claim that lapsed before its
+   * confirmation stops the callback there (503, the rest let go): another copy may have it. A
+   * confirmation without an answer (Redis gone) may have landed: that chunk is handed on anyway,
+   * as undoing it could lose it (the retry would find it emitted); the status turns red.
    */
   private async emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<Emitted> {
     const { stats } = this;
@@ -173,6 +174,7 @@ export class EventInEndpoint {
     }
     const partsId = randomBytes(8).toString('hex');
     let sent = 0;
+    let unconfirmed = false;
     for (let c = 0; c < chunks.length; c++) {
       if (c > 0) {
         await yieldToEventLoop(); // Node-RED delivers the last chunk; the editor and other callbacks are answered
@@ -184,15 +186,16 @@ export class EventInEndpoint {
         try {
           await claim.confirm();
         } catch (err) {
-          await undoFrom(c + 1);
-          throw err;
+          if (err instanceof ClaimLapsedError) { await undoFrom(c + 1); throw err; }
+          unconfirmed = true; // outcome unknown: handed on anyway, the status stays red
+          this.warnFilter(err);
         }
       }
       // Closed while the confirmation was awaited: this chunk is not handed on, its claim goes (see docs/scale-out.md).
       if (this.closed) { await undoFrom(c); return { sent, entries: sent, busy, closing: true }; }
       sent += this.sendChunk(kept, sent, cut.kept, partsId, subscriptionId, receivedAt);
     }
-    return { sent, entries: cut.kept, busy, undo: chunks[chunks.length - 1]?.claim?.undo };
+    return { sent, entries: cut.kept, busy, undo: chunks[chunks.length - 1]?.claim?.undo, unconfirmed };
   }
 
   /**
@@ -295,10 +298,10 @@ export class EventInEndpoint {
       this.replyClosing(res);
       return;
     }
-    const { sent, entries, busy, undo } = outcome;
+    const { sent, entries, busy, undo, unconfirmed } = outcome;
     this.lastEventAt = receivedAt;
     if (sent > 0 && !await this.deliveredWhileOpen(res, undo)) return;
-    if (this.filterProblem) { this.filterProblem = ''; this.showStatus(); }
+    if (this.filterProblem && !unconfirmed) { this.filterProblem = ''; this.showStatus(); }
     this.stats.callback(receivedAt, entries);
     if (busy > 0) {
       reply(res, 503, { success: false, error: 'entries are being emitted by another instance; send again later', received: parsed.entries.length, emitted: sent });
