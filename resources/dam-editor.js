@@ -73,6 +73,9 @@
  *                                  a new node's `onadd`: when its Server is blank and exactly one
  *                                  asset-server exists, picks it (else a node dropped in and
  *                                  deployed without opening its dialog is "not properly configured").
+ *   DamEditor.fillRows(type)       puts the shared rows (server, name, retries, maxInFlight, upload-fields) in place of
+ *                                  <div data-dam-row="..."></div> in the template, before registerType (the editor
+ *                                  fills inputs before oneditprepare); DamEditor.uploadFields() makes their TypedInputs.
  *   DamEditor.readList(container)  the list's values as an array of strings, empty rows left out.
  *                                  Works for all four lists. (readPathList, readHeaderList,
  *                                  readQueryParamList and readMetadataList are the same function.)
@@ -333,7 +336,37 @@
         if (servers.length === 1) { node.server = servers[0]; }
     }
 
+    // ---- form rows shared by several dialogs (test/e2e/browser-editor-rows.test.js keeps them as they were)
+    var UPLOAD_FIELDS = [["assetName", "fa-font", "text"], ["destination", "fa-folder", "text"], ["destinationFuid", "fa-folder-o", "number"],
+        ["collectionId", "fa-th-large", "number"], ["wait", "fa-hourglass-half", "bool"], ["waitInMinutes", "fa-clock-o", "number"], ["expandZip", "fa-file-archive-o", "bool"]];
+    function row(name, icon, label, control) {
+        return '<div class="form-row"><label for="node-input-' + name + '"><i class="fa ' + icon + '"></i> <span data-i18n="' + label + '"></span></label> ' + control + '</div>';
+    }
+    function settingRow(ns, name, icon) {
+        return row(name, icon, ns + ".label." + name, '<input type="text" id="node-input-' + name + '" style="width: 60px;" data-i18n="[placeholder]' + ns +
+            ".placeholder." + name + '"> <span data-i18n="' + ns + ".tip." + name + '"></span>');
+    }
+    var ROWS = {
+        server: function (ns) { return row("server", "fa-server", ns + ".label.server", '<input type="text" id="node-input-server">'); },
+        name: function () { return row("name", "fa-tag", "node-red:common.label.name", '<input type="text" id="node-input-name" data-i18n="[placeholder]node-red:common.label.name">'); },
+        retries: function (ns) { return settingRow(ns, "retries", "fa-repeat"); },
+        maxInFlight: function (ns) { return settingRow(ns, "maxInFlight", "fa-bars"); },
+        "upload-fields": function (ns) {
+            return UPLOAD_FIELDS.map(function (f) {
+                return row(f[0], f[1], ns + ".label." + f[0], '<input type="text" id="node-input-' + f[0] + '" style="width: 70%;" data-i18n="[placeholder]' + ns +
+                    ".placeholder." + f[0] + '"><input type="hidden" id="node-input-' + f[0] + 'Type">');
+            }).join("") + '<div class="form-tips" style="margin-bottom: 12px;" data-i18n="[html]' + ns + '.tip.override"></div>';
+        }
+    };
+    function fillRows(type) {
+        var template = $("script[data-template-name='" + type + "']");
+        template.text(template.text().replace(/<div data-dam-row="([\w-]+)"><\/div>/g, function (all, name) { return ROWS[name] ? ROWS[name](type) : all; }));
+    }
+    function uploadFields() { UPLOAD_FIELDS.forEach(function (f) { typedField(f[0], f[2]); }); }
+
     window.DamEditor = {
+        fillRows: fillRows,
+        uploadFields: uploadFields,
         ADMIN_ROUTE_SEGMENTS: ADMIN_ROUTE_SEGMENTS,
         adminPathClash: adminPathClash,
         editorRoot: editorRoot,

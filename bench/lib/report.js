@@ -212,6 +212,14 @@ function markdown(results) {
         `${r.growth === undefined ? '' : mib(r.growth)} | ${rowTargets.map((t) => t.text).join(', ')} |`);
     }
     L.push('');
+    // Measured apart (bench/lib/hotfolder.js): the first big file after each deploy starts the transfer thread.
+    for (const r of h.rows.filter((x) => x.variant === 'node' && x.warmUpSeconds !== undefined)) {
+      L.push(`- ${r.files} × ${formatSize(r.size)}: the warm-up file before the batch (${formatSize(h.warmUpBytes)}, the first big file after the deploy, ` +
+        `which starts the transfer thread) took ${fmt(r.warmUpSeconds, 2)} s (median) and up to ${mib(r.warmUpGrowth)} MiB of RSS; ` +
+        `warm-up and batch together peaked at most ${mib(r.growthFromDeploy)} MiB over the RSS after the deploy. ` +
+        `In the batch the first upload started ${fmt(r.firstUploadAfter, 2)} s after the files were dropped (median: the untouched interval and the scan).`);
+    }
+    L.push('');
   }
   for (const e of results.errors) L.push(`**Case not run or broken:** ${e}`, '');
 

@@ -1,7 +1,9 @@
 /**
  * Fault injection for tests and demos: the next N API requests (optionally only those whose
  * path contains a given text) are answered "busy" (HTTP 449 or 503, with Retry-After when asked)
- * before anything else is looked at, as the vendor's preview server does under load.
+ * before anything else is looked at, as the vendor's preview server does under load. A fault that
+ * names a path outside the API (the login endpoints `/command`, `/review/j_security_check`) is
+ * armed for that path: a login that fails for a while, as when the login server restarts.
  */
 import type { IncomingMessage, ServerResponse } from 'http';
 
@@ -12,11 +14,44 @@ export interface BusyFault {
   status?: 449 | 503;
   /** Retry-After header value in seconds; none when not given. */
   retryAfterSeconds?: number;
-  /** Only requests whose path contains this text (e.g. `/asset/upload`). Default: every API request. */
+  /** Only requests whose path contains this text (e.g. `/asset/upload`, or `/command` for the login). Default: every API request. */
   pathContains?: string;
 }
 
+/** The next `count` requests whose path contains `pathContains` are held `delayMs`, then handled as usual (a slow server or login). */
+export interface SlowFault {
+  count: number;
+  delayMs: number;
+  pathContains: string;
+}
+
 export class FaultPlan {
+  private readonly slow: SlowFault[] = [];
+  /** Requests held by a slow fault so far. */
+  slowAnswers = 0;
+
+  /** Arms a slow fault (added after those already armed). */
+  addSlow(fault: SlowFault): void {
+    if (!Number.isInteger(fault.count) || fault.count < 1) throw new Error('slow fault: count must be a whole number above 0');
+    if (!(fault.delayMs >= 0)) throw new Error('slow fault: delayMs must be 0 or more');
+    if (!fault.pathContains) throw new Error('slow fault: pathContains is required');
+    this.slow.push({ ...fault });
+  }
+
+  /**
+   * Waits when a slow fault is armed for `path` (before anything else is looked at). True when the
+   * client gave up meanwhile: the request is then dropped (a login that timed out on the client's
+   * side creates no session that would end the user's next one).
+   */
+  async hold(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean> {
+    const fault = this.slow.find(f => path.includes(f.pathContains));
+    if (!fault) return false;
+    if (--fault.count === 0) this.slow.splice(this.slow.indexOf(fault), 1);
+    this.slowAnswers++;
+    await new Promise(resolve => setTimeout(resolve, fault.delayMs));
+    return res.destroyed || req.socket.destroyed;
+  }
+
   private readonly busy: Array<Required<Omit<BusyFault, 'retryAfterSeconds'>> & { retryAfterSeconds?: number }> = [];
   /** Busy answers sent so far. */
   busyAnswers = 0;
@@ -31,8 +66,8 @@ export class FaultPlan {
 
   /** Answers `req` busy when a fault is armed for its path; true when it did. */
   answer(req: IncomingMessage, res: ServerResponse, path: string): boolean {
-    if (!path.startsWith('/review/api/')) return false;
-    const fault = this.busy.find(f => path.includes(f.pathContains));
+    const api = path.startsWith('/review/api/');
+    const fault = this.busy.find(f => (f.pathContains === '' ? api : path.includes(f.pathContains)));
     if (!fault) return false;
     if (--fault.count === 0) this.busy.splice(this.busy.indexOf(fault), 1);
     this.busyAnswers++;

@@ -13,12 +13,12 @@ import { Repository } from './repository';
 import { Ingester } from './upload';
 import { uploadLimits } from './limits';
 import { SessionStore, createHandler } from './server';
-import { FaultPlan, type BusyFault } from './faults';
+import { FaultPlan, type BusyFault, type SlowFault } from './faults';
 import { DEFAULT_FORM_CHARSET, FORM_CHARSETS, type FormCharset } from './charset';
 import type { EmulatorUser, SessionStats } from './sessions';
 
 export type { FormCharset } from './charset';
-export type { BusyFault } from './faults';
+export type { BusyFault, SlowFault } from './faults';
 export type { EmulatorUser, SessionStats } from './sessions';
 
 export interface EmulatorSession {
@@ -91,6 +91,10 @@ export interface RunningEmulator {
   injectBusy(fault: BusyFault): void;
   /** Busy answers sent so far. */
   busyAnswers(): number;
+  /** Holds the next `fault.count` requests whose path contains `fault.pathContains` for `fault.delayMs` (a slow login or server); see faults.ts. */
+  injectSlow(fault: SlowFault): void;
+  /** Requests held by a slow fault so far. */
+  slowAnswers(): number;
   /** Stops accepting, ends deliveries in flight, flushes state. */
   close(): Promise<void>;
 }
@@ -168,6 +172,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     sessionStats: () => ({ ...sessions.stats }),
     injectBusy: fault => faults.addBusy(fault),
     busyAnswers: () => faults.busyAnswers,
+    injectSlow: fault => faults.addSlow(fault),
+    slowAnswers: () => faults.slowAnswers,
     close: () => closing ??= (async () => {
       const stopped = new Promise<void>(resolve => server.close(() => resolve()));
       server.closeAllConnections(); // uploads in flight are cut: their temporary files are removed

@@ -431,11 +431,12 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const { path: rawPath, query } = splitTarget(req.url ?? '/');
     const routePath = rawPath.replace(/\/{2,}/g, '/');
+    if (await deps.faults?.hold(req, res, routePath)) return;
+    if (deps.faults?.answer(req, res, routePath)) return;
     if (await handleLogin(req, res, routePath, query, { sessions, users, log })) return;
     let route: Route | undefined;
     let match: RegExpExecArray | null = null;
     for (const r of routes) { match = r.pattern.exec(routePath); if (match) { route = r; break; } }
-    if (deps.faults?.answer(req, res, routePath)) return;
     if (!route || !match) { sendJson(res, 404, { success: false, error: `no such endpoint: ${req.method} ${routePath.slice(0, 200)}` }); return; }
     const handler = route.methods[req.method ?? ''];
     if (!handler) {

@@ -24,6 +24,12 @@ describe('retry rule (src/nodes/shared/retry.ts)', function () {
     retry.isTransient(err('http', { status: 449 })).should.be.true();
     retry.isTransient(err('http', { status: 503 })).should.be.true();
     retry.isTransient(err('auth', { status: 401, code: 'LOGIN_FAILED' })).should.be.true();
+    // A login that failed for a busy or absent login server is tried again; a refused password is not.
+    const { LoginError } = require(path.join(root, 'dist', 'api', 'session'));
+    retry.isTransient(new LoginError('login failed', 'login request', 'answered HTTP 503', false, 'upload')).should.be.true();
+    const refused = new LoginError('login failed', 'login request', 'answered HTTP 401 (user name or password refused)', true, 'upload');
+    retry.isTransient(refused).should.be.false();
+    retry.canRepeatUpload({ path: '/x' }, refused).should.be.false();
     for (const e of [err('invalid-input'), err('rejected', { status: 200 }), err('permission', { status: 403 }),
       err('auth', { status: 401 }), err('http', { status: 500 }), err('http', { status: 404 }), err('aborted'),
       err('too-large'), new Error('plain')]) {

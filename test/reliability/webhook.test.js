@@ -42,9 +42,11 @@ function send(url, { method = 'POST', headers = {}, body, declare = true, timeou
     const req = http.request(url, { method, headers: h, agent: keepAlive });
     const timer = setTimeout(() => { req.destroy(new Error(`no answer within ${timeoutMs} ms`)); }, timeoutMs);
     let answered = false;
+    let sent = 0;
     req.on('response', (res) => {
       answered = true;
       const ms = Date.now() - started;
+      const sentBeforeAnswer = sent;
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
       res.on('end', () => {
@@ -52,13 +54,12 @@ function send(url, { method = 'POST', headers = {}, body, declare = true, timeou
         const text = Buffer.concat(chunks).toString('utf8');
         let json;
         try { json = JSON.parse(text); } catch { /* not JSON */ }
-        resolve({ status: res.statusCode, text, json, ms });
+        resolve({ status: res.statusCode, text, json, ms, sentBeforeAnswer });
         if (streamed) req.destroy(); // stop sending the rest of the body
       });
     });
     req.on('error', (err) => { clearTimeout(timer); if (!answered) reject(err); });
     if (!streamed) { req.end(body); return; }
-    let sent = 0;
     const pump = () => {
       while (!answered && sent < body.total) {
         const piece = body.chunk.subarray(0, Math.min(body.chunk.length, body.total - sent));
@@ -72,6 +73,11 @@ function send(url, { method = 'POST', headers = {}, body, declare = true, timeou
 }
 
 const keepAlive = new http.Agent({ keepAlive: true });
+
+/** "At once" as a state, not a time (a loaded machine stretches any time): the answer came while the body was still being sent. */
+function answeredBeforeTheBody(r, total) {
+  r.sentBeforeAnswer.should.be.below(total);
+}
 
 function entry(i) {
   return { assetId: 100000 + i, rrn: 5000000 + i, path: `/bulk/file-${i}.txt`, owner: 'alice', action: 'added' };
@@ -212,8 +218,11 @@ describe(`reliability 8: the webhook endpoint under hostile input (${LONG ? 'lon
       r.status.should.equal(413);
       r.json.success.should.equal(false);
       r.json.error.should.match(/larger than 50000000 bytes/);
-      r.ms.should.be.below(1000);
-      mem.growth.should.be.below(16 * MiB);
+      answeredBeforeTheBody(r, total);
+      // Collecting the body up to the 50 MB limit would add at least 47.7 MiB. Node's server reads
+      // and discards the rest of a refused body on a kept-alive socket: that garbage alone grew RSS
+      // by up to 29 MiB with the load average at 14 (16 MiB here failed a fresh-clone CI run).
+      mem.growth.should.be.below(40 * MiB);
       figures.push(`suite 8: 100 MB body, Content-Length declared: 413 in ${r.ms} ms, Node-RED RSS +${mib(mem.growth)}`);
     });
 
@@ -223,7 +232,7 @@ describe(`reliability 8: the webhook endpoint under hostile input (${LONG ? 'lon
       const mem = rss.stop();
       r.status.should.equal(413);
       r.json.error.should.match(/larger than 50000000 bytes/);
-      r.ms.should.be.below(10000);
+      answeredBeforeTheBody(r, total);
       // At most the 50 MB limit is held while reading (then dropped), plus socket and heap slack.
       mem.growth.should.be.below(50 * 1e6 + 40 * MiB);
       figures.push(`suite 8: 100 MB body, chunked: 413 in ${r.ms} ms, Node-RED RSS +${mib(mem.growth)} (limit 50 MB)`);
@@ -232,7 +241,7 @@ describe(`reliability 8: the webhook endpoint under hostile input (${LONG ? 'lon
     it('a secret check comes first: a 100 MB body without the secret gets 401 at once', async function () {
       const r = await send(hook, { body: { chunk, total }, declare: false });
       r.status.should.equal(401);
-      r.ms.should.be.below(1000);
+      answeredBeforeTheBody(r, total);
     });
   });
 

@@ -4,9 +4,11 @@
  *
  * - Transient, tried again: `network`, `timeout`, HTTP 449/503 "busy" (the vendor's preview
  *   server answers 449 to streaming calls under load), and an `auth` error of a failed automatic
- *   login (LOGIN_FAILED: the session waits and logs in again).
- * - Never tried again: `invalid-input`, `rejected`, `permission`, a plain 401, `too-large`,
- *   `aborted`, any other HTTP status. Repeating them gives the same answer.
+ *   login (LOGIN_FAILED: the login server was busy, slow or away, or another login is pending;
+ *   the session waits and logs in again).
+ * - Never tried again: `invalid-input`, `rejected`, `permission`, a plain 401, a login whose user
+ *   name or password the server refused (trying it again only counts towards a lock-out),
+ *   `too-large`, `aborted`, any other HTTP status. Repeating them gives the same answer.
  * - Wait: the server's Retry-After when a busy answer has one, else 5 s doubling (5, 10, 20 ...),
  *   at most 5 minutes. A close (the AbortSignal) ends the wait at once with kind `aborted`.
  * - An upload is sent again only when its body can be sent again (a path or a Buffer, not a
@@ -16,6 +18,7 @@
  * "Retries" counts the tries after the first: 2 means at most 3 sends.
  */
 import { AssetApiError } from '../../api/errors';
+import { LoginError } from '../../api/session';
 import type { UploadOptions } from '../../api/upload';
 import { isBlankSetting } from './fields';
 import type { Node, NodeAPI } from './node-red';
@@ -38,7 +41,7 @@ export function isTransient(err: unknown): err is AssetApiError {
   switch (err.kind) {
     case 'network': case 'timeout': return true;
     case 'http': return err.status !== undefined && BUSY.has(err.status);
-    case 'auth': return err.code === 'LOGIN_FAILED';
+    case 'auth': return err.code === 'LOGIN_FAILED' && !(err instanceof LoginError && err.credentialsRefused);
     default: return false;
   }
 }
