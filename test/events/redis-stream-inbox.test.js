@@ -89,6 +89,23 @@ describe('events: at-least-once inbox on a Redis Stream (real redis-server)', fu
     names(await a.take(10)).should.eql(['1/12']);
   });
 
+  it("an asset's newest revision is forgotten once the revision horizon has passed since its last store, not before", async function () {
+    const a = await copy({ revisionHorizonMs: 300 });
+    await a.store([entry(1, 12)]);
+    const ttl = await admin.pttl(`${PREFIX}v:asset:1`);
+    ttl.should.be.above(0).and.belowOrEqual(300);
+    (await a.store([entry(1, 11)])).should.equal(1, 'older than 12, within the horizon');
+    await a.store([entry(1, 13)]);
+    (await admin.pttl(`${PREFIX}v:asset:1`)).should.be.above(0, 'a newer store restarts the horizon');
+    const deadline = Date.now() + 20000;
+    while (await admin.exists(`${PREFIX}v:asset:1`)) {
+      if (Date.now() > deadline) throw new Error('the newest revision was never forgotten');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    (await a.store([entry(1, 5)])).should.equal(0, 'past the horizon no re-send can come: a new entry');
+    (await admin.exists(`${PREFIX}v`)).should.equal(0, 'no hash that grows with every asset');
+  });
+
   it('full: refuses the whole callback, writes nothing, and takes it once there is room', async function () {
     const a = await copy({ maxEntries: 3 });
     await a.store([entry(1, 1), entry(2, 1)]);

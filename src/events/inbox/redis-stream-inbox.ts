@@ -22,6 +22,7 @@ import { entryKey } from '../payload';
 import { entryDigest } from '../entry-digest';
 import type { CallbackEntry } from '../../api/types';
 import { STREAM_SCRIPTS } from './redis-stream-scripts';
+import { REVISION_HORIZON_MS } from './inbox-state';
 import { InboxFullError, type Delivery, type Inbox, type InboxCounts, type InboxOptions, type NewEntry, type ParkedEntry, type Taken } from './types';
 
 /** The part of an ioredis client used here. */
@@ -41,6 +42,8 @@ export interface StreamInboxOptions extends InboxOptions {
   prefix: string;
   /** Duplicate window, ms (0: no duplicate filter): an entry stored within it is not stored again. */
   windowMs: number;
+  /** How long a key's newest revision is kept after its last store, ms. Default REVISION_HORIZON_MS. */
+  revisionHorizonMs?: number;
   /** Most time one Redis round trip may take, ms. */
   timeoutMs: number;
   /** How often entries stored by other copies, and entries timed out anywhere, are looked for. Default 200 ms. */
@@ -116,7 +119,8 @@ export class RedisStreamInbox implements Inbox {
   async store(entries: NewEntry[]): Promise<number> {
     if (this.closed) throw new Error('inbox is closed');
     if (entries.length === 0) return 0;
-    const args: Array<string | number> = [this.options.maxEntries, Math.max(0, Math.round(this.options.windowMs))];
+    const args: Array<string | number> = [this.options.maxEntries, Math.max(0, Math.round(this.options.windowMs)),
+      this.options.revisionHorizonMs ?? REVISION_HORIZON_MS];
     for (const e of entries) {
       const key = this.options.windowMs > 0 && e.entry && typeof e.entry === 'object' ? entryKey(e.subscriptionId, e.entry as CallbackEntry) : undefined;
       const data: Data = { e: e.entry, at: e.receivedAt };

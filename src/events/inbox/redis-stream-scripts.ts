@@ -12,7 +12,8 @@
  * lock's lease. No lock key of its own: it would be a second lease to keep in step with that one.
  * - `P n`        hash: deliveries so far per stream id
  * - `P p`        hash: parked entries, id -> JSON {k, d, n, r, pa}
- * - `P v`        hash: newest revision stored per key (kept after acknowledgement, as in the journal inbox)
+ * - `P v:<key>`  newest revision stored of a key, PX = the revision horizon from its last store (kept
+ *                after acknowledgement, as in the journal inbox; a re-sent older entry comes within it)
  * - `P d:<hex>`  an entry key's digest, PX = the duplicate window: a repeat within it is not stored
  */
 
@@ -36,15 +37,15 @@ end
 `;
 
 /**
- * KEYS[1] P; ARGV[1] bound on stored entries, ARGV[2] duplicate window ms (0: none), then per entry
- * four: digest hex ('' none), key, revision ('' none), data. All or none: -1 when they do not fit;
+ * KEYS[1] P; ARGV[1] bound on stored entries, ARGV[2] duplicate window ms (0: none), ARGV[3] revision
+ * horizon ms, then per entry four: digest hex ('' none), key, revision ('' none), data. All or none: -1 when they do not fit;
  * else how many were left out (a repeat within the window, or older than a stored revision of their key).
  */
-const STORE = `local p, max, win = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
+const STORE = `local p, max, win, horizon = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local s = p .. 's'
 if redis.call('EXISTS', s) == 0 then redis.call('XGROUP', 'CREATE', s, 'g', '0', 'MKSTREAM') end
 local seen, newest, fresh = {}, {}, {}
-for b = 3, #ARGV, 4 do
+for b = 4, #ARGV, 4 do
   local dg, k, v = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local keep = true
   if dg ~= '' and win > 0 then
@@ -53,18 +54,18 @@ for b = 3, #ARGV, 4 do
   end
   if keep and v ~= '' then
     local nv = tonumber(v)
-    if newest[k] == nil then newest[k] = tonumber(redis.call('HGET', p .. 'v', k) or '-1') end
+    if newest[k] == nil then newest[k] = tonumber(redis.call('GET', p .. 'v:' .. k) or '-1') end
     if nv < newest[k] then keep = false else newest[k] = nv end
   end
   if keep then fresh[#fresh + 1] = b end
 end
-local left = (#ARGV - 2) / 4 - #fresh
+local left = (#ARGV - 3) / 4 - #fresh
 if #fresh == 0 then return left end
 if redis.call('XLEN', s) + redis.call('HLEN', p .. 'p') + #fresh > max then return -1 end
 for _, b in ipairs(fresh) do
   local dg, k, v = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   if dg ~= '' and win > 0 then redis.call('SET', p .. 'd:' .. dg, '1', 'PX', win) end
-  if v ~= '' then redis.call('HSET', p .. 'v', k, newest[k]) end
+  if v ~= '' then redis.call('SET', p .. 'v:' .. k, newest[k], 'PX', horizon) end
   local id = redis.call('XADD', s, '*', 'k', k, 'd', ARGV[b + 3])
   redis.call('RPUSH', p .. 'l:' .. k, id)
 end
