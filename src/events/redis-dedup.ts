@@ -34,6 +34,7 @@
 import * as crypto from 'crypto';
 import { DIGEST_BYTES as DIGEST, entryDigest as digest } from './entry-digest';
 import type { Claim, EntryFilter, Verdict } from './entry-filter';
+import { callWithin, type ConnectionState } from './redis-within';
 
 /** The key of a batch's marker, after the prefix (entry keys are the prefix and 20 binary bytes). */
 const MARKER = 'b:';
@@ -97,7 +98,7 @@ return 1`;
 export const SCRIPTS = { claim: CLAIM, confirm: CONFIRM, drop: DROP };
 
 /** The part of an ioredis client used here. */
-export interface RedisLike {
+export interface RedisLike extends ConnectionState {
   eval(script: string, numKeys: number, ...args: Array<string | Buffer>): Promise<unknown>;
   /**
    * Optional: DEL sent at once, outside the client's automatic pipelining (asset-redis excludes it:
@@ -105,14 +106,7 @@ export interface RedisLike {
    * an unanswered claim could be lost with the connection while the claim still lands).
    */
   del?(...keys: Array<string | Buffer>): Promise<unknown>;
-  /** ioredis: 'ready' once connected; 'connecting', 'connect', 'reconnecting' on the way there. */
-  status?: string;
-  once?(event: 'ready', listener: () => void): unknown;
-  removeListener?(event: 'ready', listener: () => void): unknown;
 }
-
-/** Connection states from which ioredis will soon be 'ready': worth waiting for within the timeout. */
-const CONNECTING = new Set(['wait', 'connecting', 'connect', 'reconnecting']);
 
 export interface RedisFilterOptions {
   /** Prepended to every key; include the node id so that two endpoints never share keys. */
@@ -224,30 +218,8 @@ export class RedisDuplicateFilter implements EntryFilter {
    * after commands sent meanwhile (a confirmation behind a later claim); Redis caches the
    * compiled script either way, and the text is a few hundred bytes.
    */
-  private async run(source: string, args: Array<string | Buffer>): Promise<unknown> {
-    let timer: NodeJS.Timeout | undefined;
-    let onReady: (() => void) | undefined;
+  private run(source: string, args: Array<string | Buffer>): Promise<unknown> {
     const { timeoutMs, prefix } = this.options;
-    const redis = this.redis;
-    const call = () => redis.eval(source, 1, prefix, ...args);
-    let timedOut = false;
-    try {
-      const connected = redis.status && CONNECTING.has(redis.status) && redis.once
-        ? new Promise<void>((resolve) => { onReady = resolve; redis.once!('ready', resolve); })
-        : undefined;
-      return await Promise.race([
-        // Connected only after the timeout: too late, the callback was answered 503 already.
-        connected ? connected.then(() => (timedOut ? undefined : call())) : call(),
-        new Promise<never>((_resolve, reject) => {
-          timer = setTimeout(() => { timedOut = true; reject(new FilterUnavailableError(`Redis did not answer within ${timeoutMs} ms`)); }, timeoutMs);
-        })
-      ]);
-    } catch (err) {
-      if (err instanceof FilterUnavailableError) throw err;
-      throw new FilterUnavailableError(`Redis: ${(err as Error)?.message ?? String(err)}`);
-    } finally {
-      if (timer) clearTimeout(timer);
-      if (onReady && redis.removeListener) redis.removeListener('ready', onReady);
-    }
+    return callWithin(this.redis, timeoutMs, () => this.redis.eval(source, 1, prefix, ...args), FilterUnavailableError);
   }
 }

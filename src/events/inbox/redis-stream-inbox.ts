@@ -21,21 +21,15 @@ import { randomBytes, createHash } from 'crypto';
 import { entryKey } from '../payload';
 import { entryDigest } from '../entry-digest';
 import type { CallbackEntry } from '../../api/types';
+import { callWithin, type ConnectionState } from '../redis-within';
 import { STREAM_SCRIPTS } from './redis-stream-scripts';
 import { REVISION_HORIZON_MS } from './inbox-state';
 import { InboxFullError, type Delivery, type Inbox, type InboxCounts, type InboxOptions, type NewEntry, type ParkedEntry, type Taken } from './types';
 
 /** The part of an ioredis client used here. */
-export interface StreamRedis {
+export interface StreamRedis extends ConnectionState {
   call(command: string, ...args: Array<string | number>): Promise<unknown>;
-  /** ioredis: 'ready' once connected; 'connecting', 'connect', 'reconnecting' on the way there. */
-  status?: string;
-  once?(event: 'ready', listener: () => void): unknown;
-  removeListener?(event: 'ready', listener: () => void): unknown;
 }
-
-/** Connection states from which ioredis will soon be 'ready': worth waiting for within the timeout. */
-const CONNECTING = new Set(['wait', 'connecting', 'connect', 'reconnecting']);
 
 export interface StreamInboxOptions extends InboxOptions {
   /** Prefix of every key of this inbox; include the node id as a hash tag: `dam:{node}:in:`. */
@@ -345,29 +339,7 @@ export class RedisStreamInbox implements Inbox {
   }
 
   /** One command within the timeout. */
-  private async call(command: string, ...args: Array<string | number>): Promise<unknown> {
-    let timer: NodeJS.Timeout | undefined;
-    let onReady: (() => void) | undefined;
-    const redis = this.redis;
-    let timedOut = false;
-    try {
-      // A connection under way (the first callback after a deploy): waited for within the timeout.
-      const connected = redis.status && CONNECTING.has(redis.status) && redis.once
-        ? new Promise<void>((resolve) => { onReady = resolve; redis.once!('ready', resolve); })
-        : undefined;
-      return await Promise.race([
-        connected ? connected.then(() => (timedOut ? undefined : redis.call(command, ...args))) : redis.call(command, ...args),
-        new Promise<never>((_resolve, reject) => {
-          timer = setTimeout(() => { timedOut = true; reject(new StreamUnavailableError(`Redis did not answer within ${this.options.timeoutMs} ms`)); }, this.options.timeoutMs);
-        })
-      ]);
-    } catch (err) {
-      if (err instanceof StreamUnavailableError) throw err;
-      throw new StreamUnavailableError(`Redis: ${(err as Error)?.message ?? String(err)}`);
-    }
-    finally {
-      if (timer) clearTimeout(timer);
-      if (onReady && redis.removeListener) redis.removeListener('ready', onReady);
-    }
+  private call(command: string, ...args: Array<string | number>): Promise<unknown> {
+    return callWithin(this.redis, this.options.timeoutMs, () => this.redis.call(command, ...args), StreamUnavailableError);
   }
 }
