@@ -16,9 +16,14 @@ const CHUNK = TRANSFER_HIGH_WATER_MARK;
 /** Buffers kept between uploads, per thread: enough for four uploads' chunks in flight. */
 const POOL_MAX = 24;
 const pool: Buffer[] = [];
+/** Chunks read into a reused buffer and into a new one, on this thread (for tests and benches). */
+export const poolCounts = { reused: 0, allocated: 0 };
 
 function takeBuffer(): Buffer {
-  return pool.pop() ?? Buffer.allocUnsafeSlow(CHUNK);
+  const buffer = pool.pop();
+  if (buffer) { poolCounts.reused++; return buffer; }
+  poolCounts.allocated++;
+  return Buffer.allocUnsafeSlow(CHUNK);
 }
 
 function giveBack(buffer: Buffer): void {
