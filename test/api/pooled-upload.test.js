@@ -100,4 +100,17 @@ describe('api client: uploads from pooled read buffers', function () {
       api.close();
     }
   });
+
+  it('the same on the transfer thread (the default for files of 4 MiB or more): every byte of every file arrives', async () => {
+    const api = new AssetClient({ baseUrl: slow.url, cookie: COOKIES.editor, transferThread: 'worker' });
+    try {
+      for (let round = 0; round < 2; round++) {
+        await Promise.all(files.map((file) => api.upload({ file: { path: file }, destination: '/pool' })));
+        for (const file of files) slow.received.get(path.basename(file)).should.equal(await sha256File(file), `${file}, round ${round + 1}`);
+        slow.received.clear();
+      }
+    } finally {
+      api.close();
+    }
+  });
 });
