@@ -23,7 +23,7 @@ const REPO = path.resolve(__dirname, '..');
 const COOKIE_VALUE = 'bench-session';
 const COOKIE = `JSESSIONID=${COOKIE_VALUE}`;
 const CASES = ['transfer', 'events', 'fanout', 'hotfolder'];
-const VARIANTS = ['curl', 'bare', 'client', 'node', 'core', 'redis', 'inbox'];
+const VARIANTS = ['curl', 'bare', 'client', 'node', 'core', 'redis', 'inbox', 'streams'];
 
 const USAGE = `Usage: npm run bench -- [options]
   --quick            small sizes (1M,4M), short bursts, small hot-folder sets, for CI
@@ -32,7 +32,8 @@ const USAGE = `Usage: npm run bench -- [options]
   --only LIST        some of: ${CASES.join(',')} (default all)
   --variants LIST    variants, some of: curl,bare,client,node,core (transfers), redis (events: asset-event-in
                      with its filter in a redis-server started by the bench), inbox (events: asset-event-in
-                     at least once -> asset-event-ack) (default all; for investigations)
+                     at least once -> asset-event-ack), streams (the same with its inbox on a Redis Stream)
+                     (default all; for investigations)
   --strict           exit 1 when a target is missed (default: only when a case breaks)
   --verbose          show Node-RED and emulator output
   --report FILE      only re-render the Markdown and SVG of a saved results JSON (bench/results/*.json)
@@ -192,7 +193,7 @@ async function main() {
     };
     stopNodeRed = async () => { for (const nr of Object.values(processes)) await nr.stop(); };
     // The Redis of the 'redis' event variant (Debian's redis-server, in the temp folder, on a free port).
-    if (opts.only.includes('events') && opts.variants.includes('redis')) {
+    if (opts.only.includes('events') && (opts.variants.includes('redis') || opts.variants.includes('streams'))) {
       const { installed, startRedis } = require('../test/reliability/lib/servers');
       if (installed('redis-server')) redis = await startRedis(path.join(tmp, 'redis'), { durable: false });
       else notes.push('redis-server is not installed: the event flow with the filter in Redis is skipped.');
@@ -205,7 +206,7 @@ async function main() {
     }
 
     if (needTransfer) {
-      const variants = (dir, ourType) => opts.variants.filter((v) => v !== 'redis' && v !== 'inbox' &&
+      const variants = (dir, ourType) => opts.variants.filter((v) => v !== 'redis' && v !== 'inbox' && v !== 'streams' &&
         (v !== 'curl' || env.curl) && (v !== 'client' || parts.client) && (v !== 'node' || hasNode(ourType)));
       for (const size of opts.sizes) {
         log(`\n== ${formatSize(size)}: upload and download`);
@@ -232,7 +233,8 @@ async function main() {
       log('\n== event bursts');
       try {
         results.events = await runEvents({ nr: await nodeRed('ours'), opts, log, hasOurs: types.has('asset-event-in'),
-          hasInbox: opts.variants.includes('inbox') && types.has('asset-event-ack'), hasRedis: !!redis && types.has('asset-redis') });
+          hasInbox: opts.variants.includes('inbox') && types.has('asset-event-ack'), hasRedis: !!redis && opts.variants.includes('redis') && types.has('asset-redis'),
+          hasStreams: !!redis && opts.variants.includes('streams') && types.has('asset-redis') && types.has('asset-event-ack') });
       } catch (e) {
         errors.push(`event bursts: ${e.message}`);
       }

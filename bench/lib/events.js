@@ -56,8 +56,8 @@ async function settledCount(nr, variant, expected) {
   let same = 0;
   // The inbox hands entries out after the answers, paced by its fsyncs: a pause of a few hundred ms
   // is not the end of its work (it stops after 5 s without progress, or after 2 minutes).
-  const patience = variant === 'inbox' ? 50 : 3;
-  for (let i = 0; i < (variant === 'inbox' ? 1200 : 100); i++) {
+  const patience = variant === 'inbox' || variant === 'streams' ? 50 : 3;
+  for (let i = 0; i < (variant === 'inbox' || variant === 'streams' ? 1200 : 100); i++) {
     const c = (await counts(nr))[variant];
     if (c >= expected) return c;
     if (c === last) { if (++same >= patience) return c; } else same = 0;
@@ -166,10 +166,10 @@ async function burst(nr, variant, n, amount, rate) {
   const cpu = readCpu(nr.pid) - cpuBefore; // Node-RED's CPU for this burst (less sensitive to load than time)
   // The inbox answers once entries are stored and hands them out after: its entries/s counts until
   // the last acknowledgement was counted (polled every 100 ms, so at most 0.1 s late), not the last answer.
-  const seconds = variant === 'inbox' && !rate ? Math.max(r.seconds, (performance.now() - began) / 1000) : r.seconds;
+  const seconds = (variant === 'inbox' || variant === 'streams') && !rate ? Math.max(r.seconds, (performance.now() - began) / 1000) : r.seconds;
   return {
     callbacks: amount, answered: r.requests.total, ok2xx: r['2xx'], non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts,
-    seconds, callbacksPerSec: r['2xx'] / seconds, entriesPerSec: counted / seconds,
+    seconds, answerSeconds: r.seconds, callbacksPerSec: r['2xx'] / seconds, entriesPerSec: counted / seconds,
     p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max, latencies: r.latencies,
     sentEntries, counted, lost: sentEntries - counted, cpuSeconds: cpu, cpuMicrosPerEntry: cpu / counted * 1e6
   };
@@ -193,7 +193,7 @@ async function calibrate(nr, variant, n, seconds) {
  */
 async function runEvents(ctx) {
   const { nr, opts, log } = ctx;
-  const variants = ctx.hasOurs ? ['ours', 'batch', ...(ctx.hasInbox ? ['inbox'] : []), ...(ctx.hasRedis ? ['redis'] : []), 'core'] : ['core'];
+  const variants = ctx.hasOurs ? ['ours', 'batch', ...(ctx.hasInbox ? ['inbox'] : []), ...(ctx.hasRedis ? ['redis'] : []), ...(ctx.hasStreams ? ['streams'] : []), 'core'] : ['core'];
   const batchSizes = [1, 100, 1000];
   const burstSeconds = opts.quick ? 0.25 : 2;
   const warmSeconds = opts.quick ? 0.2 : 1;
@@ -256,4 +256,4 @@ async function runEvents(ctx) {
   return results;
 }
 
-module.exports = { runEvents, callbackBody, paced };
+module.exports = { runEvents, callbackBody, paced, burst, calibrate };

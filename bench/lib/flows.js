@@ -14,7 +14,7 @@ const ID = {
   downOurs: 'bench-down-ours-inject',
   downCore: 'bench-down-core-inject'
 };
-const EVENT_PATHS = { ours: '/bench/dam-events', batch: '/bench/dam-events-batch', core: '/bench/core-events', redis: '/bench/redis-events', inbox: '/bench/dam-events-inbox' };
+const EVENT_PATHS = { ours: '/bench/dam-events', batch: '/bench/dam-events-batch', core: '/bench/core-events', redis: '/bench/redis-events', inbox: '/bench/dam-events-inbox', streams: '/bench/dam-events-streams' };
 
 // Last node of every transfer flow: elapsed time and what the flow produced, then drop the payload.
 const DONE_FUNC = `
@@ -57,6 +57,10 @@ return null;`;
 // Counted after asset-event-ack: an entry of the at-least-once inbox is done once acknowledged.
 const COUNT_INBOX = `
 flow.set('inbox', (flow.get('inbox') || 0) + 1);
+return null;`;
+
+const COUNT_STREAMS = `
+flow.set('streams', (flow.get('streams') || 0) + 1);
 return null;`;
 
 const COUNT_REDIS = `
@@ -105,10 +109,10 @@ function buildFlows({ emulatorUrl, cookie, types, parts, redisUrl }) {
   // --- helpers read by the harness
   nodes.push(
     httpIn('bench-counts-in', '/bench/counts', 'get', ['bench-counts-fn'], 600),
-    fn('bench-counts-fn', `msg.payload = { ours: flow.get('ours') || 0, batch: flow.get('batch') || 0, core: flow.get('core') || 0, redis: flow.get('redis') || 0, inbox: flow.get('inbox') || 0 }; return msg;`, ['bench-counts-out'], 450, 600),
+    fn('bench-counts-fn', `msg.payload = { ours: flow.get('ours') || 0, batch: flow.get('batch') || 0, core: flow.get('core') || 0, redis: flow.get('redis') || 0, inbox: flow.get('inbox') || 0, streams: flow.get('streams') || 0 }; return msg;`, ['bench-counts-out'], 450, 600),
     httpResponse('bench-counts-out', 600),
     httpIn('bench-reset-in', '/bench/reset', 'post', ['bench-reset-fn'], 640),
-    fn('bench-reset-fn', `flow.set('ours', 0); flow.set('batch', 0); flow.set('core', 0); flow.set('redis', 0); flow.set('inbox', 0); msg.payload = { ok: true }; return msg;`, ['bench-reset-out'], 450, 640),
+    fn('bench-reset-fn', `flow.set('ours', 0); flow.set('batch', 0); flow.set('core', 0); flow.set('redis', 0); flow.set('inbox', 0); flow.set('streams', 0); msg.payload = { ok: true }; return msg;`, ['bench-reset-out'], 450, 640),
     httpResponse('bench-reset-out', 640),
     { id: 'bench-catch', type: 'catch', z: TAB, name: '', scope: null, uncaught: false, x: 150, y: 720, wires: [['bench-catch-fn']] },
     fn('bench-catch-fn', CATCH_FUNC, [], 450, 720)
@@ -215,6 +219,19 @@ function buildFlows({ emulatorUrl, cookie, types, parts, redisUrl }) {
         checkId: true, dedup: true, dedupWindow: '', dedupMax: '', server: '', manage: false, redis: 'bench-redis',
         watchPath: [], watchMetadata: [], logicalOperand: '', retryCount: '', x: 150, y: 480, wires: [['bench-ev-redis-count']] },
       fn('bench-ev-redis-count', COUNT_REDIS, [], 450, 480)
+    );
+  }
+  if (parts.has('events') && types.has('asset-event-in') && types.has('asset-event-ack') && types.has('asset-redis') && redisUrl) {
+    // --- 3e: at least once with its inbox on a Redis Stream (an asset-redis node chosen) -> ack -> count.
+    nodes.push(
+      { id: 'bench-redis-streams', type: 'asset-redis', name: 'bench streams', url: redisUrl, prefix: 'benchs:', timeout: 1000, lease: 10 },
+      { id: 'bench-ev-streams-in', type: 'asset-event-in', z: TAB, name: '', path: EVENT_PATHS.streams, method: 'post',
+        successCode: '', output: 'entry', emitEmpty: false, maxBodyMB: '', secretHeader: '', subscriptionId: '',
+        checkId: true, dedup: true, dedupWindow: '', dedupMax: '', server: '', manage: false, redis: 'bench-redis-streams',
+        delivery: 'atLeastOnce', inboxMax: 10000000, maxInFlight: 100, outputs: 2,
+        watchPath: [], watchMetadata: [], logicalOperand: '', retryCount: '', x: 150, y: 520, wires: [['bench-ev-streams-ack'], []] },
+      { id: 'bench-ev-streams-ack', type: 'asset-event-ack', z: TAB, name: '', action: 'ack', x: 350, y: 520, wires: [['bench-ev-streams-count']] },
+      fn('bench-ev-streams-count', COUNT_STREAMS, [], 550, 520)
     );
   }
   return nodes;

@@ -35,6 +35,7 @@ const EVENT_LABEL = {
   batch: '**asset-event-in** (one msg per callback) → count',
   redis: '**asset-event-in**, filter in Redis → count',
   inbox: '**asset-event-in** at least once → **asset-event-ack** → count',
+  streams: '**asset-event-in** at least once, inbox on a Redis Stream → **asset-event-ack** → count',
   core: 'core: http in → change → split → count → http response'
 };
 
@@ -109,6 +110,17 @@ function eventTargets(rows) {
       }
       const ok = r.lost === 0 && r.httpFailures === 0;
       r.targets.push({ name: `asset-event-in with the filter in Redis, ${r.entriesPerCallback}/callback: 0 entries lost`, ok, text: `${verdict(ok)} 0 lost` });
+      out.push(...r.targets);
+      continue;
+    }
+    if (r.variant === 'streams') {
+      const filter = rows.find((c) => c.variant === 'redis' && c.entriesPerCallback === r.entriesPerCallback);
+      if (filter && r.entriesPerCallback === 100) {
+        const ok = r.entriesPerSec >= 0.8 * filter.entriesPerSec;
+        r.targets.push({ name: 'asset-event-in at least once on a Redis Stream, 100/callback: entries/s ≥ 0.8 × the Redis filter at most once', ok, text: `${verdict(ok)} ≥ 0.8 × Redis filter` });
+      }
+      const ok = r.lost === 0 && r.httpFailures === 0;
+      r.targets.push({ name: `asset-event-in at least once on a Redis Stream, ${r.entriesPerCallback}/callback: 0 entries lost`, ok, text: `${verdict(ok)} 0 lost` });
       out.push(...r.targets);
       continue;
     }

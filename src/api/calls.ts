@@ -32,6 +32,8 @@ export interface CallSetup {
   timeout: number;
   /** Largest JSON answer read (bytes). */
   maxAnswerBytes: number;
+  /** Longest a renewal may keep a call waiting with nothing received (ms; 0: the call's own timeout). */
+  renewalWaitMs?: number;
 }
 
 export class ApiCalls {
@@ -41,6 +43,7 @@ export class ApiCalls {
   private readonly base: string;
   private readonly origin: string;
   private readonly timeout: number;
+  private readonly renewalWaitMs: number;
 
   constructor(setup: CallSetup) {
     this.http = setup.http;
@@ -49,6 +52,7 @@ export class ApiCalls {
     this.base = setup.base;
     this.origin = setup.origin;
     this.timeout = setup.timeout;
+    this.renewalWaitMs = setup.renewalWaitMs ?? 0;
   }
 
   url(apiPath: string): string {
@@ -100,7 +104,7 @@ export class ApiCalls {
     (first.data as Readable | undefined)?.destroy?.();
     try {
       // The call's own timeout and the caller's abort end the wait for the login too.
-      await this.session.renew(usedHeader, operation, control.signal);
+      await this.waitingForLogin(control, () => this.session.renew(usedHeader, operation, control.signal));
     } catch (err) {
       if (control.signal.aborted) throw this.failure(operation, new Error('ended while waiting for the automatic login'), control);
       throw err;
@@ -109,12 +113,24 @@ export class ApiCalls {
     const again = await this.sendOnce(operation, control, config);
     if (again.status !== 401) return again;
     (again.data as Readable | undefined)?.destroy?.();
-    if (await this.session.renewAdopted(repeatHeader, operation, control.signal)) {
+    if (await this.waitingForLogin(control, () => this.session.renewAdopted(repeatHeader, operation, control.signal))) {
       const third = await this.sendOnce(operation, control, config);
       if (third.status !== 401) return third;
       (third.data as Readable | undefined)?.destroy?.();
     }
     throw this.session.refused(operation);
+  }
+
+  /** Runs a renewal with the call's inactivity limit widened as the session needs (a shared login may wait for a lease). */
+  private async waitingForLogin<T>(control: CallControl, renewal: () => Promise<T>): Promise<T> {
+    const own = control.timeoutMs;
+    const wait = own > 0 ? Math.max(own, this.renewalWaitMs) : own;
+    if (wait !== own) control.setTimeout(wait);
+    try {
+      return await renewal();
+    } finally {
+      if (wait !== own && !control.signal.aborted) control.setTimeout(own);
+    }
   }
 
   /** A call whose answer is JSON with success true; resolves that answer. */

@@ -23,6 +23,7 @@ import type { IfExists } from './file-placement';
 import { readExportAnswer } from './json-answer';
 import { ProxyRouter, proxySecrets, resolveProxy, usesProxy, type ProxyEnvOptions, type ProxySetting } from './proxy';
 import { SessionHolder } from './session';
+import { sharedLoginWaitMs } from './shared-session';
 import type { TransferProgress } from './transfer';
 import { TransferThread, type ThreadJob } from './transfer-thread';
 import { API_PATHS, type SubscriptionFields, type SubscriptionResult, type SubscriptionDetails } from './types';
@@ -137,7 +138,9 @@ export class AssetClient extends EventEmitter {
     }
     this.session = new SessionHolder({ http: api, base, timeoutMs: timeout }, options.cookie, options.login, options.sharedSession);
     if (proxy) for (const secret of proxySecrets(proxy)) this.session.keepSecret(secret);
-    this.calls = new ApiCalls({ http: api, base, origin, session: this.session, timeout, maxAnswerBytes });
+    // A call waiting for a shared login may outwait a dead holder's lock (shared-session.ts).
+    const renewalWaitMs = options.sharedSession ? sharedLoginWaitMs(timeout) : 0;
+    this.calls = new ApiCalls({ http: api, base, origin, session: this.session, timeout, maxAnswerBytes, renewalWaitMs });
     this.session.onChange((event) => this.emit(event === 'renewed' ? 'session-renewed' : 'cookie-set'));
     // One listener per node that shares this client (e.g. every asset-event-in): no fixed limit.
     this.setMaxListeners(0);

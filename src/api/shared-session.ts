@@ -49,6 +49,19 @@ export function loginLeaseMs(timeoutMs: number): number {
   return timeoutMs > 0 ? Math.min(2 * timeoutMs + 1000, 120000) : 60000;
 }
 
+/** After the lease and this much more, a waiting copy stops waiting for the holder and logs in by itself. */
+const GIVE_UP_MARGIN_MS = 2000;
+
+/**
+ * Longest a call may wait for a shared renewal with nothing received: another copy's lock may be
+ * held by a copy that died, so the wait is up to the lease and the margin, then a login of its own
+ * (one `timeoutMs` deadline). A call's inactivity timeout alone would fail the calls of every copy
+ * waiting for a dead holder.
+ */
+export function sharedLoginWaitMs(timeoutMs: number): number {
+  return loginLeaseMs(timeoutMs) + GIVE_UP_MARGIN_MS + timeoutMs;
+}
+
 export interface SharedRenewSteps {
   /** Logs in locally; resolves with the new Cookie header, rejects as the local login does. */
   login(): Promise<string>;
@@ -64,7 +77,7 @@ export interface SharedRenewSteps {
  */
 export async function renewShared(store: SharedSessionStore, stale: string | undefined, leaseMs: number, steps: SharedRenewSteps): Promise<void> {
   // A holder killed with the lock blocks for at most the lease: after lease + a margin, log in alone.
-  const giveUpAt = Date.now() + leaseMs + 2000;
+  const giveUpAt = Date.now() + leaseMs + GIVE_UP_MARGIN_MS;
   for (;;) {
     let step: LockStep;
     try {

@@ -16,9 +16,11 @@ export interface Claim {
   /** One per key, in order. */
   verdicts: Verdict[];
   /**
-   * Called as the `new` entries are handed to the flow, in the same turn (before Node-RED delivers
-   * them): they count as emitted for the window. A copy killed after its flow saw them has sent
-   * this already, so the server's retry is not emitted a second time.
+   * Awaited before the `new` entries are handed to the flow: they count as emitted for the window. A
+   * copy killed after its flow saw them has confirmed them, so the server's retry is not emitted a
+   * second time. Rejects with ClaimLapsedError when the claim had lapsed (the entries must not be
+   * handed on: another copy may have them), with another error when its outcome is unknown (Redis
+   * did not answer: it may have landed, so the entries are handed on anyway, or they could be lost).
    */
   confirm(): Promise<void>;
   /** The node closed before its flow got the entries: forget them, so that the retry is emitted. */
@@ -28,6 +30,12 @@ export interface Claim {
 export interface EntryFilter {
   /** Verdicts for the keys of one callback; rejects when the filter cannot answer (then nothing may be emitted). */
   claim(keys: string[]): Promise<Claim>;
+  /**
+   * The keys of one callback in groups (the chunks it is handed on in), claimed at once, one Claim
+   * per group: each group is confirmed (or undone) on its own. An entry twice in the callback is a
+   * duplicate the second time, in whatever group.
+   */
+  claimGroups(groups: string[][]): Promise<Claim[]>;
 }
 
 const confirmed = async (): Promise<void> => undefined;
@@ -38,21 +46,26 @@ const confirmed = async (): Promise<void> => undefined;
  * at a time so that a large callback does not hold the event loop.
  */
 export function memoryEntryFilter(filter: DuplicateFilter): EntryFilter {
-  return {
-    claim: async (keys) => {
-      const batch = filter.begin();
-      try {
+  const claimGroups = async (groups: string[][]): Promise<Claim[]> => {
+    const batch = filter.begin();
+    try {
+      let checked = 0;
+      const claims: Claim[] = [];
+      for (const keys of groups) {
         const verdicts: Verdict[] = new Array(keys.length);
         for (let i = 0; i < keys.length; i++) {
-          if (i > 0 && i % YIELD_EVERY === 0) await yieldToEventLoop();
+          if (checked > 0 && checked % YIELD_EVERY === 0) await yieldToEventLoop();
+          checked++;
           verdicts[i] = batch.isDuplicate(keys[i]) ? 'duplicate' : 'new';
         }
         // undo forgets the new keys (an at-least-once inbox that could not store them answers 503).
         const undo = async () => { keys.forEach((key, i) => { if (verdicts[i] === 'new') filter.forget(key); }); };
-        return { verdicts, confirm: confirmed, undo };
-      } finally {
-        batch.end();
+        claims.push({ verdicts, confirm: confirmed, undo });
       }
+      return claims;
+    } finally {
+      batch.end();
     }
   };
+  return { claimGroups, claim: async (keys) => (await claimGroups([keys]))[0] };
 }

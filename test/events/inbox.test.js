@@ -281,7 +281,8 @@ describe('events: at-least-once inbox (journal)', function () {
     for (let i = 100; i < 1700; i++) filler.push(revised(i, 5000 + i));
     await again.store(filler);
     await drain(again);
-    parseJournal(fs.readFileSync(path.join(dir, 'resent-compacted.journal'))).records.length.should.be.below(1000); // compacted
+    // Compacted: about 4800 records without (1600 stored, delivered, acknowledged); a compacted file may hold twice its snapshot.
+    parseJournal(fs.readFileSync(path.join(dir, 'resent-compacted.journal'))).records.length.should.be.below(2400);
     const copy = path.join(dir, 'resent-compacted-kill.journal');
     fs.copyFileSync(path.join(dir, 'resent-compacted.journal'), copy);
     const { inbox: third } = await open(copy, { maxEntries: 5000, maxInFlight: 5000 });

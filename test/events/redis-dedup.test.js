@@ -172,6 +172,49 @@ describe('RedisDuplicateFilter (real redis-server)', function () {
     (await redis.eval(old, 1, 'old:', d('new'), 'yours', '5000', '60000')).should.equal('2');
   });
 
+  it('claimGroups: one script, a marker per group; a confirmation renews the later groups\' leases; a lapsed group is refused; an entry twice is a duplicate in any group', async function () {
+    const { ClaimLapsedError } = require('../../dist/events');
+    const { waitFor } = require('../reliability/lib/support');
+    const f = filter({ leaseMs: 60000 });
+    const scripts = async () => Number((/cmdstat_eval:calls=(\d+)/.exec(await redis.info('commandstats')) || [0, 0])[1]);
+    const before = await scripts();
+    const claims = await f.claimGroups([['a', 'b'], ['c', 'a'], [], ['d']]);
+    (await scripts() - before).should.equal(1, 'one claim script for all groups');
+    claims.map((c) => c.verdicts).should.eql([['new', 'new'], ['new', 'duplicate'], [], ['new']]);
+    // Batch ids end in a counter: the markers in group order (the empty group has none).
+    const keys = (await redis.keys('test:n1:b:*')).sort((x, y) => parseInt(x.split('.').pop(), 36) - parseInt(y.split('.').pop(), 36));
+    (await Promise.all(keys.map((k) => redis.get(k)))).should.eql(['c', 'c', 'c']);
+    await waitFor('the last group\'s lease running down', async () => await redis.pttl(keys[2]) < 59900, 20000, 20);
+    await claims[0].confirm();
+    (await redis.get(keys[0])).should.equal('d');
+    (await redis.pttl(keys[2])).should.be.above(59900, 'renewed by the first group\'s confirmation');
+    const copyB = new RedisDuplicateFilter(connect(), { prefix: 'test:n1:', windowMs: 60000, leaseMs: 60000, timeoutMs: 1000 });
+    (await copyB.claim(['a', 'c', 'd'])).verdicts.should.eql(['duplicate', 'busy', 'busy']);
+
+    const g = new RedisDuplicateFilter(redis, { prefix: 'test:n2:', windowMs: 60000, leaseMs: 300, timeoutMs: 1000 });
+    const lapsing = await g.claimGroups([['x'], ['y']]);
+    await waitFor('the claims lapsed', async () => (await redis.keys('test:n2:b:*')).length === 0, 20000, 20);
+    await lapsing[1].confirm().should.be.rejectedWith(ClaimLapsedError, { message: /lapsed/ });
+    const copyC = new RedisDuplicateFilter(connect(), { prefix: 'test:n2:', windowMs: 60000, leaseMs: 300, timeoutMs: 1000 });
+    (await copyC.claim(['y'])).verdicts.should.eql(['new'], 'a lapsed group is free for another copy');
+  });
+
+  it('claimGroups with the claim script of Redis before 7.0: the same verdicts and markers', async function () {
+    const { SCRIPTS } = require('../../dist/events/redis-dedup');
+    const crypto = require('crypto');
+    const d = (k) => crypto.createHash('sha1').update(k).digest();
+    const old = SCRIPTS.claim.replace('(redis.REDIS_VERSION_NUM or 0)', '0');
+    await redis.set(Buffer.concat([Buffer.from('g:'), d('done')]), 'emitted-batch');
+    await redis.set('g:b:emitted-batch', 'd');
+    const codes = await redis.eval(old, 1, 'g:', Buffer.concat([d('x'), d('done'), d('y'), d('z')]), 'one two three', '5000', '60000', '2,2,4');
+    codes.should.equal('0100');
+    (await redis.get(Buffer.concat([Buffer.from('g:'), d('x')]))).should.equal('one');
+    (await redis.get(Buffer.concat([Buffer.from('g:'), d('y')]))).should.equal('three', 'the empty second group is skipped');
+    (await redis.get('g:b:one')).should.equal('c');
+    (await redis.exists('g:b:two')).should.equal(0, 'a group that claimed nothing has no marker');
+    (await redis.get('g:b:three')).should.equal('c');
+  });
+
   it('a claim that timed out is let go: when it lands late, the retry on another copy is not kept waiting for the lease', async function () {
     const own = await startRedis(path.join(work, 'late'), { durable: false });
     servers.push(own);

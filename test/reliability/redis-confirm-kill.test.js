@@ -15,8 +15,10 @@ const path = require('path');
 const { LONG, pick, tempDir, rmDir, launchNodeRed, ids } = require('./lib/rig');
 const { waitFor } = require('./lib/support');
 const { installed, startRedis } = require('./lib/servers');
+const { YIELD_EVERY } = require('../../dist/events');
 
 const ROUNDS = Number(process.env.KILL_ROUNDS) || pick(4, 12);
+const BIG_ROUNDS = Number(process.env.KILL_BIG_ROUNDS) || pick(2, 6);
 const PREFIX = 'kill:';
 const SUB_ID = 'kill-confirm-0001';
 
@@ -127,5 +129,74 @@ describe(`reliability 13: a copy SIGKILLed while its flow works emits nothing tw
     counts.twice.should.equal(0, 'changes emitted twice (the confirmation was not in Redis when the flow ran)');
     counts.lost.should.equal(0, 'changes lost');
     counts.emittedByRetry.should.equal(0);
+  });
+
+  // Part 1 of the follow-up: a callback longer than one chunk (YIELD_EVERY messages, handed on with
+  // the event loop let run between chunks). The flow writes a line per message and works 1.5 s on
+  // the last message of a chunk: copy A is SIGKILLed during that work, after a chunk's lines are all
+  // in its file (randomly after the first or the second chunk). The chunks it handed on must be
+  // confirmed, the others claimable again after the lease: copy B's retry emits exactly the rest.
+  // Before the fix the whole callback was confirmed after its last chunk, so B emitted it all again.
+  const BIG = 1200;
+
+  function bigFlow() {
+    const nodes = flow();
+    const worker = nodes[3];
+    worker.name = 'record, then work 1.5 s at the end of a chunk';
+    worker.libs = [{ var: 'fs', module: 'fs' }];
+    worker.func = [
+      'const p = msg.payload;',
+      'fs.appendFileSync(env.get("KILL_TEST_LOG"), JSON.stringify({ assetId: p.assetId, rrn: p.rrn }) + "\\n");',
+      `if (msg.parts && msg.parts.index % ${YIELD_EVERY} === ${YIELD_EVERY - 1}) {`,
+      '  const until = Date.now() + 1500;',
+      '  while (Date.now() < until) { /* synchronous work: the event loop is blocked */ }',
+      '}',
+      'return null;'
+    ].join('\n');
+    return nodes;
+  }
+
+  function bigCallback(base) {
+    const entries = Array.from({ length: BIG }, (_, i) => ({ assetId: base + i, rrn: 1, path: `/kill/big-${i}.txt`, owner: 'k', action: 'added' }));
+    return JSON.stringify({ success: true, id: SUB_ID, data: { entry: entries } });
+  }
+
+  it(`${BIG_ROUNDS} rounds of a ${BIG}-entry callback: SIGKILL after a chunk was worked through, the retry emits only the chunks never handed on`, async function () {
+    const counts = { rounds: 0, entries: 0, twice: 0, lost: 0, emittedByRetry: 0 };
+    for (let round = 0; round < BIG_ROUNDS; round++) {
+      const [first, second] = round % 2 === 0 ? copies : [copies[1], copies[0]];
+      for (const copy of [first, second]) {
+        if (!copy.running) await copy.start();
+        await copy.deploy(bigFlow());
+      }
+      const base = 8000000 + round * 10000;
+      for (const file of [logs.a, logs.b]) fs.writeFileSync(file, ''); // both copies idle: this round's lines only
+      const seen = () => [...lines(logs.a), ...lines(logs.b)];
+      const chunks = 1 + Math.floor(Math.random() * 2); // killed after the first or the second chunk
+      const body = bigCallback(base);
+      const answer = fetch(`${first.url}/dam/kill`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body }).catch((err) => ({ error: err }));
+      await waitFor(`round ${round}: ${chunks} chunk(s) of lines`, () => seen().length >= chunks * YIELD_EVERY, 60000, 20);
+      await first.kill(); // within the 1.5 s of work at the end of the chunk
+      await answer;
+      await waitFor('no claim left pending in Redis (the lease)', async () => await pendingClaims() === 0, 30000, 50);
+      const retry = await fetch(`${second.url}/dam/kill`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+      const retryBody = await retry.json();
+      retry.status.should.equal(200, JSON.stringify(retryBody));
+      // The retry's flow works 1.5 s at the end of each chunk it emits; its answer comes after the hand-over.
+      await waitFor('the retry\'s lines', () => seen().length >= BIG || retryBody.emitted === 0, 60000, 20);
+      const perAsset = new Map();
+      for (const l of seen()) perAsset.set(l.assetId, (perAsset.get(l.assetId) || 0) + 1);
+      counts.rounds++;
+      counts.entries += BIG;
+      if (retryBody.emitted > BIG - chunks * YIELD_EVERY) counts.emittedByRetry++;
+      for (let i = 0; i < BIG; i++) {
+        const n = perAsset.get(base + i) || 0;
+        if (n > 1) counts.twice++;
+        if (n === 0) counts.lost++;
+      }
+    }
+    console.log(`      big-callback kill rounds: ${JSON.stringify(counts)}`);
+    counts.twice.should.equal(0, 'entries emitted twice (a chunk handed on was not confirmed when the copy died)');
+    counts.lost.should.equal(0, 'entries lost');
   });
 });

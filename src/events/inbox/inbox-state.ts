@@ -25,6 +25,19 @@ export interface StoredRecord extends NewEntry {
   line?: string;
 }
 
+/**
+ * How long an asset's newest stored revision is kept once nothing of the asset is in the inbox.
+ * It keeps out a re-sent older entry: the server sends a callback again when a crash cut off its
+ * answer, retryCount times (default 3), 1 minute apart (spec section 3), so about 3 minutes after
+ * its first attempt, which came before any newer revision of the asset was stored. 10 minutes
+ * leaves room for slow attempts and a few more retries; past it no re-send can come, and a map
+ * kept for ever would grow by one number per asset ever seen (and be written into every compacted file).
+ */
+export const REVISION_HORIZON_MS = 10 * 60 * 1000;
+
+/** An asset's newest stored revision, and when it was last stored (or found still in the inbox). */
+export interface NewestRevision { revision: number; at: number }
+
 export interface StateOptions {
   maxInFlight: number;
   visibilityTimeoutMs: number;
@@ -53,9 +66,12 @@ export class InboxState {
   nextSeq = 1;
   /**
    * The newest revision stored of each key, kept after its entries are acknowledged (and through
-   * compaction): a re-sent older entry must not go behind a newer one. One number per asset seen.
+   * compaction) for REVISION_HORIZON_MS: a re-sent older entry must not go behind a newer one.
+   * In the order of `at` (an update moves the key to the end), so forgetting walks from the front.
    */
-  readonly newest = new Map<string, number>();
+  readonly newest = new Map<string, NewestRevision>();
+  /** Parked records per key (the not-parked ones are in `lines`): a key with either is in the inbox. */
+  private readonly parkedKeys = new Map<string, number>();
 
   constructor(private readonly options: StateOptions) {}
 
@@ -67,13 +83,33 @@ export class InboxState {
   isStale(key: string, revision: number | undefined): boolean {
     if (revision === undefined) return false;
     const newest = this.newest.get(key);
-    return newest !== undefined && revision < newest;
+    return newest !== undefined && revision < newest.revision;
   }
 
-  noteRevision(key: string, revision: number | undefined): void {
+  /** A revision of `key` stored at time `at`. */
+  noteRevision(key: string, revision: number | undefined, at: number): void {
     if (revision === undefined) return;
-    const newest = this.newest.get(key);
-    if (newest === undefined || revision > newest) this.newest.set(key, revision);
+    const known = this.newest.get(key);
+    if (known) {
+      if (revision < known.revision) return;
+      this.newest.delete(key); // to the end: the map stays in the order of `at`
+    }
+    this.newest.set(key, { revision, at: known ? Math.max(known.at, at) : at });
+  }
+
+  /**
+   * Forgets the newest revision of keys stored last REVISION_HORIZON_MS or longer before `now`
+   * and with nothing in the inbox; one still in the inbox is kept and looked at a horizon later.
+   */
+  forgetOldRevisions(now: number): void {
+    let kept: Array<[string, NewestRevision]> | undefined;
+    for (const [key, known] of this.newest) {
+      if (known.at + REVISION_HORIZON_MS > now) break; // the rest are younger
+      this.newest.delete(key);
+      if (this.lines.has(key) || this.parkedKeys.has(key)) (kept ??= []).push([key, { revision: known.revision, at: now }]);
+    }
+    // Put back at the end after the walk, which would otherwise meet them again.
+    if (kept) for (const [key, known] of kept) this.newest.set(key, known);
   }
 
   /** A new record (stored or loaded), put in its key's line unless parked. */
@@ -81,7 +117,7 @@ export class InboxState {
     this.records.set(record.id, record);
     this.nextId = Math.max(this.nextId, record.id + 1);
     this.nextSeq = Math.max(this.nextSeq, record.seq + 1);
-    if (record.state === 'parked') { this.parkedCount++; return; }
+    if (record.state === 'parked') { this.countParked(record.key, 1); return; }
     record.state = 'waiting';
     this.joinLine(record);
   }
@@ -199,30 +235,47 @@ export class InboxState {
     record.parkReason = reason;
     record.parkedAt = new Date(now).toISOString();
     this.records.set(record.id, record); // leaveLine does not remove it from the records
-    this.parkedCount++;
+    this.countParked(record.key, 1);
   }
 
   /** A parked record back in line, at the back of its key's line, deliveries from 0. */
   unpark(id: number): StoredRecord | undefined {
     const record = this.records.get(id);
     if (!record || record.state !== 'parked') return undefined;
-    this.parkedCount--;
+    this.countParked(record.key, -1);
     record.state = 'waiting';
     record.deliveries = 0;
     record.dueAt = 0;
-    record.seq = this.nextSeq++;
+    record.seq = this.newPlace();
     delete record.parkReason;
     delete record.parkedAt;
     this.joinLine(record);
     return record;
   }
 
+  /**
+   * A place at the back of every line. Ids are places too (a stored entry's place is its id), so
+   * both come from one counter: a place of its own let a later entry's id fall below a re-delivered
+   * entry's place, and a restart (which orders by place) put the later entry first.
+   */
+  newPlace(): number {
+    const place = Math.max(this.nextId, this.nextSeq);
+    this.nextId = this.nextSeq = place + 1;
+    return place;
+  }
+
   discard(id: number): boolean {
     const record = this.records.get(id);
     if (!record || record.state !== 'parked') return false;
     this.records.delete(id);
-    this.parkedCount--;
+    this.countParked(record.key, -1);
     return true;
+  }
+
+  private countParked(key: string, change: 1 | -1): void {
+    this.parkedCount += change;
+    const count = (this.parkedKeys.get(key) ?? 0) + change;
+    if (count > 0) this.parkedKeys.set(key, count); else this.parkedKeys.delete(key);
   }
 
   /** The next time something becomes due (a backoff ends, a visibility timeout passes). */

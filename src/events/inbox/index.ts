@@ -2,3 +2,4 @@
 export * from './types';
 export { JournalInbox, type JournalInboxLoad } from './journal-inbox';
 export { parseJournal, encodeRecord, readJournalSync } from './journal-file';
+export { RedisStreamInbox, StreamUnavailableError, type StreamInboxOptions, type StreamRedis } from './redis-stream-inbox';

@@ -17,7 +17,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { randomBytes } from 'crypto';
 import type { CallbackEntry } from '../../api/types';
-import { InboxFullError, JournalInbox, type Delivery, type Inbox, type InboxCounts, type NewEntry, type ParkedEntry } from '../../events/inbox';
+import { InboxFullError, JournalInbox, type JournalInboxLoad, type Delivery, type Inbox, type InboxCounts, type NewEntry, type ParkedEntry } from '../../events/inbox';
 import { SettingError, isBlankSetting, numberSetting } from '../shared';
 import type { NodeMessage } from '../shared/node-red';
 
@@ -87,7 +87,7 @@ function orderKey(entry: CallbackEntry): string {
 
 /**
  * What the inbox stores of one callback entry. Only an entry with an asset id has a revision: the
- * inbox keeps the newest revision of each key for ever, and an asset-less key is new every time.
+ * inbox keeps the newest revision of each key (for REVISION_HORIZON_MS), and an asset-less key is new every time.
  */
 export function inboxEntry(entry: CallbackEntry, subscriptionId: string | undefined, receivedAt: string): NewEntry {
   const key = orderKey(entry);
@@ -121,6 +121,9 @@ export interface DeliveryHooks {
   t(key: string, english: string, params?: Record<string, unknown>): string;
 }
 
+/** Opens an inbox other than the journal one; `load` as the journal's (nothing torn or parked: zeros, empty). */
+export type InboxOpener = () => Promise<{ inbox: Inbox; load: JournalInboxLoad }>;
+
 const running = new Map<string, AtLeastOnceDelivery>();
 
 /** The at-least-once delivery of a running asset-event-in, by node id (for the ack node and the sidebar). */
@@ -143,9 +146,11 @@ export class AtLeastOnceDelivery {
   private timerAt: number | undefined;
   private closed = false;
 
-  constructor(readonly nodeId: string, file: string, private readonly settings: DeliverySettings, private readonly hooks: DeliveryHooks) {
+  /** `source`: the journal file, or an opener of another inbox (inbox-choice.ts: the Redis Stream one). */
+  constructor(readonly nodeId: string, source: string | InboxOpener, private readonly settings: DeliverySettings, private readonly hooks: DeliveryHooks) {
     running.set(nodeId, this);
-    this.opening = JournalInbox.open(file, settings).then(({ inbox, load }) => {
+    const file = typeof source === 'string' ? source : 'Redis';
+    this.opening = (typeof source === 'string' ? JournalInbox.open(source, settings) : source()).then(({ inbox, load }) => {
       if (load.tornBytes > 0) hooks.warn(hooks.t('inbox.torn', 'inbox: the last record was cut off by a crash (__bytes__ bytes); it was never answered, the server sends it again', { bytes: load.tornBytes }));
       if (load.corrupt > 0) hooks.warn(hooks.t('inbox.corrupt', 'inbox: __count__ damaged records skipped in __file__', { count: load.corrupt, file }));
       if (this.closed) { void inbox.close(); return inbox; }

@@ -10,12 +10,12 @@ import type { IncomingMessage, ServerResponse } from 'http';
 import { redactSecrets } from '../../api/errors';
 import type { CallbackEntry } from '../../api/types';
 import {
-  YIELD_EVERY, contentTypeProblem, entryKey, isEmptyEntry, parseCallbackPayload, readJsonBody, secretMatches, yieldToEventLoop,
-  type Claim, type EntryFilter
+  ClaimLapsedError, contentTypeProblem, parseCallbackPayload, readJsonBody, secretMatches, yieldToEventLoop, type EntryFilter
 } from '../../events';
 import type { EventInStats } from '../shared/event-in-stats';
 import type { Node, NodeMessage, NodeStatus } from '../shared/node-red';
 import { STATUS_INTERVAL_MS } from '../shared/texts';
+import { cutAndClaim } from './chunks';
 import { InboxRefusal, type AtLeastOnceDelivery } from './delivery';
 import { reply } from './route';
 import type { Settings } from './settings';
@@ -136,56 +136,29 @@ export class EventInEndpoint {
     this.callbackStatus();
   }
 
-  /** Emits the entries of one callback that the duplicate filter lets through (see {@link Emitted}). */
+  /**
+   * Emits the entries of one callback that the duplicate filter lets through (see {@link Emitted}),
+   * chunk by chunk (chunks.ts): each chunk's claim is confirmed, its reply awaited whatever the Redis
+   * client's pipelining does, before the chunk is handed on (issue 26). A copy killed once its flow
+   * has a chunk has confirmed it, so the server's retry does not emit it again; killed before, the
+   * chunk's claim lapses after the lease and the retry emits it. A claim that lapsed before its
+   * confirmation stops the callback there (503, the rest let go): another copy may have it. A
+   * confirmation without an answer (Redis gone) may have landed: that chunk is handed on anyway,
+   * as undoing it could lose it (the retry would find it emitted); the status turns red.
+   */
   private async emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<Emitted> {
-    const { filter, stats } = this;
-    const candidates: CallbackEntry[] = [];
-    // Empty entries, and entries without a key (no rrn: see entryKey), are never dropped.
-    const keys: Array<string | undefined> = [];
-    for (let i = 0; i < entries.length; i++) {
-      if (i > 0 && i % YIELD_EVERY === 0) await yieldToEventLoop(); // a loop over outside data
-      const entry = entries[i];
-      const empty = isEmptyEntry(entry);
-      if (empty && !this.settings.emitEmpty) { this.empties++; stats.empty(); continue; }
-      candidates.push(entry);
-      if (filter) keys.push(empty ? undefined : entryKey(subscriptionId, entry));
-    }
-    const kept: CallbackEntry[] = [];
-    let busy = 0;
-    let claim: Claim | undefined;
-    if (filter) {
-      const claimed = keys.filter((key): key is string => key !== undefined);
-      const verdicts = claimed.length > 0 ? (claim = await filter.claim(claimed)).verdicts : [];
-      let at = 0;
-      candidates.forEach((entry, i) => {
-        if (keys[i] === undefined) { kept.push(entry); return; }
-        const verdict = verdicts[at++];
-        if (verdict === 'duplicate') { this.duplicates++; stats.duplicate(); }
-        else if (verdict === 'busy') busy++;
-        else kept.push(entry);
-      });
-    } else {
-      kept.push(...candidates);
-    }
-    // Where the confirmation goes. Messages that leave in one turn (one msg per callback, or at most
-    // YIELD_EVERY): confirmed before they are handed on, its reply awaited whatever the Redis
-    // client's pipelining does (issue 26): a copy killed once its flow runs has confirmed them, so
-    // the server's retry is not emitted twice; killed before, the claim lapses after the lease and
-    // the retry emits them. A confirmation that fails does not hold them back (lost would be worse
-    // than twice): they go out, and the status says why. More than YIELD_EVERY go in chunks with
-    // the event loop let run between them: confirmed after the last send (issue 22), so a copy
-    // killed between chunks leaves the rest claimed only and the retry emits them (none lost), at
-    // the price of the chunks its flow already had being emitted again (at least once).
-    const oneTurn = this.settings.perCallback || kept.length <= YIELD_EVERY;
-    let unconfirmed = false;
-    if (claim && oneTurn && !this.closed) await claim.confirm().catch((err: unknown) => { unconfirmed = true; this.warnFilter(err); });
-    // Closed while the filter answered: send nothing, and let the claims go so that the server's
-    // retry is emitted at once (by the new node or another copy), not after the lease.
-    if (this.closed) {
-      if (claim) await claim.undo().catch(() => undefined);
-      return { sent: 0, entries: 0, busy, closing: true };
-    }
+    const { stats } = this;
+    const cut = await cutAndClaim(entries, subscriptionId, this.filter, { emitEmpty: this.settings.emitEmpty, oneChunk: this.settings.perCallback || !!this.delivery });
+    for (let i = 0; i < cut.empties; i++) { this.empties++; stats.empty(); }
+    for (let i = 0; i < cut.duplicates; i++) { this.duplicates++; stats.duplicate(); }
+    const { chunks, busy } = cut;
+    // Chunks not (or perhaps not) in the flow: their claims go, so that the retry is emitted at once, not after the lease.
+    const undoFrom = async (c: number) => { await Promise.all(chunks.slice(Math.max(0, c)).map((chunk) => chunk.claim?.undo().catch(() => undefined))); };
+    // Closed while the filter answered: send nothing.
+    if (this.closed) { await undoFrom(0); return { sent: 0, entries: 0, busy, closing: true }; }
     if (this.delivery) {
+      const claim = chunks[0]?.claim;
+      const kept = chunks[0]?.kept ?? [];
       // Stored before the answer; the inbox sends them. A failed store lets the claims go, so that the retry is not a duplicate.
       let stale: number;
       try {
@@ -199,18 +172,37 @@ export class EventInEndpoint {
       for (let i = 0; i < stale; i++) { this.duplicates++; stats.duplicate(); }
       return { sent: 0, entries: kept.length - stale, busy };
     }
-    const sent = await this.sendEntries(kept, subscriptionId, receivedAt);
-    // A longer callback (see oneTurn above): confirmed in the turn of the last send, not before.
-    if (claim && !oneTurn && !this.closed) claim.confirm().catch((err: unknown) => this.warnFilter(err));
-    return { sent, entries: kept.length, busy, undo: claim?.undo, unconfirmed };
+    const partsId = randomBytes(8).toString('hex');
+    let sent = 0;
+    let unconfirmed = false;
+    for (let c = 0; c < chunks.length; c++) {
+      if (c > 0) {
+        await yieldToEventLoop(); // Node-RED delivers the last chunk; the editor and other callbacks are answered
+        // Closed meanwhile: the last chunk may have been dropped with the stopped flow (as in deliveredWhileOpen).
+        if (this.closed) { await undoFrom(c - 1); return { sent, entries: sent, busy, closing: true }; }
+      }
+      const { claim, kept } = chunks[c];
+      if (claim) {
+        try {
+          await claim.confirm();
+        } catch (err) {
+          if (err instanceof ClaimLapsedError) { await undoFrom(c + 1); throw err; }
+          unconfirmed = true; // outcome unknown: handed on anyway, the status stays red
+          this.warnFilter(err);
+        }
+      }
+      // Closed while the confirmation was awaited: this chunk is not handed on, its claim goes (see docs/scale-out.md).
+      if (this.closed) { await undoFrom(c); return { sent, entries: sent, busy, closing: true }; }
+      sent += this.sendChunk(kept, sent, cut.kept, partsId, subscriptionId, receivedAt);
+    }
+    return { sent, entries: cut.kept, busy, undo: chunks[chunks.length - 1]?.claim?.undo, unconfirmed };
   }
 
   /**
-   * Sends the kept entries and returns how many messages went out. Every YIELD_EVERY messages
-   * it lets the event loop run (Node-RED delivers them, the editor and other callbacks are
-   * answered); a node closed meanwhile sends no more (the answer is then 503).
+   * Sends one chunk (at most YIELD_EVERY messages, or the one message of a callback) and returns how
+   * many messages went out; `index` and `count` are the messages' place in the whole callback.
    */
-  private async sendEntries(kept: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<number> {
+  private sendChunk(kept: CallbackEntry[], index: number, count: number, partsId: string, subscriptionId: string | undefined, receivedAt: string): number {
     if (kept.length === 0) return 0;
     const node = this.node;
     // Plain literals, not `{ ...common, payload }`: a spread per message is a measurable cost in bursts.
@@ -220,23 +212,17 @@ export class EventInEndpoint {
       node.send(msg);
       return 1;
     }
-    const partsId = randomBytes(8).toString('hex');
-    const count = kept.length;
-    for (let index = 0; index < count; index++) {
-      if (index > 0 && index % YIELD_EVERY === 0) {
-        await yieldToEventLoop();
-        if (this.closed) return index;
-      }
-      const entry = kept[index];
+    for (let i = 0; i < kept.length; i++) {
+      const entry = kept[i];
       // type/len let a core join node in automatic mode rebuild the array of entries.
-      const msg: NodeMessage = { payload: entry, receivedAt, parts: { id: partsId, index, count, type: 'array', len: 1 } };
+      const msg: NodeMessage = { payload: entry, receivedAt, parts: { id: partsId, index: index + i, count, type: 'array', len: 1 } };
       if (subscriptionId !== undefined) msg.subscriptionId = subscriptionId;
       if (typeof entry.action === 'string') msg.topic = entry.action;
       // One send per message, as the core split node does: node.send([msgs]) deep-clones every
       // message after the first even on a single wire, though each is a new object.
       node.send(msg);
     }
-    return count;
+    return kept.length;
   }
 
   /**

@@ -20,6 +20,7 @@ import { adminClashReason, adminRouteClash } from './admin-paths';
 import { EventInEndpoint, redact, shortStatus } from './endpoint';
 import { openRoute } from './route';
 import { AtLeastOnceDelivery, deliverLeftovers, inboxFile, readDeliverySettings, userDirectory, type DeliveryConfig } from './delivery';
+import { chosenRedis, inboxSource } from './inbox-choice';
 import { callbackUrl, readSettings, subscriptionFields, type AssetEventInConfig, type Settings } from './settings';
 import { OwnedSubscription, releaseSubscription, sweepRegistryOnStart, type OwnedSetup } from './subscription';
 import { createNode, registerType, type Node, type NodeAPI } from '../shared/node-red';
@@ -62,11 +63,16 @@ export default function register(RED: NodeAPI): void {
 
     let filter: EntryFilter | undefined;
     let deliverySettings: ReturnType<typeof readDeliverySettings>;
+    let inbox: ReturnType<typeof inboxSource> | undefined;
     const userDir = userDirectory(RED.settings);
     try {
-      filter = settings.dedup ? chooseFilter(config, settings.dedup) : undefined;
       deliverySettings = readDeliverySettings(config, settings.method, settings.perCallback);
-      if (deliverySettings && !userDir) throw new SettingError('delivery: "at least once" keeps its inbox in Node-RED\'s user directory, and settings.userDir is not set');
+      const shared = deliverySettings ? chosenRedis(RED, config.redis) : undefined;
+      // The Redis Stream inbox keeps the duplicate window itself (inbox-choice.ts).
+      filter = settings.dedup && !shared ? chooseFilter(config, settings.dedup) : undefined;
+      if (deliverySettings) {
+        inbox = inboxSource({ redis: shared, userDir, nodeId: node.id, settings: deliverySettings, windowMs: settings.dedup?.windowMs ?? 0, warn: (text) => node.warn(text) });
+      }
     } catch (err) {
       refuse(err);
       return;
@@ -74,8 +80,8 @@ export default function register(RED: NodeAPI): void {
     const stats = eventInStats.open(node.id); // live counters for the editor's DAM sidebar
     const endpoint = new EventInEndpoint(node, settings, filter, stats, secret, t);
     // Delivery "at least once": the entries go through this node's inbox (delivery.ts).
-    if (deliverySettings) {
-      endpoint.delivery = new AtLeastOnceDelivery(node.id, inboxFile(userDir as string, node.id), deliverySettings, {
+    if (deliverySettings && inbox) {
+      endpoint.delivery = new AtLeastOnceDelivery(node.id, inbox, deliverySettings, {
         send: (msg, output) => node.send(output === 0 ? msg : [null, msg]),
         warn: (text) => node.warn(text),
         changed: () => endpoint.callbackStatus(),

@@ -43,6 +43,8 @@ export interface ScanSink {
 
 /** Files named by file-system events are looked at this soon (several events, one look). */
 const EVENT_DELAY_MS = 50;
+/** Files of one folder read at once during a scan (bounds the reads queued in libuv's pool). */
+const STAT_BATCH = 256;
 
 export class FolderScanner extends EventEmitter {
   private readonly filter: FileFilter;
@@ -128,6 +130,7 @@ export class FolderScanner extends EventEmitter {
 
   private async walk(dir: string, relativeDir: string, present: Set<string>): Promise<void> {
     const entries = await fsp.readdir(dir, { withFileTypes: true });
+    const toRead: string[] = [];
     for (const entry of entries) {
       if (this.closed) return;
       const full = path.join(dir, entry.name);
@@ -146,12 +149,21 @@ export class FolderScanner extends EventEmitter {
       }
       if (!entry.isFile() || !this.filter.takes(relativePath)) continue;
       present.add(relativePath);
-      if (!this.sink.wantsRead(relativePath)) continue;
-      try {
-        this.sink.observed(relativePath, await fsp.stat(full));
-      } catch {
-        present.delete(relativePath); // gone between readdir and stat
-      }
+      if (this.sink.wantsRead(relativePath)) toRead.push(relativePath);
+    }
+    // A folder's files are read together and recorded in one go, so that files dropped together
+    // start their untouched interval together and are queued together, oldest first, however
+    // slowly a busy machine answers the reads (one by one, a slow walk split them into groups).
+    for (let i = 0; i < toRead.length && !this.closed; i += STAT_BATCH) {
+      const batch = toRead.slice(i, i + STAT_BATCH);
+      const stats = await Promise.all(batch.map(relativePath =>
+        fsp.stat(path.join(this.options.folder, ...relativePath.split('/'))).catch(() => undefined)));
+      if (this.closed) return;
+      batch.forEach((relativePath, j) => {
+        const stat = stats[j];
+        if (stat) this.sink.observed(relativePath, stat);
+        else present.delete(relativePath); // gone between readdir and stat
+      });
     }
   }
 

@@ -6,6 +6,7 @@
  * (ioredis) is loaded only when such a node exists.
  */
 import { RedisDuplicateFilter, type RedisLike } from '../../events';
+import { RedisStreamInbox, type StreamInboxOptions, type StreamRedis } from '../../events/inbox';
 import { numberSetting } from '../shared';
 import { createNode, registerType, type Node, type NodeAPI } from '../shared/node-red';
 import { RedisSessionStore, sessionKey } from './session';
@@ -32,6 +33,8 @@ export interface AssetRedisConfigNode extends Node {
   configError?: string;
   /** A duplicate filter for one asset-event-in node (keys under prefix + node id). Throws configError. */
   filterFor(nodeId: string, windowMs: number): RedisDuplicateFilter;
+  /** The at-least-once inbox of one asset-event-in node, shared by every copy (keys under prefix + {node id} + `in:`). Throws configError. */
+  inboxFor(nodeId: string, options: Omit<StreamInboxOptions, 'prefix' | 'timeoutMs'>): RedisStreamInbox;
   /** The session shared by every copy that logs in as `username` on `baseUrl` (session.ts). Throws configError. */
   sessionStoreFor(baseUrl: string, username: string): RedisSessionStore;
 }
@@ -113,6 +116,12 @@ export default function register(RED: NodeAPI): void {
       return new RedisDuplicateFilter(connection(settings), {
         prefix: `${settings.prefix}{${nodeId}}:`, windowMs, leaseMs: settings.leaseMs, timeoutMs: settings.timeoutMs
       });
+    };
+
+    node.inboxFor = (nodeId, options) => {
+      if (!settings) throw new Error(node.configError);
+      const redis = connection(settings) as unknown as StreamRedis;
+      return new RedisStreamInbox(redis, { ...options, prefix: `${settings.prefix}{${nodeId}}:in:`, timeoutMs: settings.timeoutMs });
     };
 
     node.sessionStoreFor = (baseUrl: string, username: string) => {

@@ -1,0 +1,240 @@
+/**
+ * The Lua scripts of the Redis Streams inbox (redis-stream-inbox.ts). Each runs atomically in
+ * Redis, so no other copy's command runs between its checks and its writes.
+ *
+ * Keys, all under one prefix P that carries the node id as a cluster hash tag:
+ * - `P s`        the stream of stored entries (fields `k` ordering key, `d` the entry as JSON); group `g`
+ * - `P l:<key>`  the line of a key: stream ids of its entries not acknowledged or parked, in order
+ *
+ * The per-asset lock is the line and the consumer group together: only the first entry of a line
+ * may start, and only the copy whose pending list holds it; another copy takes it over only once
+ * its idle time (restarted when a delivery starts) passes the visibility timeout, which is the
+ * lock's lease. No lock key of its own: it would be a second lease to keep in step with that one.
+ * - `P n`        hash: deliveries so far per stream id
+ * - `P p`        hash: parked entries, id -> JSON {k, d, n, r, pa}
+ * - `P v:<key>`  newest revision stored of a key, PX = the revision horizon from its last store (kept
+ *                after acknowledgement, as in the journal inbox; a re-sent older entry comes within it)
+ * - `P d:<hex>`  an entry key's digest, PX = the duplicate window: a repeat within it is not stored
+ */
+
+/** Shared Lua: parks one entry (kept in `P p`, out of the stream and its line). */
+const PARK = `local function park(p, id, k, n, reason, now)
+  local e = redis.call('XRANGE', p .. 's', id, id)
+  local rec = nil
+  if #e > 0 then
+    local f = e[1][2]
+    local d = ''
+    for j = 1, #f, 2 do if f[j] == 'd' then d = f[j + 1] end end
+    rec = cjson.encode({k = k, d = d, n = n, r = reason, pa = now})
+    redis.call('HSET', p .. 'p', id, rec)
+  end
+  redis.call('XACK', p .. 's', 'g', id)
+  redis.call('XDEL', p .. 's', id)
+  redis.call('LREM', p .. 'l:' .. k, 1, id)
+  redis.call('HDEL', p .. 'n', id)
+  return rec
+end
+`;
+
+/**
+ * KEYS[1] P; ARGV[1] bound on stored entries, ARGV[2] duplicate window ms (0: none), ARGV[3] revision
+ * horizon ms, then per entry four: digest hex ('' none), key, revision ('' none), data. All or none: -1 when they do not fit;
+ * else how many were left out (a repeat within the window, or older than a stored revision of their key).
+ */
+const STORE = `local p, max, win, horizon = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local s = p .. 's'
+if redis.call('EXISTS', s) == 0 then redis.call('XGROUP', 'CREATE', s, 'g', '0', 'MKSTREAM') end
+local seen, newest, fresh = {}, {}, {}
+for b = 4, #ARGV, 4 do
+  local dg, k, v = ARGV[b], ARGV[b + 1], ARGV[b + 2]
+  local keep = true
+  if dg ~= '' and win > 0 then
+    if seen[dg] or redis.call('EXISTS', p .. 'd:' .. dg) == 1 then keep = false end
+    seen[dg] = true
+  end
+  if keep and v ~= '' then
+    local nv = tonumber(v)
+    if newest[k] == nil then newest[k] = tonumber(redis.call('GET', p .. 'v:' .. k) or '-1') end
+    if nv < newest[k] then keep = false else newest[k] = nv end
+  end
+  if keep then fresh[#fresh + 1] = b end
+end
+local left = (#ARGV - 3) / 4 - #fresh
+if #fresh == 0 then return left end
+if redis.call('XLEN', s) + redis.call('HLEN', p .. 'p') + #fresh > max then return -1 end
+for _, b in ipairs(fresh) do
+  local dg, k, v = ARGV[b], ARGV[b + 1], ARGV[b + 2]
+  if dg ~= '' and win > 0 then redis.call('SET', p .. 'd:' .. dg, '1', 'PX', win) end
+  if v ~= '' then redis.call('SET', p .. 'v:' .. k, newest[k], 'PX', horizon) end
+  local id = redis.call('XADD', s, '*', 'k', k, 'd', ARGV[b + 3])
+  redis.call('RPUSH', p .. 'l:' .. k, id)
+end
+return left`;
+
+/**
+ * One take in one round trip. KEYS[1] P; ARGV[1] consumer, ARGV[2] visibility ms, ARGV[3] max
+ * deliveries, ARGV[4] now (ISO), ARGV[5] room (deliveries this copy may start), ARGV[6] how many
+ * new entries to read (XREADGROUP; 0: none), ARGV[7] how many timed-out entries to claim
+ * (XAUTOCLAIM; 0: none), ARGV[8] the claim cursor, then for each entry the copy already holds:
+ * id, key, `c` (check: it may have been claimed by another copy meanwhile; its idle time is
+ * restarted) or `t` (touched less than a third of the timeout ago: still this copy's).
+ * Returns: cursor, stream length, parked count, one code per held entry, then id, code, key, data
+ * of each entry claimed or read. Codes: `g<n>` go (delivery n), `w` wait
+ * (not first of its asset's line: an earlier entry of the asset is in flight or waits), `s` skipped (no room), `x` gone
+ * (acknowledged, or claimed by another copy), `p<json>` parked (its last delivery timed out), `-`
+ * a repeat of an entry already answered for.
+ */
+const TAKE = `${PARK}
+local p, me, vis, max, now, room = KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+local s = p .. 's'
+local seen = {}
+-- mode: 'c' check (held a while), 't' trusted (held, touched lately), 'f' fresh (read or claimed in this script)
+local function start(id, k, mode)
+  if seen[id] then return '-' end
+  seen[id] = true
+  if mode == 'c' then
+    local pend = redis.call('XPENDING', s, 'g', id, id, 1)
+    if #pend == 0 or pend[1][2] ~= me then return 'x' end
+  end
+  local code
+  if room <= 0 then code = 's'
+  elseif redis.call('LINDEX', p .. 'l:' .. k, 0) ~= id then code = 'w'
+  else
+    local n = redis.call('HINCRBY', p .. 'n', id, 1)
+    if n > max then
+      return 'p' .. park(p, id, k, n - 1, 'not acknowledged within the visibility timeout (' .. (n - 1) .. ' deliveries)', now)
+    end
+    room = room - 1
+    code = 'g' .. n
+  end
+  -- Idle time restarted: a held entry's when checked, and a delivery's when it starts.
+  if mode == 'c' or (mode == 't' and string.sub(code, 1, 1) == 'g') then redis.call('XCLAIM', s, 'g', me, 0, id, 'JUSTID') end
+  return code
+end
+local function fields(f)
+  local k, d = '', ''
+  for j = 1, #f, 2 do
+    if f[j] == 'k' then k = f[j + 1] elseif f[j] == 'd' then d = f[j + 1] end
+  end
+  return k, d
+end
+local out = {ARGV[8], 0, 0}
+for i = 9, #ARGV, 3 do out[#out + 1] = start(ARGV[i], ARGV[i + 1], ARGV[i + 2]) end
+local got = {}
+if tonumber(ARGV[7]) > 0 and redis.call('EXISTS', s) == 1 then
+  local r = redis.call('XAUTOCLAIM', s, 'g', me, vis, ARGV[8], 'COUNT', ARGV[7])
+  out[1] = r[1]
+  for _, e in ipairs(r[2]) do if type(e) == 'table' then got[#got + 1] = e end end
+end
+if tonumber(ARGV[6]) > 0 and redis.call('EXISTS', s) == 1 then
+  local r = redis.call('XREADGROUP', 'GROUP', 'g', me, 'COUNT', ARGV[6], 'STREAMS', s, '>')
+  if r and r[1] then for _, e in ipairs(r[1][2]) do got[#got + 1] = e end end
+end
+for _, e in ipairs(got) do
+  local k, d = fields(e[2])
+  -- Just read or claimed by this consumer, in this script: its own, idle time restarted.
+  local code = start(e[1], k, 'f')
+  if code ~= '-' then
+    out[#out + 1] = e[1]; out[#out + 1] = code; out[#out + 1] = k; out[#out + 1] = d
+  end
+end
+out[2] = redis.call('XLEN', s)
+out[3] = redis.call('HLEN', p .. 'p')
+return out`;
+
+/** The entry's key from the stream, or nil when it is gone. */
+const KEY_OF = `local function keyOf(p, id)
+  local e = redis.call('XRANGE', p .. 's', id, id)
+  if #e == 0 then return nil end
+  local f = e[1][2]
+  for j = 1, #f, 2 do if f[j] == 'k' then return f[j + 1] end end
+  return nil
+end
+`;
+
+/**
+ * KEYS[1] P; then per acknowledgement: id, delivery, key ('' unknown: read from the stream). One
+ * code each: 1 acknowledged (the entry leaves the stream, XACK + XDEL: the stream holds only what
+ * is not acknowledged; the next of its asset may go), 0 unknown or in flight with another delivery.
+ */
+const ACK = `${KEY_OF}
+local p = KEYS[1]
+local out = {}
+for i = 1, #ARGV, 3 do
+  local id, d, k = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
+  if k == '' then k = keyOf(p, id) end
+  local ok = 0
+  -- The latest delivery of the first entry of its line (also after its timeout, until it starts again).
+  if k and redis.call('LINDEX', p .. 'l:' .. k, 0) == id and tonumber(redis.call('HGET', p .. 'n', id) or '0') == d then
+    ok = 1
+    redis.call('XACK', p .. 's', 'g', id)
+    redis.call('XDEL', p .. 's', id)
+    redis.call('LPOP', p .. 'l:' .. k)
+    redis.call('HDEL', p .. 'n', id)
+  end
+  out[#out + 1] = ok
+end
+return out`;
+
+/**
+ * KEYS[1] P; ARGV[1] id, ARGV[2] delivery, ARGV[3] max deliveries, ARGV[4] reason, ARGV[5] now,
+ * ARGV[6] consumer. `a` again (the entry stays with this copy, its idle time
+ * restarted, and this copy delivers it after the backoff),
+ * `p<json>` parked (its last delivery), `x` unknown or in flight with another delivery.
+ */
+const REJECT = `${PARK}${KEY_OF}
+local p, id, d, max = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local k = keyOf(p, id)
+if not k or redis.call('LINDEX', p .. 'l:' .. k, 0) ~= id or tonumber(redis.call('HGET', p .. 'n', id) or '0') ~= d then return 'x' end
+if d >= max then return 'p' .. park(p, id, k, d, ARGV[4], ARGV[5]) end
+redis.call('XCLAIM', p .. 's', 'g', ARGV[6], 0, id, 'JUSTID')
+return 'a'`;
+
+/**
+ * KEYS[1] P; ARGV[1] consumer, ARGV[2] visibility ms, then ids this copy lets go (it closes): their
+ * idle time is set to the visibility timeout, so
+ * that another copy claims them at once instead of after it.
+ */
+const RELEASE = `${KEY_OF}
+local p, me, vis = KEYS[1], ARGV[1], ARGV[2]
+for i = 3, #ARGV do
+  local id = ARGV[i]
+  local k = keyOf(p, id)
+  local pend = redis.call('XPENDING', p .. 's', 'g', id, id, 1)
+  if k and #pend > 0 and pend[1][2] == me then
+    redis.call('XCLAIM', p .. 's', 'g', me, 0, id, 'IDLE', vis, 'JUSTID')
+  end
+end
+return 1`;
+
+/** KEYS[1] P; ARGV[1] parked id. The new stream id (back of its key's line, deliveries from 0), or false. */
+const DELIVER_AGAIN = `local p, id = KEYS[1], ARGV[1]
+local rec = redis.call('HGET', p .. 'p', id)
+if not rec then return false end
+local r = cjson.decode(rec)
+local s = p .. 's'
+if redis.call('EXISTS', s) == 0 then redis.call('XGROUP', 'CREATE', s, 'g', '0', 'MKSTREAM') end
+local nid = redis.call('XADD', s, '*', 'k', r.k, 'd', r.d)
+redis.call('RPUSH', p .. 'l:' .. r.k, nid)
+redis.call('HDEL', p .. 'p', id)
+return nid`;
+
+/** KEYS[1] P; ARGV[1] parked id: 1 when it went. */
+const DISCARD = `return redis.call('HDEL', KEYS[1] .. 'p', ARGV[1])`;
+
+/** KEYS[1] P; ARGV[1] this consumer, ARGV[2] ms: other consumers holding nothing and idle longer go. */
+const SWEEP = `local s, n = KEYS[1] .. 's', 0
+for _, info in ipairs(redis.call('XINFO', 'CONSUMERS', s, 'g')) do
+  local f = {}
+  for j = 1, #info, 2 do f[info[j]] = info[j + 1] end
+  if f['name'] ~= ARGV[1] and tonumber(f['pending']) == 0 and tonumber(f['idle']) > tonumber(ARGV[2]) then
+    redis.call('XGROUP', 'DELCONSUMER', s, 'g', f['name'])
+    n = n + 1
+  end
+end
+return n`;
+
+export const STREAM_SCRIPTS = {
+  store: STORE, take: TAKE, ack: ACK, reject: REJECT, release: RELEASE,
+  deliverAgain: DELIVER_AGAIN, discard: DISCARD, sweep: SWEEP
+};

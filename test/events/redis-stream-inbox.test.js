@@ -1,0 +1,242 @@
+'use strict';
+// The Redis Streams inbox against a real redis-server (Debian's, started on a free port): two
+// inboxes with connections of their own stand for two Node-RED copies sharing one stream.
+require('should');
+const path = require('path');
+const Redis = require('ioredis');
+const { RedisStreamInbox, InboxFullError, StreamUnavailableError } = require('../../dist/events/inbox');
+const { tempDir, rmDir } = require('../reliability/lib/support');
+const { installed, startRedis } = require('../reliability/lib/servers');
+
+describe('events: at-least-once inbox on a Redis Stream (real redis-server)', function () {
+  this.timeout(30000);
+  let work, server, admin;
+  const clients = [];
+  const inboxes = [];
+  const PREFIX = 'dam:{n1}:in:';
+
+  function connect(url = server.url) {
+    const client = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: (n) => Math.min(n * 50, 500) });
+    client.on('error', () => undefined);
+    clients.push(client);
+    return client;
+  }
+  const ready = (client) => new Promise((resolve) => (client.status === 'ready' ? resolve() : client.once('ready', resolve)));
+  /** One copy's inbox, on a connection of its own. */
+  async function copy(extra = {}, url) {
+    const client = connect(url);
+    await ready(client);
+    const inbox = new RedisStreamInbox(client, {
+      prefix: PREFIX, windowMs: 60000, timeoutMs: 2000, pollMs: 20, maxEntries: 100, maxInFlight: 10,
+      visibilityTimeoutMs: 60000, maxDeliveries: 3, backoffMs: 0, ...extra
+    });
+    await inbox.ensureGroup();
+    inboxes.push(inbox);
+    return inbox;
+  }
+  const entry = (assetId, rrn, extra = {}) => ({
+    key: `asset:${assetId}`, entry: { assetId, rrn, action: 'modified', ...extra }, revision: rrn,
+    receivedAt: '2026-01-01T00:00:00.000Z', subscriptionId: 'sub-stream-test'
+  });
+  const names = (taken) => taken.deliveries.map((d) => `${d.entry.assetId}/${d.entry.rrn}`);
+  /** Takes until `test` holds for what was taken in one call (the other copy's poll may come first). */
+  async function takeUntil(inbox, test, what) {
+    const deadline = Date.now() + 20000;
+    for (;;) {
+      const taken = await inbox.take(10);
+      if (test(taken)) return taken;
+      if (Date.now() > deadline) throw new Error(`not seen: ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  before(async function () {
+    if (!installed('redis-server')) { if (process.env.CI) throw new Error('redis-server is not installed'); this.skip(); }
+    work = tempDir('dam-redis-stream-');
+    server = await startRedis(path.join(work, 'redis'));
+    admin = connect();
+    await ready(admin);
+  });
+  after(async function () {
+    for (const c of clients) c.disconnect();
+    if (server) await server.stop();
+    rmDir(work);
+  });
+  beforeEach(() => admin.flushall());
+  afterEach(async () => { for (const inbox of inboxes.splice(0)) await inbox.close(); });
+
+  it('stores, hands out with the entry and its subscription, and an acknowledged entry leaves the stream', async function () {
+    const a = await copy();
+    (await a.store([entry(1, 10), entry(2, 20)])).should.equal(0);
+    (await admin.xlen(`${PREFIX}s`)).should.equal(2);
+    const taken = await a.take(10);
+    names(taken).should.eql(['1/10', '2/20']);
+    taken.deliveries[0].should.match({ key: 'asset:1', delivery: 1, subscriptionId: 'sub-stream-test', receivedAt: '2026-01-01T00:00:00.000Z' });
+    for (const d of taken.deliveries) (await a.acknowledge(d.id, d.delivery)).should.be.true();
+    (await admin.xlen(`${PREFIX}s`)).should.equal(0, 'acknowledged entries are deleted from the stream');
+    (await admin.xpending(`${PREFIX}s`, 'g'))[0].should.equal(0);
+    (await a.acknowledge(taken.deliveries[0].id, 1)).should.be.false('an acknowledged entry is unknown');
+  });
+
+  it('leaves out a repeat within the duplicate window and a revision older than one stored (also acknowledged)', async function () {
+    const a = await copy();
+    (await a.store([entry(1, 10), entry(1, 10)])).should.equal(1, 'the same entry twice in one callback');
+    (await a.store([entry(1, 10)])).should.equal(1, 'the server sending it again');
+    const taken = await a.take(10);
+    await a.acknowledge(taken.deliveries[0].id, 1);
+    (await a.store([entry(1, 12)])).should.equal(0);
+    (await a.store([entry(1, 11)])).should.equal(1, 'older than 12, stored before');
+    names(await a.take(10)).should.eql(['1/12']);
+  });
+
+  it("an asset's newest revision is forgotten once the revision horizon has passed since its last store, not before", async function () {
+    const a = await copy({ revisionHorizonMs: 300 });
+    await a.store([entry(1, 12)]);
+    const ttl = await admin.pttl(`${PREFIX}v:asset:1`);
+    ttl.should.be.above(0).and.belowOrEqual(300);
+    (await a.store([entry(1, 11)])).should.equal(1, 'older than 12, within the horizon');
+    await a.store([entry(1, 13)]);
+    (await admin.pttl(`${PREFIX}v:asset:1`)).should.be.above(0, 'a newer store restarts the horizon');
+    const deadline = Date.now() + 20000;
+    while (await admin.exists(`${PREFIX}v:asset:1`)) {
+      if (Date.now() > deadline) throw new Error('the newest revision was never forgotten');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    (await a.store([entry(1, 5)])).should.equal(0, 'past the horizon no re-send can come: a new entry');
+    (await admin.exists(`${PREFIX}v`)).should.equal(0, 'no hash that grows with every asset');
+  });
+
+  it('full: refuses the whole callback, writes nothing, and takes it once there is room', async function () {
+    const a = await copy({ maxEntries: 3 });
+    await a.store([entry(1, 1), entry(2, 1)]);
+    await a.store([entry(3, 1), entry(4, 1)]).should.be.rejectedWith(InboxFullError);
+    (await admin.xlen(`${PREFIX}s`)).should.equal(2, 'none of the refused callback was written');
+    (await admin.exists(`${PREFIX}l:asset:3`)).should.equal(0);
+    const taken = await a.take(10);
+    await a.acknowledge(taken.deliveries[0].id, 1);
+    (await a.store([entry(3, 1), entry(4, 1)])).should.equal(0, 'not a duplicate: the refused one was not remembered');
+  });
+
+  it('two copies: an asset is in flight on one copy at a time and its entries leave in order; other assets go on the other copy', async function () {
+    const a = await copy();
+    const b = await copy();
+    await a.store([entry(1, 1)]);
+    const first = await a.take(10);
+    names(first).should.eql(['1/1']);
+    await b.store([entry(1, 2), entry(2, 1), entry(1, 3)]);
+    const second = await takeUntil(b, (t) => t.deliveries.length > 0, 'asset 2 on copy b');
+    names(second).should.eql(['2/1'], 'asset 1 waits while copy a holds its entry');
+    names(await a.take(10)).should.eql([], 'nor does copy a start the next of asset 1 before it acknowledged');
+    await a.acknowledge(first.deliveries[0].id, 1);
+    const next = await takeUntil(b, (t) => t.deliveries.length > 0, 'asset 1 rev 2 on copy b');
+    names(next).should.eql(['1/2']);
+    names(await a.take(10)).should.eql([]);
+    await b.acknowledge(next.deliveries[0].id, 1);
+    names(await takeUntil(b, (t) => t.deliveries.length > 0, 'asset 1 rev 3')).should.eql(['1/3']);
+  });
+
+  it('a copy that does not acknowledge within the visibility timeout: another copy claims the entry, delivered again; the late acknowledgement does not count', async function () {
+    const a = await copy({ visibilityTimeoutMs: 300 });
+    const b = await copy({ visibilityTimeoutMs: 300 });
+    await a.store([entry(1, 1), entry(1, 2)]);
+    const held = await a.take(10);
+    names(held).should.eql(['1/1']);
+    // Copy a stops here (killed): copy b gets it once the timeout passed, with the count.
+    const again = await takeUntil(b, (t) => t.deliveries.length > 0, 'the timed-out entry on copy b');
+    again.deliveries.map((d) => [d.entry.rrn, d.delivery]).should.eql([[1, 2]]);
+    (await a.acknowledge(held.deliveries[0].id, 1)).should.be.false('in flight with another delivery');
+    (await b.acknowledge(again.deliveries[0].id, 2)).should.be.true();
+    names(await takeUntil(b, (t) => t.deliveries.length > 0, 'rev 2 after the redelivered rev 1')).should.eql(['1/2']);
+  });
+
+  it('a copy that stalls past the timeout: the other copy claims what it started and what it held; the stalled copy then hands out neither', async function () {
+    const a = await copy({ visibilityTimeoutMs: 300 });
+    const b = await copy({ visibilityTimeoutMs: 300 });
+    await a.store([entry(1, 1), entry(1, 2)]);
+    const first = await a.take(10);
+    names(first).should.eql(['1/1'], 'rev 2 is read and held by copy a');
+    // Copy a does nothing for longer than the timeout (a blocked event loop); copy b claims both.
+    const claimed = await takeUntil(b, (t) => t.deliveries.length > 0, 'rev 1 on copy b');
+    claimed.deliveries.map((d) => [d.entry.rrn, d.delivery]).should.eql([[1, 2]]);
+    names(await a.take(10)).should.eql([], 'copy a checks what it held: claimed by b, not handed out');
+    (await a.acknowledge(first.deliveries[0].id, 1)).should.be.false('delivered again since');
+    (await b.acknowledge(claimed.deliveries[0].id, 2)).should.be.true();
+    names(await takeUntil(b, (t) => t.deliveries.length > 0, 'rev 2 on copy b')).should.eql(['1/2']);
+    names(await a.take(10)).should.eql([]);
+  });
+
+  it('a late acknowledgement counts while the entry has not started again', async function () {
+    const a = await copy({ visibilityTimeoutMs: 200, pollMs: 60000 });
+    await a.store([entry(3, 1)]);
+    const t = await a.take(10);
+    // Timed out (idle past the timeout in Redis), but nobody claimed it yet.
+    for (;;) {
+      const [[, , idle]] = await admin.xpending(`${PREFIX}s`, 'g', '-', '+', 1);
+      if (idle > 200) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    (await a.acknowledge(t.deliveries[0].id, 1)).should.be.true();
+    (await admin.xlen(`${PREFIX}s`)).should.equal(0);
+  });
+
+  it('a copy that held entries it had not started lets them go on close: the other copy takes them at once', async function () {
+    const a = await copy({ maxInFlight: 1 });
+    const b = await copy({ maxInFlight: 10 });
+    await a.store([entry(1, 1), entry(2, 1), entry(3, 1)]);
+    names(await a.take(10)).should.eql(['1/1'], 'room for one; the others are read and held');
+    await a.close();
+    const got = await takeUntil(b, (t) => t.deliveries.length === 3, 'all three on copy b, long before the 60 s timeout');
+    names(got).should.eql(['1/1', '2/1', '3/1']);
+    got.deliveries[0].delivery.should.equal(2);
+  });
+
+  it('parks after the last rejection; every copy lists it; deliver again and discard', async function () {
+    const a = await copy({ maxDeliveries: 2 });
+    const b = await copy({ maxDeliveries: 2 });
+    await a.store([entry(1, 1), entry(1, 2), entry(5, 1)]);
+    let t = await a.take(10);
+    names(t).should.eql(['1/1', '5/1']);
+    (await a.reject(t.deliveries[0].id, 1, 'disk full')).should.equal('again');
+    t = await takeUntil(a, (x) => x.deliveries.length > 0, 'the rejected entry again');
+    t.deliveries.map((d) => [d.entry.rrn, d.delivery]).should.eql([[1, 2]]);
+    const parked = await a.reject(t.deliveries[0].id, 2, 'disk full');
+    parked.should.match({ key: 'asset:1', deliveries: 2, reason: 'disk full', entry: { assetId: 1, rrn: 1 } });
+    (await b.parked()).map((p) => p.entry.rrn).should.eql([1], 'listed by the other copy');
+    // Copy a read the next entry of asset 1 with the first take: it holds it and hands it out now.
+    names(await takeUntil(a, (x) => x.deliveries.length > 0, 'the next entry of the parked asset')).should.eql(['1/2']);
+    (await b.deliverAgain(parked.id)).should.be.true();
+    (await b.parked()).should.eql([]);
+    (await b.discard(parked.id)).should.be.false('not parked any more');
+  });
+
+  it('an entry whose last delivery times out is parked by the copy that finds it', async function () {
+    const a = await copy({ visibilityTimeoutMs: 200, maxDeliveries: 1 });
+    const b = await copy({ visibilityTimeoutMs: 200, maxDeliveries: 1 });
+    await a.store([entry(7, 1), entry(7, 2)]);
+    names(await a.take(10)).should.eql(['7/1']);
+    const t = await takeUntil(b, (x) => x.parked.length > 0, 'parked after the timeout');
+    t.parked[0].should.match({ deliveries: 1, reason: /visibility timeout/ });
+    names(t).should.eql(['7/2'], 'the next entry of asset 7, claimed from copy a too, goes in the same take');
+    (await a.parked()).length.should.equal(1);
+    (await a.discard(t.parked[0].id)).should.be.true();
+    (await a.parked()).should.eql([]);
+  });
+
+  it('Redis down: store rejects (the callback gets 503), take says why and hands out nothing; after the restart the stored entries are all there', async function () {
+    const own = await startRedis(path.join(work, 'redis-down'));
+    const warned = [];
+    const a = await copy({ warn: (text) => warned.push(text) }, own.url);
+    await a.store([entry(1, 1), entry(2, 1)]);
+    await own.stop();
+    await a.store([entry(3, 1)]).should.be.rejectedWith(StreamUnavailableError);
+    const none = await a.take(10);
+    none.deliveries.should.eql([]);
+    a.problem.should.match(/Redis/);
+    warned.length.should.equal(1);
+    await own.start();
+    const all = await takeUntil(a, (x) => x.deliveries.length === 2, 'both entries after the restart');
+    names(all).should.eql(['1/1', '2/1']);
+    a.problem.should.equal('');
+    await own.stop();
+  });
+});

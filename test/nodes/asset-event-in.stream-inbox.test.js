@@ -1,0 +1,93 @@
+'use strict';
+// asset-event-in with Delivery "at least once" and an asset-redis node: its inbox is a Redis Stream
+// (test helper, real redis-server on a free port). Same settings and msg properties as the journal
+// inbox; the duplicate window is kept by the inbox's store script.
+require('should');
+const path = require('path');
+const helper = require('node-red-node-test-helper');
+const request = require('supertest');
+const Redis = require('ioredis');
+const eventIn = require('../../nodes/asset-event-in.js');
+const eventAck = require('../../nodes/asset-event-ack.js');
+const redisNode = require('../../nodes/asset-redis.js');
+const { tempDir, rmDir } = require('../reliability/lib/support');
+const { installed, startRedis } = require('../reliability/lib/servers');
+
+helper.init(require.resolve('node-red'));
+
+const entry = (assetId, rrn) => ({ assetId, rrn, path: `/inbox/file-${assetId}.txt`, owner: 'alice', action: 'modified' });
+const payload = (entries) => ({ success: true, data: { entry: entries }, id: 'sub-stream-0001' });
+const STREAM = 'dam:dedup:{n1}:in:s';
+
+describe('asset-event-in at least once with an asset-redis node: the Redis Stream inbox (test helper, real redis-server)', function () {
+  this.timeout(20000);
+  let work, server, direct, app, seen, done;
+
+  before(async function () {
+    if (!installed('redis-server')) { if (process.env.CI) throw new Error('redis-server is not installed'); this.skip(); }
+    work = tempDir('dam-event-in-stream-');
+    server = await startRedis(path.join(work, 'redis'));
+    direct = new Redis(server.url, { maxRetriesPerRequest: 0 });
+    direct.on('error', () => undefined);
+    await helper.startServer();
+  });
+  after(async function () {
+    await helper.stopServer();
+    if (direct) direct.disconnect();
+    if (server) await server.stop();
+    rmDir(work);
+  });
+  afterEach(() => helper.unload());
+  beforeEach(async () => { if (server.running) await direct.flushall(); });
+
+  /** No user directory in the settings: the Redis inbox does not need one. */
+  async function load(holdWork = false) {
+    const flow = [
+      { id: 'f1', type: 'tab' },
+      { id: 'r1', type: 'asset-redis', name: 'shared', url: server.url, timeout: 500, lease: 5 },
+      { id: 'n1', z: 'f1', x: 1, y: 1, type: 'asset-event-in', path: '/dam/stream', redis: 'r1', delivery: 'atLeastOnce', visibilityTimeout: 60, outputs: 2, wires: [['w1'], []] },
+      { id: 'w1', z: 'f1', x: 1, y: 1, type: 'helper', wires: [['a1']] },
+      { id: 'a1', z: 'f1', x: 1, y: 1, type: 'asset-event-ack', action: 'ack', wires: [['d1']] },
+      { id: 'd1', z: 'f1', x: 1, y: 1, type: 'helper' }
+    ];
+    await helper.load([redisNode, eventAck, (RED) => { app = RED.httpNode; return eventIn(RED); }], flow);
+    seen = [];
+    done = [];
+    const work = helper.getNode('w1');
+    work.on('input', (msg) => { seen.push(msg); if (!holdWork) work.send(msg); });
+    helper.getNode('d1').on('input', (msg) => done.push(msg));
+    return helper.getNode('n1');
+  }
+  const post = (body) => request(app).post('/dam/stream').set('Content-Type', 'application/json').send(body);
+  async function until(check, what) {
+    for (let i = 0; i < 1000; i++) { if (await check()) return; await new Promise((r) => setTimeout(r, 10)); }
+    throw new Error(`timed out waiting for ${what}`);
+  }
+
+  it('stores in the stream before the answer, delivers with the handle, acknowledges (the stream empties); a repeat is not stored', async function () {
+    await load(true);
+    (await post(payload([entry(1, 10), entry(2, 20)]))).body.should.eql({ success: true, received: 2, stored: 2 });
+    (await direct.xlen(STREAM)).should.equal(2, 'in Redis when the server got its 2xx');
+    await until(() => seen.length === 2, 'both delivered');
+    seen.map((m) => [m.payload.assetId, m.redelivered, m.subscriptionId, m.topic]).should.eql([[1, 0, 'sub-stream-0001', 'modified'], [2, 0, 'sub-stream-0001', 'modified']]);
+    seen[0]._inbox.should.match({ node: 'n1', delivery: 1 });
+    (await post(payload([entry(1, 10)]))).body.should.eql({ success: true, received: 1, stored: 0 }, 'the server sending it again');
+    for (const m of seen) helper.getNode('w1').send(m);
+    await until(() => done.length === 2, 'both acknowledged');
+    await until(async () => (await direct.xlen(STREAM)) === 0, 'the stream empty');
+    (await direct.keys('*')).every((k) => k.startsWith('dam:dedup:{n1}:in:')).should.be.true();
+  });
+
+  it('Redis down: the callback is answered 503 naming the inbox, the status is red; back up, it is stored', async function () {
+    const node = await load();
+    await server.stop();
+    const res = await post(payload([entry(5, 1)]));
+    res.status.should.equal(503);
+    res.body.error.should.match(/inbox cannot store: Redis/);
+    await until(() => node.status.args.some(([s]) => s && s.fill === 'red' && /inbox cannot store/.test(s.text)), 'the status red with the reason');
+    await server.start();
+    await until(async () => (await post(payload([entry(5, 1)]))).status === 200, 'stored once Redis is back');
+    await until(() => done.length === 1, 'delivered and acknowledged');
+    done[0].payload.assetId.should.equal(5);
+  });
+});
