@@ -16,6 +16,7 @@ import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import { errorForLocalFile } from './error-mapping';
 import { sanitizeFilename } from './filename';
 import { readJsonAnswer } from './json-answer';
+import { PooledFileReader, returnBuffersWhenSent } from './pooled-file-reader';
 import { ByteCounter, TRANSFER_HIGH_WATER_MARK, slices, type TransferProgress } from './transfer';
 import { API_PATHS, type UploadResult } from './types';
 import { integerField, textField, validateUploadFields } from './validate';
@@ -146,6 +147,7 @@ export async function uploadOnce(calls: ApiCalls, opts: UploadOptions): Promise<
     const partType = contentType ?? (mimeTypes.lookup(filename) || 'application/octet-stream');
     const multipart = multipartBody(fields, counter, filename, partType, expected);
     body = multipart.body;
+    if (stream instanceof PooledFileReader) returnBuffersWhenSent(body, stream);
 
     let response: AxiosResponse;
     const usedHeader = calls.session.cookieHeader;
@@ -158,7 +160,9 @@ export async function uploadOnce(calls: ApiCalls, opts: UploadOptions): Promise<
         signal: control.signal,
         responseType: 'text',
         maxRedirects: 0,
-        maxBodyLength: Infinity,
+        // -1 (unbounded) rather than Infinity: axios then pipes the body straight into the
+        // request (no counting stage between), which returnBuffersWhenSent relies on.
+        maxBodyLength: -1,
         maxContentLength: calls.maxAnswerBytes
       });
     } catch (err) {
@@ -249,7 +253,7 @@ async function openUploadSource(file: UploadOptions['file'], name: unknown, oper
     }
     if (!stat.isFile()) throw invalidInput('file', `${filePath} is not a regular file`, operation);
     return {
-      stream: fs.createReadStream(filePath, { highWaterMark: TRANSFER_HIGH_WATER_MARK }),
+      stream: new PooledFileReader(filePath),
       length: stat.size,
       filename: sanitizeFilename(path.basename(filePath)) ?? 'upload.bin'
     };
