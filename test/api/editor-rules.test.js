@@ -5,21 +5,13 @@
  * "Parallel requests" of src/nodes/shared/request-tracker.ts (DamEditor.validateInFlight). This test runs the
  * real editor file and the compiled source on the same cases and fails when any answer differs.
  */
-const fs = require('fs');
-const path = require('path');
-const vm = require('vm');
+const { loadDamEditor, runEditorScript } = require('../lib/editor-script');
 const should = require('should');
 const values = require('../../dist/api/values');
 const { validateSubscriptionId } = require('../../dist/api/validate');
 const { inFlightLimit, MAX_IN_FLIGHT_LIMIT, isBlankSetting, numberSetting } = require('../../dist/nodes/shared');
 const eventInSettings = require('../../dist/nodes/asset-event-in/settings');
 
-function loadDamEditor() {
-  const source = fs.readFileSync(path.join(__dirname, '../../resources/dam-editor.js'), 'utf8');
-  const window = {};
-  vm.runInNewContext(source, { window, RED: { _: (key) => key } });
-  return window.DamEditor;
-}
 
 const SUBSCRIPTION_IDS = [
   'abcdefgh', 'ABCDEFGH', '12345678', 'nr-12345', '--------', 'a'.repeat(40), 'a'.repeat(41), 'abcdefg', '',
@@ -33,11 +25,9 @@ const HEADER_NAMES = [
 
 /** The `defaults` of a node's registerType, from the real editor file (its text/javascript block). */
 function editorDefaults(type, DamEditor) {
-  const html = fs.readFileSync(path.join(__dirname, '../../nodes', `${type}.html`), 'utf8');
-  const script = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(html)[1];
   const registered = {};
   const RED = { _: (key) => key, nodes: { registerType: (name, def) => { registered[name] = def; }, node: () => null }, validators: { typedInput: () => () => true } };
-  vm.runInNewContext(script, { RED, DamEditor, window: {} });
+  runEditorScript(type, { RED, DamEditor });
   return registered[type].defaults;
 }
 
@@ -208,10 +198,8 @@ describe('editor rules: asset-event-in paths on the editor\'s routes (issue 22 i
 
   it('the asset-event-in editor marks such a path, naming the route', function () {
     const RED = { _: (key, params) => `${key} ${JSON.stringify(params || {})}`, settings: { httpNodeRoot: '/' } };
-    const html = fs.readFileSync(path.join(__dirname, '../../nodes/asset-event-in.html'), 'utf8');
-    const script = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(html)[1];
     const registered = {};
-    vm.runInNewContext(script, { RED: { ...RED, nodes: { registerType: (n, d) => { registered[n] = d; }, node: () => null } }, DamEditor: editor, window: {} });
+    runEditorScript('asset-event-in', { RED: { ...RED, nodes: { registerType: (n, d) => { registered[n] = d; }, node: () => null } }, DamEditor: editor });
     registered['asset-event-in'].defaults.path.validate.call({}, '/flows', {}).should.match(/errors\.pathAdmin.*\/flows/);
     registered['asset-event-in'].defaults.path.validate.call({}, '/dam/events', {}).should.be.true();
   });

@@ -11,6 +11,7 @@ const fs = require('fs');
 const path = require('path');
 const vm = require('vm');
 require('should');
+const { loadDamEditor, runEditorScript } = require('../lib/editor-script');
 const { AssetClient, LOGIN_PRESETS } = require('../../dist');
 const { parseBaseUrl } = require('../../dist/api/client-options');
 const { clientOptions, publicBaseUrl, timeoutSeconds } = require('../../dist/nodes/asset-server/options');
@@ -19,18 +20,12 @@ const { LOGIN_SETTINGS } = require('../../dist/nodes/asset-server/session');
 const root = path.join(__dirname, '..', '..');
 const read = (file) => fs.readFileSync(path.join(root, file), 'utf8');
 
-function loadDamEditor() {
-  const window = {};
-  vm.runInNewContext(read('resources/dam-editor.js'), { window, URL, RED: { _: (key) => key } });
-  return window.DamEditor;
-}
 
 /** The asset-server's editor definition (registerType's object) from the real editor file. */
 function serverEditor(DamEditor) {
-  const script = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(read('nodes/asset-server.html'))[1];
   let definition;
   const RED = { _: (key) => key, validators: { number: () => (v) => v === '' || v === undefined || v === null || !isNaN(Number(v)) }, nodes: { registerType: (name, def) => { definition = def; } } };
-  vm.runInNewContext(script, { RED, DamEditor, window: {} });
+  runEditorScript('asset-server', { RED, DamEditor });
   return definition;
 }
 

@@ -5,27 +5,16 @@
 // - the rule "this callback reaches an asset-event-in of this Node-RED with another method"
 //   (src/plugin/callback-method.ts, used by the DAM tab) and its browser copy in
 //   resources/dam-editor.js (the asset-subscribe dialog) answer the same on every case.
-const fs = require('fs');
-const path = require('path');
-const vm = require('vm');
+const { loadDamEditor, runEditorScript } = require('../lib/editor-script');
 require('should');
 const { callbackMethodMismatch } = require('../../dist/plugin/callback-method');
 
-const ROOT = path.join(__dirname, '..', '..');
 
-function loadDamEditor() {
-  const source = fs.readFileSync(path.join(ROOT, 'resources', 'dam-editor.js'), 'utf8');
-  const window = {};
-  vm.runInNewContext(source, { window, URL, RED: { _: (key) => key } });
-  return window.DamEditor;
-}
 
 function editorDefaults(type) {
-  const html = fs.readFileSync(path.join(ROOT, 'nodes', `${type}.html`), 'utf8');
-  const script = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(html)[1];
   const registered = {};
   const RED = { _: (key) => key, validators: { typedInput: () => () => true }, nodes: { registerType: (name, def) => { registered[name] = def; } } };
-  vm.runInNewContext(script, { RED, DamEditor: loadDamEditor(), window: {}, $: () => ({}) });
+  runEditorScript(type, { RED });
   return registered[type].defaults;
 }
 

@@ -3,12 +3,9 @@
 // exists, so a node dropped in and deployed without opening its dialog was "not properly
 // configured". Each node with a Server field picks the only asset-server in its onadd (run by
 // the editor for a node dropped from the palette). This runs the real editor files' onadd.
-const fs = require('fs');
-const path = require('path');
-const vm = require('vm');
+const { loadDamEditor, runEditorScript } = require('../lib/editor-script');
 require('should');
 
-const ROOT = path.join(__dirname, '..', '..');
 const TYPES = ['asset-subscribe', 'asset-event-in', 'asset-upload', 'asset-download', 'asset-export', 'asset-session'];
 
 function editorDefinition(type, configNodes) {
@@ -23,10 +20,7 @@ function editorDefinition(type, configNodes) {
   };
   const registered = {};
   const window = {};
-  vm.runInNewContext(fs.readFileSync(path.join(ROOT, 'resources', 'dam-editor.js'), 'utf8'), { window, URL, RED });
-  const html = fs.readFileSync(path.join(ROOT, 'nodes', `${type}.html`), 'utf8');
-  const script = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(html)[1];
-  vm.runInNewContext(script, { RED, DamEditor: window.DamEditor, window, $: () => ({}) });
+  runEditorScript(type, { RED, DamEditor: loadDamEditor(RED, window), window });
   return registered[type];
 }
 
