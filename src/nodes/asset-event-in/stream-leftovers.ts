@@ -43,7 +43,7 @@ export function deliverStreamLeftovers(options: {
         batch = await inbox.drain(start, BATCH, withParked);
       } catch (err) {
         // Nothing was taken: the entries stay in Redis; looked at again while the node runs.
-        if (!failed) warn(t('inbox.leftovers-unreachable', 'delivery is "at most once" now: the Redis inbox cannot be checked for entries left (__message__); trying again', { message: (err as Error).message }));
+        if (!failed) warn(t('inbox.leftovers-unreachable', 'the Redis inbox cannot be checked for entries left from "at least once" (__message__); trying again', { message: (err as Error).message }));
         failed = true;
         await pause();
         continue;
