@@ -62,6 +62,6 @@ export function deliverStreamLeftovers(options: {
     if (sent > 0) warn(t('inbox.leftovers-redis', 'delivery is "at most once" now: the __count__ entries left in the Redis inbox were sent once and taken out of it', { count: sent }));
     return sent;
   };
-  const done = run();
+  const done = run().catch((err: Error) => { warn(`inbox (Redis): ${err.message}`); return 0; });
   return { stop: () => { stopped = true; wake?.(); }, done };
 }
