@@ -278,9 +278,30 @@ export class RedisStreamInbox implements Inbox {
     return { ...this.cached };
   }
 
-  /** Not listed: the entries stay in Redis for the other copies (switching to at-most-once does not empty a shared inbox). */
+  /** Not listed here: a shared stream is taken out in batches by `drain` (redis-stream-leftovers.ts). */
   remaining(): Delivery[] {
     return [];
+  }
+
+  /**
+   * A node switched back to at most once: takes a batch of stored entries out for good (see DRAIN
+   * in redis-stream-scripts.ts), in the order stored per asset. `start`: '-', then the `next` of
+   * the batch before. `left`: entries still stored (held by copies in at least once, or beyond the batch).
+   */
+  async drain(start: string, count: number, withParked: boolean): Promise<{ next: string; left: number; entries: Delivery[] }> {
+    const reply = await this.script('drain', [this.options.visibilityTimeoutMs, count, start, withParked ? '1' : '0']) as unknown[];
+    const entries: Delivery[] = [];
+    for (let j = 2; j + 3 < reply.length; j += 4) {
+      entries.push({ ...toEntry(String(reply[j]), String(reply[j + 1]), String(reply[j + 2])), delivery: Number(reply[j + 3]) });
+    }
+    return { next: String(reply[0]), left: Number(reply[1]), entries: entries.sort(byStreamId) };
+  }
+
+  /** The node is removed from this copy: what stays stored for the copies that still run it. */
+  async keptForOthers(): Promise<{ count: number; keys: string }> {
+    // Plain commands sent at once (no script that may need loading first): the connection may be closing too.
+    const [stream, parked] = await Promise.all([this.call('XLEN', this.key('s')), this.call('HLEN', this.key('p'))]);
+    return { count: Number(stream) + Number(parked), keys: `${this.options.prefix}*` };
   }
 
   /** Lets go of what this copy holds, so that another copy takes it at once; the stream stays. */
@@ -290,12 +311,13 @@ export class RedisStreamInbox implements Inbox {
     const ids = [...this.held.keys(), ...this.flights.keys()];
     this.held.clear();
     this.flights.clear();
-    if (ids.length > 0) await this.script('release', [this.consumer, this.options.visibilityTimeoutMs, ...ids]).catch(() => undefined);
+    // EVAL, not EVALSHA: the connection may be closing with the deploy, leaving no round trip for a NOSCRIPT retry.
+    if (ids.length > 0) await this.call('EVAL', STREAM_SCRIPTS.release, 1, this.options.prefix, this.consumer, this.options.visibilityTimeoutMs, ...ids).catch(() => undefined);
   }
 
   /**
-   * The node was removed here; other copies may still run it, so the shared stream stays (its keys
-   * are listed in docs/scale-out.md for removing by hand). Resolves 0: nothing went.
+   * The node was removed here; other copies may still run it, so the shared stream stays (what it
+   * holds: keptForOthers, said in a warning). Resolves 0: nothing went.
    */
   async destroy(): Promise<number> {
     await this.close();

@@ -234,7 +234,67 @@ for _, info in ipairs(redis.call('XINFO', 'CONSUMERS', s, 'g')) do
 end
 return n`;
 
+/**
+ * For a node switched back to at most once (redis-stream-leftovers): takes stored entries out
+ * for good, as at-most-once sends them, atomically, so that two copies never both get one.
+ * KEYS[1] P; ARGV[1] visibility ms, ARGV[2] batch size, ARGV[3] XRANGE start ('-' or '(<id>'),
+ * ARGV[4] '1': the parked entries too. An asset's whole line goes with its first entry (its
+ * order kept, never split between copies); an asset whose first entry a copy still in at least
+ * once holds (pending, idle below the visibility timeout) is left to it. Once the stream and the
+ * parked hash are empty their keys go. Returns: next start ('-' at the end), entries left (stream
+ * + parked), then id, key, data, deliveries of each entry taken.
+ */
+const DRAIN = `local p, vis, count = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
+local s = p .. 's'
+local out = {'-', 0}
+local function add(id, k, d, n) out[#out + 1] = id; out[#out + 1] = k; out[#out + 1] = d; out[#out + 1] = tostring(n) end
+local function fields(f)
+  local k, d = '', ''
+  for j = 1, #f, 2 do
+    if f[j] == 'k' then k = f[j + 1] elseif f[j] == 'd' then d = f[j + 1] end
+  end
+  return k, d
+end
+if ARGV[4] == '1' then
+  local flat = redis.call('HGETALL', p .. 'p')
+  for i = 1, #flat, 2 do
+    local r = cjson.decode(flat[i + 1])
+    add(flat[i], r.k, r.d, r.n)
+  end
+  redis.call('DEL', p .. 'p')
+end
+if redis.call('EXISTS', s) == 1 then
+  local batch = redis.call('XRANGE', s, ARGV[3], '+', 'COUNT', count)
+  if #batch >= count then out[1] = '(' .. batch[#batch][1] end
+  local done = {}
+  for _, e in ipairs(batch) do
+    local k = fields(e[2])
+    if not done[k] then
+      done[k] = true
+      local line = redis.call('LRANGE', p .. 'l:' .. k, 0, -1)
+      if #line == 0 then line = {e[1]} end
+      local pend = redis.call('XPENDING', s, 'g', line[1], line[1], 1)
+      if #pend == 0 or tonumber(pend[1][3]) >= vis then
+        for _, id in ipairs(line) do
+          local x = redis.call('XRANGE', s, id, id)
+          if #x > 0 then
+            local _, d = fields(x[1][2])
+            add(id, k, d, redis.call('HGET', p .. 'n', id) or '0')
+            redis.call('XACK', s, 'g', id)
+            redis.call('XDEL', s, id)
+            redis.call('HDEL', p .. 'n', id)
+          end
+        end
+        redis.call('DEL', p .. 'l:' .. k)
+      end
+    end
+  end
+  if redis.call('XLEN', s) == 0 and redis.call('HLEN', p .. 'p') == 0 then redis.call('DEL', s, p .. 'n') end
+end
+out[2] = redis.call('XLEN', s) + redis.call('HLEN', p .. 'p')
+return out`;
+
 export const STREAM_SCRIPTS = {
   store: STORE, take: TAKE, ack: ACK, reject: REJECT, release: RELEASE,
-  deliverAgain: DELIVER_AGAIN, discard: DISCARD, sweep: SWEEP
+  deliverAgain: DELIVER_AGAIN, discard: DISCARD, sweep: SWEEP, drain: DRAIN
 };

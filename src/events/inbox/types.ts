@@ -91,6 +91,8 @@ export interface Inbox {
   close(): Promise<void>;
   /** Removes the stored entries for good (the node was removed); resolves with how many were not acknowledged. */
   destroy(): Promise<number>;
+  /** A shared inbox (several copies), whose entries stay when one copy removes the node: how many, and its keys' pattern. */
+  keptForOthers?(): Promise<{ count: number; keys: string }>;
 }
 
 export interface InboxOptions {

@@ -296,8 +296,19 @@ export class AtLeastOnceDelivery {
     let inbox: Inbox;
     try { inbox = await this.opening; } catch { return; }
     if (!removed) { await inbox.close(); return; }
+    if (inbox.keptForOthers) await warnKept(inbox.keptForOthers(), this.hooks);
     const lost = await inbox.destroy();
     if (lost > 0) this.hooks.warn(this.hooks.t('inbox.removed', 'node removed: its inbox went with __count__ entries not acknowledged', { count: lost }));
+  }
+}
+
+/** A shared inbox stays when one copy removes the node: how many entries stay, and where. */
+async function warnKept(kept: Promise<{ count: number; keys: string }>, hooks: DeliveryHooks): Promise<void> {
+  try {
+    const { count, keys } = await kept;
+    if (count > 0) hooks.warn(hooks.t('inbox.removed-shared', 'node removed: __count__ entries not acknowledged stay in Redis for it; other copies running this node still deliver them; if none does, delete the keys __keys__ by hand', { count, keys }));
+  } catch (err) {
+    hooks.warn(hooks.t('inbox.removed-shared-unknown', 'node removed: its entries not acknowledged stay in Redis for the other copies (they could not be counted: __message__)', { message: (err as Error).message }));
   }
 }
 

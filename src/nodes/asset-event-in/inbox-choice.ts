@@ -21,6 +21,11 @@ export function chosenRedis(RED: NodeAPI, redisId: string | undefined): AssetRed
   return redis;
 }
 
+/** The chosen asset-redis node when it can be used, else undefined (at most once: its own checks report it). */
+export function usableRedis(RED: NodeAPI, redisId: string | undefined): AssetRedisConfigNode | undefined {
+  try { return chosenRedis(RED, redisId); } catch { return undefined; }
+}
+
 /** The journal file's path, or an opener of the node's Redis Stream inbox. */
 export function inboxSource(options: {
   redis: AssetRedisConfigNode | undefined; userDir: string | undefined; nodeId: string; settings: DeliverySettings;

@@ -20,7 +20,8 @@ import { adminClashReason, adminRouteClash } from './admin-paths';
 import { EventInEndpoint, redact, shortStatus } from './endpoint';
 import { openRoute } from './route';
 import { AtLeastOnceDelivery, deliverLeftovers, inboxFile, readDeliverySettings, userDirectory, type DeliveryConfig } from './delivery';
-import { chosenRedis, inboxSource } from './inbox-choice';
+import { chosenRedis, inboxSource, usableRedis } from './inbox-choice';
+import { deliverStreamLeftovers } from './stream-leftovers';
 import { callbackUrl, readSettings, subscriptionFields, type AssetEventInConfig, type Settings } from './settings';
 import { OwnedSubscription, releaseSubscription, sweepRegistryOnStart, type OwnedSetup } from './subscription';
 import { createNode, registerType, type Node, type NodeAPI } from '../shared/node-red';
@@ -78,6 +79,7 @@ export default function register(RED: NodeAPI): void {
       return;
     }
     const stats = eventInStats.open(node.id); // live counters for the editor's DAM sidebar
+    let streamLeftovers: ReturnType<typeof deliverStreamLeftovers> | undefined;
     const endpoint = new EventInEndpoint(node, settings, filter, stats, secret, t);
     // Delivery "at least once": the entries go through this node's inbox (delivery.ts).
     if (deliverySettings && inbox) {
@@ -87,9 +89,11 @@ export default function register(RED: NodeAPI): void {
         changed: () => endpoint.callbackStatus(),
         t
       });
-    } else if (userDir) {
-      // Switched back to "at most once": what the inbox still holds is sent once.
-      deliverLeftovers(inboxFile(userDir, node.id), (msg) => node.send(msg), (text) => node.warn(text), t).catch((err: Error) => node.warn(err.message));
+    } else {
+      // Switched back to "at most once": what the inbox (file or Redis Stream) still holds is sent once.
+      if (userDir) deliverLeftovers(inboxFile(userDir, node.id), (msg) => node.send(msg), (text) => node.warn(text), t).catch((err: Error) => node.warn(err.message));
+      const redis = usableRedis(RED, config.redis);
+      if (redis) streamLeftovers = deliverStreamLeftovers({ redis, nodeId: node.id, visibilityTimeout: config.visibilityTimeout, send: (msg) => node.send(msg), warn: (text) => node.warn(text), t });
     }
 
     /** The in-memory filter, or the Redis one when an asset-redis node is selected. */
@@ -158,6 +162,7 @@ export default function register(RED: NodeAPI): void {
 
     node.on('close', (removed: boolean, done: () => void) => {
       endpoint.closed = true;
+      streamLeftovers?.stop();
       eventInStats.close(stats);
       endpoint.stopStatusTimer();
       closeRoute();

@@ -76,7 +76,7 @@ export default function register(RED: NodeAPI): void {
       node.configError = (err as Error).message;
       node.error(`asset-redis: ${node.configError}`);
     }
-    let client: (RedisLike & { disconnect(): void; on(event: string, f: (...a: any[]) => void): unknown }) | undefined;
+    let client: (RedisLike & { disconnect(): void; quit(): Promise<unknown>; status: string; on(event: string, f: (...a: any[]) => void): unknown }) | undefined;
     let lastErrorLog = 0;
 
     function connection(s: Settings) {
@@ -130,7 +130,18 @@ export default function register(RED: NodeAPI): void {
     };
 
     node.on('close', (_removed: boolean, done: () => void) => {
-      try { client?.disconnect(); } finally { client = undefined; done(); }
+      const closing = client;
+      client = undefined;
+      done();
+      if (!closing) return;
+      // Nodes using the connection stop in the same deploy and send their last commands (the inbox
+      // lets go of what it holds, counts what stays) a few promise steps later, which auto-pipelining
+      // writes one setImmediate after that: QUIT goes after them (its replies come in order), bounded by the timeout.
+      setImmediate(() => setImmediate(() => {
+        if (closing.status !== 'ready') { closing.disconnect(); return; }
+        const timer = setTimeout(() => closing.disconnect(), settings?.timeoutMs ?? REDIS_DEFAULTS.timeoutMs);
+        closing.quit().catch(() => undefined).finally(() => { clearTimeout(timer); closing.disconnect(); });
+      }));
     });
   }
 

@@ -1,0 +1,164 @@
+'use strict';
+// asset-event-in with an asset-redis node: the rules of issue 24 item 5 for the Redis Stream inbox
+// (test helper and a real redis-server on a free port).
+// - Switched back to "at most once", the node sends what the stream holds first, once each, in
+//   order per asset, then the stream's keys go. Two copies draining at once never both send one.
+// - Removed from one copy's flows, the stream stays (other copies may run it), with a warning
+//   naming how many entries not acknowledged stay and the keys to delete by hand.
+require('should');
+const path = require('path');
+const helper = require('node-red-node-test-helper');
+const request = require('supertest');
+const Redis = require('ioredis');
+const eventIn = require('../../nodes/asset-event-in.js');
+const eventAck = require('../../nodes/asset-event-ack.js');
+const redisNode = require('../../nodes/asset-redis.js');
+const { RedisStreamInbox } = require('../../dist/events/inbox');
+const { tempDir, rmDir } = require('../reliability/lib/support');
+const { installed, startRedis } = require('../reliability/lib/servers');
+
+helper.init(require.resolve('node-red'));
+
+const PREFIX = 'dam:dedup:{n1}:in:';
+const entry = (assetId, rrn) => ({ assetId, rrn, path: `/inbox/file-${assetId}.txt`, owner: 'alice', action: 'modified' });
+const payload = (entries) => ({ success: true, data: { entry: entries }, id: 'sub-stream-0001' });
+const name = (m) => `${m.payload.assetId}/${m.payload.rrn}`;
+
+describe('asset-event-in, Redis Stream inbox: switched back to at most once, and removed (test helper, real redis-server)', function () {
+  this.timeout(30000);
+  let work, server, direct, app, hooks, seen;
+
+  before(async function () {
+    if (!installed('redis-server')) { if (process.env.CI) throw new Error('redis-server is not installed'); this.skip(); }
+    work = tempDir('dam-event-in-leftovers-');
+    server = await startRedis(path.join(work, 'redis'));
+    direct = new Redis(server.url, { maxRetriesPerRequest: 0 });
+    direct.on('error', () => undefined);
+    await helper.startServer();
+  });
+  after(async function () {
+    await helper.stopServer();
+    if (direct) direct.disconnect();
+    if (server) await server.stop();
+    rmDir(work);
+  });
+  afterEach(() => { if (hooks) hooks.remove('*.leftoversTest'); return helper.unload(); });
+  beforeEach(async () => { await direct.flushall(); });
+
+  /** The work node holds every msg (nothing acknowledged) and records what reaches it. */
+  const flow = (extra = {}) => [
+    { id: 'f1', type: 'tab' },
+    { id: 'r1', type: 'asset-redis', name: 'shared', url: server.url, timeout: 2000, lease: 5 },
+    { id: 'n1', z: 'f1', x: 1, y: 1, type: 'asset-event-in', path: '/dam/leftovers', redis: 'r1', delivery: 'atLeastOnce', visibilityTimeout: 60, outputs: 2, wires: [['w1'], []], ...extra },
+    { id: 'w1', z: 'f1', x: 1, y: 1, type: 'helper' } // x and y: Node-RED takes a node without them for a config node
+  ];
+  // What reaches w1, recorded by a runtime hook: it also sees what a node sends while the flows
+  // start, before a listener could be put on the new helper node.
+  function wire() {
+    seen = [];
+  }
+  async function load() {
+    await helper.load([redisNode, eventAck, (RED) => {
+      app = RED.httpNode;
+      hooks = require('@node-red/util').hooks; // the runtime's (the test helper's RED has none)
+      hooks.add('postDeliver.leftoversTest', (event) => { if (event.destination.id === 'w1') seen.push(event.msg); });
+      return eventIn(RED);
+    }], flow());
+    wire();
+  }
+  const post = (body) => request(app).post('/dam/leftovers').set('Content-Type', 'application/json').send(body).expect(200);
+  async function until(check, what) {
+    for (let i = 0; i < 2000; i++) { if (await check()) return; await new Promise((r) => setTimeout(r, 10)); }
+    throw new Error(`timed out waiting for ${what}`);
+  }
+  const inboxKeys = async () => (await direct.keys(`${PREFIX}*`)).filter((k) => !/:in:[vd]:/.test(k)).sort(); // v: and d: expire by themselves
+  const warnings = (from) => helper.log().args.slice(from).map((a) => a[0]).filter((m) => m && m.level === 30).map((m) => String(m.msg));
+
+  it('switched back to "at most once": every stored entry is sent once, in order per asset, then the stream keys are gone', async function () {
+    await load();
+    await post(payload([entry(1, 10), entry(2, 20), entry(1, 11)]));
+    await post(payload([entry(3, 30), entry(1, 12), entry(2, 21)]));
+    await until(() => seen.length === 3, 'the first entry of each asset in flight');
+    (await direct.xlen(`${PREFIX}s`)).should.equal(6);
+    const from = helper.log().args.length;
+    wire();
+    await helper.setFlows(flow({ delivery: 'atMostOnce', outputs: 1, wires: [['w1']] }), 'full');
+    await until(() => seen.length >= 6, 'the six stored entries');
+    await until(async () => (await inboxKeys()).length === 0, 'the stream, its lines and counts removed');
+    seen.length.should.equal(6, 'each once');
+    const of = (asset) => seen.filter((m) => m.payload.assetId === asset).map(name);
+    of(1).should.eql(['1/10', '1/11', '1/12']);
+    of(2).should.eql(['2/20', '2/21']);
+    of(3).should.eql(['3/30']);
+    seen.forEach((m) => (m._inbox === undefined).should.be.true('no handle: at most once'));
+    seen.find((m) => name(m) === '1/10').redelivered.should.equal(1, 'it was delivered once before');
+    (seen.find((m) => name(m) === '1/11').redelivered === undefined).should.be.true();
+    await until(() => warnings(from).some((w) => /the 6 entries left in the Redis inbox were sent once/.test(w)), 'the warning with the count');
+    // Still at most once: a new callback goes straight through, nothing is stored.
+    await post(payload([entry(4, 40)]));
+    await until(() => seen.length === 7, 'the new entry');
+    (await inboxKeys()).should.eql([]);
+  });
+
+  it('removed from this copy\'s flows: the stream stays for the other copies, with a warning naming the count and the keys', async function () {
+    await load();
+    await post(payload([entry(1, 10), entry(1, 11), entry(2, 20)]));
+    await until(() => seen.length === 2, 'in flight');
+    const from = helper.log().args.length;
+    await helper.setFlows(flow().filter((n) => n.id !== 'n1'), 'full');
+    const said = warnings(from).join('\n');
+    said.should.match(/node removed: 3 entries not acknowledged stay in Redis for it; other copies running this node still deliver them/);
+    said.should.containEql(`delete the keys ${PREFIX}* by hand`);
+    (await direct.xlen(`${PREFIX}s`)).should.equal(3, 'kept for the other copies');
+  });
+
+  it('two copies draining the same stream at once: each entry taken by one only, an asset\'s entries in order by one copy', async function () {
+    const options = { prefix: PREFIX, windowMs: 0, timeoutMs: 5000, maxEntries: 10000, maxInFlight: 10, visibilityTimeoutMs: 60000, maxDeliveries: 5, backoffMs: 0 };
+    const clients = [0, 1, 2].map(() => { const c = new Redis(server.url, { maxRetriesPerRequest: 0 }); c.on('error', () => undefined); return c; });
+    try {
+      const [storer, a, b] = clients.map((c) => new RedisStreamInbox(c, options));
+      const stored = [];
+      for (let i = 0; i < 300; i++) stored.push({ key: `asset:${i % 17}`, entry: { assetId: i % 17, rrn: i }, revision: i, receivedAt: 'now' });
+      // The first entry of asset 5 in flight on a copy still in at least once: its asset is left to it until acknowledged.
+      const holder = storer;
+      await storer.store([stored[5]]);
+      let held;
+      for (let i = 0; i < 50 && !held; i++) held = (await holder.take(10)).deliveries[0];
+      held.entry.should.eql({ assetId: 5, rrn: 5 });
+      const others = stored.filter((_, i) => i !== 5);
+      for (let i = 0; i < others.length; i += 50) await storer.store(others.slice(i, i + 50));
+      const drained = { a: [], b: [] };
+      const drainAll = async (inbox, into) => {
+        let start = '-';
+        for (let pass = 0; pass < 1000; pass++) {
+          const r = await inbox.drain(start, 7, pass === 0);
+          into.push(...r.entries.map((d) => d.entry));
+          if (r.left === 0 || (r.next === '-' && r.entries.length === 0)) return r.left;
+          start = r.next;
+        }
+        throw new Error('no end');
+      };
+      const [leftA, leftB] = await Promise.all([drainAll(a, drained.a), drainAll(b, drained.b)]);
+      const all = [...drained.a, ...drained.b];
+      const asset5 = stored.filter((s) => s.entry.assetId === 5).length;
+      all.length.should.equal(300 - asset5, 'all but the held asset, each once');
+      new Set(all.map((e) => e.rrn)).size.should.equal(all.length);
+      Math.max(leftA, leftB).should.equal(asset5);
+      for (const side of [drained.a, drained.b]) {
+        for (let asset = 0; asset < 17; asset++) {
+          const rrns = side.filter((e) => e.assetId === asset).map((e) => e.rrn);
+          rrns.should.eql([...rrns].sort((x, y) => x - y), `asset ${asset} in order`);
+          if (rrns.length > 0) all.filter((e) => e.assetId === asset).length.should.equal(rrns.length, `asset ${asset} on one copy only`);
+        }
+      }
+      // Acknowledged by its holder: the rest of its asset goes, then the keys.
+      (await holder.acknowledge(held.id, held.delivery)).should.be.true();
+      const rest = [];
+      (await drainAll(a, rest)).should.equal(0);
+      rest.map((e) => e.rrn).should.eql(stored.filter((s) => s.entry.assetId === 5).map((s) => s.entry.rrn).slice(1));
+      (await inboxKeys()).should.eql([]);
+    } finally {
+      for (const c of clients) c.disconnect();
+    }
+  });
+});
