@@ -17,6 +17,16 @@
  * - `P d:<hex>`  an entry key's digest, PX = the duplicate window: a repeat within it is not stored
  */
 
+/** Shared Lua: a stream entry's fields, its key `k` and data `d`. */
+const FIELDS = `local function fields(f)
+  local k, d = '', ''
+  for j = 1, #f, 2 do
+    if f[j] == 'k' then k = f[j + 1] elseif f[j] == 'd' then d = f[j + 1] end
+  end
+  return k, d
+end
+`;
+
 /** Shared Lua: parks one entry (kept in `P p`, out of the stream and its line). */
 const PARK = `local function park(p, id, k, n, reason, now)
   local e = redis.call('XRANGE', p .. 's', id, id)
@@ -84,8 +94,7 @@ return left`;
  * (acknowledged, or claimed by another copy), `p<json>` parked (its last delivery timed out), `-`
  * a repeat of an entry already answered for.
  */
-const TAKE = `${PARK}
-local p, me, vis, max, now, room = KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+const TAKE = `${PARK}${FIELDS}local p, me, vis, max, now, room = KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local s = p .. 's'
 local seen = {}
 -- mode: 'c' check (held a while), 't' trusted (held, touched lately), 'f' fresh (read or claimed in this script)
@@ -110,13 +119,6 @@ local function start(id, k, mode)
   -- Idle time restarted: a held entry's when checked, and a delivery's when it starts.
   if mode == 'c' or (mode == 't' and string.sub(code, 1, 1) == 'g') then redis.call('XCLAIM', s, 'g', me, 0, id, 'JUSTID') end
   return code
-end
-local function fields(f)
-  local k, d = '', ''
-  for j = 1, #f, 2 do
-    if f[j] == 'k' then k = f[j + 1] elseif f[j] == 'd' then d = f[j + 1] end
-  end
-  return k, d
 end
 local out = {ARGV[8], 0, 0}
 for i = 9, #ARGV, 3 do out[#out + 1] = start(ARGV[i], ARGV[i + 1], ARGV[i + 2]) end
@@ -244,17 +246,10 @@ return n`;
  * parked hash are empty their keys go. Returns: next start ('-' at the end), entries left (stream
  * + parked), then id, key, data, deliveries of each entry taken.
  */
-const DRAIN = `local p, vis, count = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
+const DRAIN = `${FIELDS}local p, vis, count = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
 local s = p .. 's'
 local out = {'-', 0}
 local function add(id, k, d, n) out[#out + 1] = id; out[#out + 1] = k; out[#out + 1] = d; out[#out + 1] = tostring(n) end
-local function fields(f)
-  local k, d = '', ''
-  for j = 1, #f, 2 do
-    if f[j] == 'k' then k = f[j + 1] elseif f[j] == 'd' then d = f[j + 1] end
-  end
-  return k, d
-end
 if ARGV[4] == '1' then
   local flat = redis.call('HGETALL', p .. 'p')
   for i = 1, #flat, 2 do
