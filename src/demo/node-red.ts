@@ -108,11 +108,16 @@ export async function startNodeRed(options: StartNodeRedOptions): Promise<NodeRe
     { cwd: options.userDir, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
 
   const recent: string[] = [];
-  let flowsStarted = 0;
+  // Deploys whose flows have started: a "Started" line after a deploy's "Updated flows" (Node-RED
+  // answers a deploy before its flows start, and the start-up's own "Started flows" can reach this
+  // process after /settings answers).
+  let deploysStarted = 0;
+  let deployUnderWay = false;
   const onLine = (line: string) => {
     recent.push(line);
     if (recent.length > 30) recent.shift();
-    if (/\] Started (flows|modified nodes|modified flows)\s*$/.test(line)) flowsStarted++;
+    if (/\] Updated flows\s*$/.test(line)) deployUnderWay = true;
+    else if (deployUnderWay && /\] Started (flows|modified nodes|modified flows)\s*$/.test(line)) { deployUnderWay = false; deploysStarted++; }
     options.onLine?.(line);
   };
   forEachLine(child.stdout!, onLine);
@@ -151,10 +156,10 @@ export async function startNodeRed(options: StartNodeRedOptions): Promise<NodeRe
     await delay(200);
   }
   const deploy = async (flows: object[], timeoutMs = 30000): Promise<void> => {
-    const before = flowsStarted;
+    const before = deploysStarted;
     await deployFlows(url, flows);
     const until = Date.now() + timeoutMs;
-    while (flowsStarted === before) {
+    while (deploysStarted === before) {
       if (Date.now() > until) throw new Error(`Node-RED did not start the deployed flows in time. Its last lines:\n${recent.join('\n')}`);
       await delay(50);
     }
