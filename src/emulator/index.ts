@@ -95,7 +95,7 @@ export interface RunningEmulator {
   injectSlow(fault: SlowFault): void;
   /** Requests held by a slow fault so far. */
   slowAnswers(): number;
-  /** Stops accepting, ends deliveries in flight, flushes state. */
+  /** Stops accepting, ends deliveries in flight, flushes state; removes the data folder if it made it (no `dataDir` given). */
   close(): Promise<void>;
 }
 
@@ -111,6 +111,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   if (!FORM_CHARSETS.includes(formCharset)) throw new Error(`formCharset must be one of ${FORM_CHARSETS.join(', ')}`);
   const ingestDelayMs = options.ingestDelayMs ?? 0;
   if (!Number.isFinite(ingestDelayMs) || ingestDelayMs < 0) throw new Error('ingestDelayMs must be a non-negative number');
+  // A folder the caller did not name is this emulator's own: close() removes it (tests upload GiBs).
+  const ownsDataDir = options.dataDir === undefined;
   const dataDir = path.resolve(options.dataDir ?? await fsp.mkdtemp(path.join(os.tmpdir(), 'dam-emulator-')));
   await fsp.mkdir(dataDir, { recursive: true });
 
@@ -181,6 +183,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
       await ingester.stop();
       await repo.close(); // waits for the write in progress, which publishes to the hub
       await hub.close();
+      if (ownsDataDir) await fsp.rm(dataDir, { recursive: true, force: true });
     })()
   };
 }
