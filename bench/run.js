@@ -15,6 +15,7 @@ const { startNodeRed } = require('./lib/nodered');
 const { buildFlows } = require('./lib/flows');
 const { runTransfers } = require('./lib/transfer');
 const { runEvents } = require('./lib/events');
+const { redisCostMeter } = require('./lib/redis-cost');
 const { runFanout } = require('./lib/fanout');
 const { runHotFolder } = require('./lib/hotfolder');
 const { markdown, chartSvg } = require('./lib/report');
@@ -231,12 +232,15 @@ async function main() {
 
     if (opts.only.includes('events')) {
       log('\n== event bursts');
+      const redisMeter = redis && redisCostMeter(redis);
       try {
-        results.events = await runEvents({ nr: await nodeRed('ours'), opts, log, hasOurs: types.has('asset-event-in'),
+        results.events = await runEvents({ nr: await nodeRed('ours'), opts, log, redisMeter, hasOurs: types.has('asset-event-in'),
           hasInbox: opts.variants.includes('inbox') && types.has('asset-event-ack'), hasRedis: !!redis && opts.variants.includes('redis') && types.has('asset-redis'),
           hasStreams: !!redis && opts.variants.includes('streams') && types.has('asset-redis') && types.has('asset-event-ack') });
       } catch (e) {
         errors.push(`event bursts: ${e.message}`);
+      } finally {
+        if (redisMeter) redisMeter.close();
       }
     }
     await stopNodeRed();

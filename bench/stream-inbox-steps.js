@@ -1,38 +1,84 @@
 'use strict';
-// Time per step of one 100-entry callback, Redis Stream inbox (store, take, acknowledge) against the
-// Redis filter (claim, confirm), each awaited alone on one ioredis connection to a redis-server of
-// its own (no append-only file): where an at-least-once entry's time goes, without Node-RED.
-// `node bench/stream-inbox-steps.js`
+// Where an at-least-once entry's Redis time goes, without Node-RED: callbacks of N entries through
+// the Redis Stream inbox (store; take In flight 100 at a time; acknowledge those in one turn) and
+// through the Redis filter (claim, confirm), each step awaited alone on one ioredis connection to a
+// redis-server of its own (no append-only file). Per entry: wall time and redis-server CPU (/proc)
+// per step, then the commands Redis ran (INFO commandstats: a script counts as EVALSHA/EVAL, and
+// every redis.call() inside it as its own command).
+// `node bench/stream-inbox-steps.js [N=100] [callbacks=100]`
+const fs = require('fs');
 const Redis = require('ioredis');
 const { startRedis } = require('../test/reliability/lib/servers');
-
+const { readCpu } = require('./lib/rss');
 const inb = require('../dist/events/inbox');
+const { RedisDuplicateFilter } = require('../dist/events');
+
+const N = Number(process.argv[2] || 100);
+const rounds = Number(process.argv[3] || 100);
+const IN_FLIGHT = 100;
+const now = () => Number(process.hrtime.bigint()) / 1e6;
+
+function entriesOf(first) {
+  const out = [];
+  for (let k = 0; k < N; k++) {
+    const id = first + k;
+    out.push({ key: `asset:${id}`, entry: { assetId: id, rrn: id, path: `/b/f${id}`, owner: 'b', action: 'added' }, revision: id, receivedAt: 'x', subscriptionId: 's' });
+  }
+  return out;
+}
+
+async function commandStats(c, entries) {
+  const lines = [];
+  for (const l of (await c.info('commandstats')).split('\n')) {
+    const m = /cmdstat_(\w+):calls=(\d+),usec=(\d+)/.exec(l);
+    if (m && m[1] !== 'info' && m[1] !== 'config') lines.push(`    ${m[1].padEnd(12)} ${(m[2] / entries).toFixed(3)} calls/entry, ${(m[3] / entries).toFixed(2)} µs/entry`);
+  }
+  return lines.join('\n');
+}
+
 (async () => {
-  const dir = require('fs').mkdtempSync('/tmp/steps-');
+  const dir = fs.mkdtempSync('/tmp/steps-');
   const r = await startRedis(dir, { durable: false });
   const c = new Redis(r.url, { enableAutoPipelining: true });
-  const inbox = new inb.RedisStreamInbox(c, { prefix: 'b:{x}:in:', windowMs: 600000, timeoutMs: 5000, maxEntries: 1e7, maxInFlight: 100, visibilityTimeoutMs: 600000, maxDeliveries: 5, backoffMs: 1000 });
-  await inbox.ensureGroup();
-  const filter = new (require('../dist/events').RedisDuplicateFilter)(c, { prefix: 'f:{x}:', windowMs: 600000, leaseMs: 10000, timeoutMs: 5000 });
-  let seq = 0;
-  const t = { store: 0, take: 0, ack: 0, claim: 0, confirm: 0 };
-  const N = 100, rounds = 50;
-  const now = () => Number(process.hrtime.bigint()) / 1e6;
-  for (let i = 0; i < rounds; i++) {
-    const entries = [];
-    for (let k = 0; k < N; k++) { seq++; entries.push({ key: `asset:${seq}`, entry: { assetId: seq, rrn: seq, path: `/b/f${seq}`, owner: 'b', action: 'added' }, revision: seq, receivedAt: 'x', subscriptionId: 's' }); }
-    let a = now(); await inbox.store(entries); t.store += now() - a;
-    let got = 0;
-    while (got < N) {
-      a = now(); const taken = await inbox.take(100); t.take += now() - a; got += taken.deliveries.length;
-      a = now(); await Promise.all(taken.deliveries.map((d) => inbox.acknowledge(d.id, d.delivery))); t.ack += now() - a;
+  try {
+    const inbox = new inb.RedisStreamInbox(c, { prefix: 'b:{x}:in:', windowMs: 600000, timeoutMs: 5000, maxEntries: 1e7, maxInFlight: IN_FLIGHT, visibilityTimeoutMs: 600000, maxDeliveries: 5, backoffMs: 1000 });
+    await inbox.ensureGroup();
+    const filter = new RedisDuplicateFilter(c, { prefix: 'f:{x}:', windowMs: 600000, leaseMs: 10000, timeoutMs: 5000 });
+    const wall = {}; const cpu = {};
+    const step = async (name, fn) => {
+      const c0 = readCpu(r.pid); const a = now();
+      const x = await fn();
+      wall[name] = (wall[name] || 0) + now() - a; cpu[name] = (cpu[name] || 0) + readCpu(r.pid) - c0;
+      return x;
+    };
+    const E = N * rounds;
+    const report = async (names) => {
+      for (const k of names) console.log(`  ${k.padEnd(8)} ${(wall[k] / E * 1000).toFixed(1)} µs wall/entry, ${(cpu[k] / E * 1e6).toFixed(1)} µs redis-server CPU/entry`);
+      console.log(await commandStats(c, E));
+      await c.config('RESETSTAT');
+    };
+    await c.config('RESETSTAT');
+    let seq = 1;
+    for (let i = 0; i < rounds; i++, seq += N) {
+      await step('store', () => inbox.store(entriesOf(seq)));
+      for (let got = 0; got < N;) {
+        const taken = await step('take', () => inbox.take(IN_FLIGHT));
+        got += taken.deliveries.length;
+        await step('ack', () => Promise.all(taken.deliveries.map((d) => inbox.acknowledge(d.id, d.delivery))));
+      }
     }
-    const keys = entries.map((e) => JSON.stringify(e.entry));
-    a = now(); const cl = await filter.claim(keys); t.claim += now() - a;
-    a = now(); await cl.confirm(); t.confirm += now() - a;
+    console.log(`stream inbox, ${rounds} callbacks of ${N} entries:`);
+    await report(['store', 'take', 'ack']);
+    for (let i = 0; i < rounds; i++, seq += N) {
+      const keys = entriesOf(seq).map((e) => JSON.stringify(e.entry));
+      const claimed = await step('claim', () => filter.claim(keys));
+      await step('confirm', () => claimed.confirm());
+    }
+    console.log(`Redis filter, ${rounds} callbacks of ${N} entries:`);
+    await report(['claim', 'confirm']);
+  } finally {
+    c.disconnect();
+    await r.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
   }
-  for (const k in t) console.log(k, (t[k] / rounds).toFixed(2), 'ms per 100-entry callback');
-  const info = await c.info('commandstats');
-  console.log(info.split('\n').filter((l) => /evalsha|eval:|xreadgroup|xadd/.test(l)).join('\n'));
-  c.disconnect(); await r.stop();
 })();

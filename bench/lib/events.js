@@ -146,7 +146,7 @@ function paced({ url, amount, rate, connections, body }) {
  * sending its next callback when the last was answered) or at an even `rate` callbacks/s (paced).
  * Returns entries/s counted, latency percentiles (ms), entries sent and lost, HTTP failures.
  */
-async function burst(nr, variant, n, amount, rate) {
+async function burst(nr, variant, n, amount, rate, redisMeter) {
   const reset = await nr.post('/bench/reset', {});
   if (reset.status !== 200) throw new Error(`POST /bench/reset: HTTP ${reset.status}`);
   const connections = Math.min(10, amount, rate || Infinity);
@@ -155,6 +155,7 @@ async function burst(nr, variant, n, amount, rate) {
     headers: { 'content-type': 'application/json' },
     requests: [{ setupRequest: (req) => { req.body = callbackBody(n); return req; } }]
   };
+  const redisBefore = redisMeter && await redisMeter.snapshot();
   const cpuBefore = readCpu(nr.pid);
   const began = performance.now();
   const r = rate
@@ -164,6 +165,7 @@ async function burst(nr, variant, n, amount, rate) {
   const sentEntries = amount * n;
   const counted = await settledCount(nr, variant, sentEntries);
   const cpu = readCpu(nr.pid) - cpuBefore; // Node-RED's CPU for this burst (less sensitive to load than time)
+  const redisCost = redisBefore ? await redisMeter.cost(redisBefore, counted) : {};
   // The inbox answers once entries are stored and hands them out after: its entries/s counts until
   // the last acknowledgement was counted (polled every 100 ms, so at most 0.1 s late), not the last answer.
   const seconds = (variant === 'inbox' || variant === 'streams') && !rate ? Math.max(r.seconds, (performance.now() - began) / 1000) : r.seconds;
@@ -171,8 +173,18 @@ async function burst(nr, variant, n, amount, rate) {
     callbacks: amount, answered: r.requests.total, ok2xx: r['2xx'], non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts,
     seconds, answerSeconds: r.seconds, callbacksPerSec: r['2xx'] / seconds, entriesPerSec: counted / seconds,
     p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max, latencies: r.latencies,
-    sentEntries, counted, lost: sentEntries - counted, cpuSeconds: cpu, cpuMicrosPerEntry: cpu / counted * 1e6
+    sentEntries, counted, lost: sentEntries - counted, cpuSeconds: cpu, cpuMicrosPerEntry: cpu / counted * 1e6,
+    redisCpuMicrosPerEntry: redisCost.redisCpuMicrosPerEntry, redisScriptsPerEntry: redisCost.scriptsPerEntry, redisCommandsPerEntry: redisCost.commandsPerEntry
   };
+}
+
+const usesRedis = (variant) => variant === 'redis' || variant === 'streams';
+
+/** The Redis figures of a burst, for the progress line. */
+function redisText(b) {
+  if (b.redisCpuMicrosPerEntry === undefined) return '';
+  const f = (x) => (Number.isFinite(x) ? x.toFixed(2) : '-');
+  return `; redis-server ${f(b.redisCpuMicrosPerEntry)} µs CPU/entry, ${f(b.redisScriptsPerEntry)} round trips/entry, ${f(b.redisCommandsPerEntry)} commands/entry`;
 }
 
 /** Warm-up burst for a fixed time; returns callbacks per second (nothing else is kept). */
@@ -208,9 +220,9 @@ async function runEvents(ctx) {
     for (let run = 0; run < opts.runs; run++) {
       for (const v of rotate(variants, run)) {
         const amount = Math.max(20, Math.round(rows[v].warmCallbacksPerSec * burstSeconds));
-        const b = await burst(nr, v, n, amount);
+        const b = await burst(nr, v, n, amount, undefined, usesRedis(v) ? ctx.redisMeter : undefined);
         rows[v].max.push(b);
-        log(`  events ${n}/callback ${v} run ${run + 1}: ${Math.round(b.entriesPerSec)} entries/s, p99 ${b.p99} ms, lost ${b.lost}`);
+        log(`  events ${n}/callback ${v} run ${run + 1}: ${Math.round(b.entriesPerSec)} entries/s, p99 ${b.p99} ms, lost ${b.lost}${redisText(b)}`);
       }
     }
     // half of each flow's own maximum rate, interleaved
@@ -250,6 +262,11 @@ async function runEvents(ctx) {
       r.lost = runs.reduce((s, b) => s + b.lost, 0);
       r.httpFailures = runs.reduce((s, b) => s + b.non2xx + b.errors + b.timeouts, 0);
       r.cpuMicrosPerEntry = median(r.max.map((b) => b.cpuMicrosPerEntry));
+      if (usesRedis(v) && ctx.redisMeter) {
+        r.redisCpuMicrosPerEntry = median(r.max.map((b) => b.redisCpuMicrosPerEntry));
+        r.redisScriptsPerEntry = median(r.max.map((b) => b.redisScriptsPerEntry));
+        r.redisCommandsPerEntry = median(r.max.map((b) => b.redisCommandsPerEntry));
+      }
       results.push(r);
     }
   }

@@ -106,6 +106,26 @@ describe('events: at-least-once inbox on a Redis Stream (real redis-server)', fu
     (await admin.exists(`${PREFIX}v`)).should.equal(0, 'no hash that grows with every asset');
   });
 
+  // The store script has two ways: one pass that writes as it checks (room for every entry of the
+  // callback) and a checking pass first (near the bound). Both must leave out the same entries and
+  // keep the newest revision of an asset when an older one comes in the same callback.
+  for (const [way, maxEntries] of [['room for all: one pass', 100], ['near the bound: checked first', 4]]) {
+    it(`repeats and older revisions within one callback, ${way}`, async function () {
+      const a = await copy({ maxEntries });
+      (await a.store([entry(1, 12), entry(1, 11), entry(2, 5), entry(2, 5), entry(1, 13)])).should.equal(2, 'asset 1 rev 11 and the second 2/5');
+      (await admin.get(`${PREFIX}v:asset:1`)).should.equal('13');
+      // With a repeat of 2/5 beside it: 3 stored + 2 is over a bound of 4, so that way checks first again.
+      (await a.store([entry(1, 12, { path: '/other' }), entry(2, 5)])).should.equal(2, 'older than 13 (not a repeat: another path), and a repeat');
+      (await admin.get(`${PREFIX}v:asset:1`)).should.equal('13', 'the newest revision put back');
+      (await admin.pttl(`${PREFIX}v:asset:1`)).should.be.above(0);
+      (await a.store([entry(1, 13, { path: '/other' }), entry(2, 5)])).should.equal(1, 'the same revision, another entry: stored');
+      const taken = await a.take(10);
+      names(taken).should.eql(['1/12', '2/5']);
+      (await admin.xlen(`${PREFIX}s`)).should.equal(4);
+      (await admin.lrange(`${PREFIX}l:asset:1`, 0, -1)).length.should.equal(3);
+    });
+  }
+
   it('full: refuses the whole callback, writes nothing, and takes it once there is room', async function () {
     const a = await copy({ maxEntries: 3 });
     await a.store([entry(1, 1), entry(2, 1)]);

@@ -143,9 +143,11 @@ export class RedisStreamInbox implements Inbox {
         this.nextPollAt = now + this.pollMs;
         if (now >= this.nextSweepAt) { this.nextSweepAt = now + SWEEP_MS; await this.script('sweep', [this.consumer, SWEEP_MS]); }
       }
-      const read = (polling || this.maybeNew) && this.held.size < this.holdCap ? this.holdCap - this.held.size : 0;
-      const claim = polling ? this.holdCap : 0;
       const room = Math.max(0, Math.min(limit, this.options.maxInFlight - this.flights.size));
+      // New entries: only as many as may start now (entries read beyond it wait with this copy, out
+      // of other copies' reach, and cost a second start later); more once some are held waiting in line.
+      const read = (polling || this.maybeNew) ? Math.min(this.holdCap - this.held.size, room) : 0;
+      const claim = polling ? this.holdCap : 0;
       // Held entries worth asking about, in the order read (each asset's line keeps its order in
       // Redis): those touched a third of the timeout ago or more (`c`: checked, idle time restarted),
       // and of the others (`t`: no other copy can have claimed them, their idle time is shorter)
@@ -161,7 +163,7 @@ export class RedisStreamInbox implements Inbox {
         modes.push(mode);
       }
       if (read > 0 || claim > 0 || due.length > 0) {
-        this.maybeNew = false;
+        if (read > 0) this.maybeNew = false;
         const args: Array<string | number> = [this.consumer, vis, this.options.maxDeliveries, new Date(now).toISOString(), room, read, claim, this.claimCursor];
         due.forEach((h, i) => args.push(h.id, h.key, modes[i]));
         const reply = await this.script('take', args) as unknown[];

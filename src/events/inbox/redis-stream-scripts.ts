@@ -50,10 +50,37 @@ end
  * KEYS[1] P; ARGV[1] bound on stored entries, ARGV[2] duplicate window ms (0: none), ARGV[3] revision
  * horizon ms, then per entry four: digest hex ('' none), key, revision ('' none), data. All or none: -1 when they do not fit;
  * else how many were left out (a repeat within the window, or older than a stored revision of their key).
+ *
+ * When all of them fit whatever is left out (the usual case), one pass writes as it checks: a repeat
+ * is `SET d NX` not setting, a newest revision is `SET v GET` (put back when the one there is newer),
+ * four calls per new entry with the XADD and the line's RPUSH. Near the bound, a first pass checks
+ * without writing, so that nothing is written when the new ones do not fit.
  */
 const STORE = `local p, max, win, horizon = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local s = p .. 's'
 if redis.call('EXISTS', s) == 0 then redis.call('XGROUP', 'CREATE', s, 'g', '0', 'MKSTREAM') end
+local count = (#ARGV - 3) / 4
+local function add(b)
+  local id = redis.call('XADD', s, '*', 'k', ARGV[b + 1], 'd', ARGV[b + 3])
+  redis.call('RPUSH', p .. 'l:' .. ARGV[b + 1], id)
+end
+if redis.call('XLEN', s) + redis.call('HLEN', p .. 'p') + count <= max then
+  local left = 0
+  for b = 4, #ARGV, 4 do
+    local dg, k, v = ARGV[b], ARGV[b + 1], ARGV[b + 2]
+    local keep = true
+    if dg ~= '' and win > 0 then keep = redis.call('SET', p .. 'd:' .. dg, '1', 'PX', win, 'NX') ~= false end
+    if keep and v ~= '' then
+      local was = redis.call('SET', p .. 'v:' .. k, v, 'PX', horizon, 'GET')
+      if was and tonumber(was) > tonumber(v) then
+        keep = false
+        redis.call('SET', p .. 'v:' .. k, was, 'PX', horizon)
+      end
+    end
+    if keep then add(b) else left = left + 1 end
+  end
+  return left
+end
 local seen, newest, fresh = {}, {}, {}
 for b = 4, #ARGV, 4 do
   local dg, k, v = ARGV[b], ARGV[b + 1], ARGV[b + 2]
@@ -69,15 +96,14 @@ for b = 4, #ARGV, 4 do
   end
   if keep then fresh[#fresh + 1] = b end
 end
-local left = (#ARGV - 3) / 4 - #fresh
+local left = count - #fresh
 if #fresh == 0 then return left end
 if redis.call('XLEN', s) + redis.call('HLEN', p .. 'p') + #fresh > max then return -1 end
 for _, b in ipairs(fresh) do
   local dg, k, v = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   if dg ~= '' and win > 0 then redis.call('SET', p .. 'd:' .. dg, '1', 'PX', win) end
   if v ~= '' then redis.call('SET', p .. 'v:' .. k, newest[k], 'PX', horizon) end
-  local id = redis.call('XADD', s, '*', 'k', k, 'd', ARGV[b + 3])
-  redis.call('RPUSH', p .. 'l:' .. k, id)
+  add(b)
 end
 return left`;
 
@@ -167,12 +193,18 @@ for i = 1, #ARGV, 3 do
   if k == '' then k = keyOf(p, id) end
   local ok = 0
   -- The latest delivery of the first entry of its line (also after its timeout, until it starts again).
-  if k and redis.call('LINDEX', p .. 'l:' .. k, 0) == id and tonumber(redis.call('HGET', p .. 'n', id) or '0') == d then
-    ok = 1
-    redis.call('XACK', p .. 's', 'g', id)
-    redis.call('XDEL', p .. 's', id)
-    redis.call('LPOP', p .. 'l:' .. k)
-    redis.call('HDEL', p .. 'n', id)
+  -- A delivery is counted only for the first of a line, so the count matching says it is first;
+  -- LPOP checks it all the same (and puts back what it took when not).
+  if k and tonumber(redis.call('HGET', p .. 'n', id) or '0') == d then
+    local first = redis.call('LPOP', p .. 'l:' .. k)
+    if first == id then
+      ok = 1
+      redis.call('XACK', p .. 's', 'g', id)
+      redis.call('XDEL', p .. 's', id)
+      redis.call('HDEL', p .. 'n', id)
+    elseif first then
+      redis.call('LPUSH', p .. 'l:' .. k, first)
+    end
   end
   out[#out + 1] = ok
 end
