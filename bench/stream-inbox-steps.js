@@ -76,6 +76,25 @@ async function commandStats(c, entries) {
     }
     console.log(`Redis filter, ${rounds} callbacks of ${N} entries:`);
     await report(['claim', 'confirm']);
+    // The floor of any at-least-once queue on a Redis Stream shared by copies, with none of the
+    // inbox's rules (no duplicate window, newest revision, per-asset order, delivery count): XADD in
+    // one script per callback, XREADGROUP of In flight entries, XACK + XDEL in one script per take.
+    const FLOOR_STORE = "for i = 1, #ARGV, 2 do redis.call('XADD', KEYS[1], '*', 'k', ARGV[i], 'd', ARGV[i + 1]) end return 1";
+    const FLOOR_ACK = "for i = 1, #ARGV do redis.call('XACK', KEYS[1], 'g', ARGV[i]); redis.call('XDEL', KEYS[1], ARGV[i]) end return 1";
+    const fs1 = 'floor:{x}:s';
+    await c.xgroup('CREATE', fs1, 'g', '0', 'MKSTREAM');
+    for (let i = 0; i < rounds; i++, seq += N) {
+      const args = entriesOf(seq).flatMap((e) => [e.key, JSON.stringify({ e: e.entry, at: e.receivedAt, s: e.subscriptionId })]);
+      await step('xadd', () => c.eval(FLOOR_STORE, 1, fs1, ...args));
+      for (let got = 0; got < N;) {
+        const r = await step('read', () => c.xreadgroup('GROUP', 'g', 'me', 'COUNT', IN_FLIGHT, 'STREAMS', fs1, '>'));
+        const ids = r ? r[0][1].map((e) => e[0]) : [];
+        got += ids.length;
+        await step('xack+del', () => c.eval(FLOOR_ACK, 1, fs1, ...ids));
+      }
+    }
+    console.log(`floor (XADD, XREADGROUP, XACK + XDEL; none of the inbox's rules), ${rounds} callbacks of ${N} entries:`);
+    await report(['xadd', 'read', 'xack+del']);
   } finally {
     c.disconnect();
     await r.stop();

@@ -106,6 +106,27 @@ describe('events: at-least-once inbox on a Redis Stream (real redis-server)', fu
     (await admin.exists(`${PREFIX}v`)).should.equal(0, 'no hash that grows with every asset');
   });
 
+  it('acknowledgements of one turn go in one script (more than one slice of 500 ids): each counts once, a repeat or another delivery does not', async function () {
+    const a = await copy({ maxEntries: 2000, maxInFlight: 1200 });
+    const many = [];
+    for (let i = 1; i <= 1200; i++) many.push(entry(i, 1));
+    many.push(entry(1, 2)); // asset 1 twice: its second waits for the first's acknowledgement
+    await a.store(many);
+    const taken = await a.take(1200);
+    taken.deliveries.length.should.equal(1200);
+    (await admin.hlen(`${PREFIX}n`)).should.equal(1200, 'a count per first delivery');
+    const first = taken.deliveries[0];
+    const acks = taken.deliveries.map((d) => a.acknowledge(d.id, d.delivery));
+    acks.push(a.acknowledge(first.id, first.delivery), a.acknowledge(taken.deliveries[1].id, 2));
+    const results = await Promise.all(acks);
+    results.slice(0, 1200).every((ok) => ok === true).should.be.true();
+    results.slice(1200).should.eql([false, false], 'the same acknowledgement twice, and a delivery that never was');
+    (await admin.xlen(`${PREFIX}s`)).should.equal(1, 'only the second entry of asset 1 is left');
+    (await admin.xpending(`${PREFIX}s`, 'g'))[0].should.equal(0);
+    (await admin.hlen(`${PREFIX}n`)).should.equal(0);
+    names(await a.take(10)).should.eql(['1/2'], 'the line of asset 1 moved on by one');
+  });
+
   // The store script has two ways: one pass that writes as it checks (room for every entry of the
   // callback) and a checking pass first (near the bound). Both must leave out the same entries and
   // keep the newest revision of an asset when an older one comes in the same callback.

@@ -27,6 +27,15 @@ const FIELDS = `local function fields(f)
 end
 `;
 
+/**
+ * Shared Lua: one command over many ids (`XACK s g ...`, `HDEL n ...`), in slices that Lua's
+ * unpack can take.
+ */
+const EACH = `local function each(ids, f)
+  for i = 1, #ids, 500 do f(unpack(ids, i, math.min(i + 499, #ids))) end
+end
+`;
+
 /** Shared Lua: parks one entry (kept in `P p`, out of the stream and its line). */
 const PARK = `local function park(p, id, k, n, reason, now)
   local e = redis.call('XRANGE', p .. 's', id, id)
@@ -120,10 +129,13 @@ return left`;
  * (acknowledged, or claimed by another copy), `p<json>` parked (its last delivery timed out), `-`
  * a repeat of an entry already answered for.
  */
-const TAKE = `${PARK}${FIELDS}local p, me, vis, max, now, room = KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+const TAKE = `${PARK}${FIELDS}${EACH}local p, me, vis, max, now, room = KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local s = p .. 's'
 local seen = {}
--- mode: 'c' check (held a while), 't' trusted (held, touched lately), 'f' fresh (read or claimed in this script)
+-- First deliveries of entries new to the group: their counts (1) are set in one HSET at the end.
+local firsts = {}
+-- mode: 'c' check (held a while), 't' trusted (held, touched lately), 'f' fresh (claimed in this
+-- script), 'r' read (new to the group in this script: never delivered, no count yet)
 local function start(id, k, mode)
   if seen[id] then return '-' end
   seen[id] = true
@@ -134,6 +146,11 @@ local function start(id, k, mode)
   local code
   if room <= 0 then code = 's'
   elseif redis.call('LINDEX', p .. 'l:' .. k, 0) ~= id then code = 'w'
+  elseif mode == 'r' then
+    firsts[#firsts + 1] = id
+    firsts[#firsts + 1] = 1
+    room = room - 1
+    code = 'g1'
   else
     local n = redis.call('HINCRBY', p .. 'n', id, 1)
     if n > max then
@@ -148,24 +165,25 @@ local function start(id, k, mode)
 end
 local out = {ARGV[8], 0, 0}
 for i = 9, #ARGV, 3 do out[#out + 1] = start(ARGV[i], ARGV[i + 1], ARGV[i + 2]) end
-local got = {}
+local got, modes = {}, {}
 if tonumber(ARGV[7]) > 0 and redis.call('EXISTS', s) == 1 then
   local r = redis.call('XAUTOCLAIM', s, 'g', me, vis, ARGV[8], 'COUNT', ARGV[7])
   out[1] = r[1]
-  for _, e in ipairs(r[2]) do if type(e) == 'table' then got[#got + 1] = e end end
+  for _, e in ipairs(r[2]) do if type(e) == 'table' then got[#got + 1] = e; modes[#got] = 'f' end end
 end
 if tonumber(ARGV[6]) > 0 and redis.call('EXISTS', s) == 1 then
   local r = redis.call('XREADGROUP', 'GROUP', 'g', me, 'COUNT', ARGV[6], 'STREAMS', s, '>')
-  if r and r[1] then for _, e in ipairs(r[1][2]) do got[#got + 1] = e end end
+  if r and r[1] then for _, e in ipairs(r[1][2]) do got[#got + 1] = e; modes[#got] = 'r' end end
 end
-for _, e in ipairs(got) do
+for j, e in ipairs(got) do
   local k, d = fields(e[2])
   -- Just read or claimed by this consumer, in this script: its own, idle time restarted.
-  local code = start(e[1], k, 'f')
+  local code = start(e[1], k, modes[j])
   if code ~= '-' then
     out[#out + 1] = e[1]; out[#out + 1] = code; out[#out + 1] = k; out[#out + 1] = d
   end
 end
+if #firsts > 0 then each(firsts, function(...) redis.call('HSET', p .. 'n', ...) end) end
 out[2] = redis.call('XLEN', s)
 out[3] = redis.call('HLEN', p .. 'p')
 return out`;
@@ -184,29 +202,39 @@ end
  * KEYS[1] P; then per acknowledgement: id, delivery, key ('' unknown: read from the stream). One
  * code each: 1 acknowledged (the entry leaves the stream, XACK + XDEL: the stream holds only what
  * is not acknowledged; the next of its asset may go), 0 unknown or in flight with another delivery.
+ * The delivery counts are read in one HMGET, and the acknowledged entries leave in one XACK, XDEL
+ * and HDEL: one call per entry (its line's LPOP) besides those.
  */
-const ACK = `${KEY_OF}
+const ACK = `${KEY_OF}${EACH}
 local p = KEYS[1]
-local out = {}
-for i = 1, #ARGV, 3 do
-  local id, d, k = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
-  if k == '' then k = keyOf(p, id) end
+local s = p .. 's'
+local ids = {}
+for i = 1, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
+local counts = {}
+each(ids, function(...) for _, n in ipairs(redis.call('HMGET', p .. 'n', ...)) do counts[#counts + 1] = n end end)
+local out, done = {}, {}
+for j, id in ipairs(ids) do
+  local d, k = tonumber(ARGV[3 * j - 1]), ARGV[3 * j]
   local ok = 0
   -- The latest delivery of the first entry of its line (also after its timeout, until it starts again).
   -- A delivery is counted only for the first of a line, so the count matching says it is first;
   -- LPOP checks it all the same (and puts back what it took when not).
-  if k and tonumber(redis.call('HGET', p .. 'n', id) or '0') == d then
-    local first = redis.call('LPOP', p .. 'l:' .. k)
+  if tonumber(counts[j] or '0') == d then
+    if k == '' then k = keyOf(p, id) end
+    local first = k and redis.call('LPOP', p .. 'l:' .. k)
     if first == id then
       ok = 1
-      redis.call('XACK', p .. 's', 'g', id)
-      redis.call('XDEL', p .. 's', id)
-      redis.call('HDEL', p .. 'n', id)
+      done[#done + 1] = id
     elseif first then
       redis.call('LPUSH', p .. 'l:' .. k, first)
     end
   end
   out[#out + 1] = ok
+end
+if #done > 0 then
+  each(done, function(...) redis.call('XACK', s, 'g', ...) end)
+  each(done, function(...) redis.call('XDEL', s, ...) end)
+  each(done, function(...) redis.call('HDEL', p .. 'n', ...) end)
 end
 return out`;
 
