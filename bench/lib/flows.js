@@ -222,13 +222,15 @@ function buildFlows({ emulatorUrl, cookie, types, parts, redisUrl }) {
     );
   }
   if (parts.has('events') && types.has('asset-event-in') && types.has('asset-event-ack') && types.has('asset-redis') && redisUrl) {
+    // In flight 100, as the journal inbox's row; BENCH_STREAMS_IN_FLIGHT changes it for investigations only.
+    const STREAMS_IN_FLIGHT = Number(process.env.BENCH_STREAMS_IN_FLIGHT) || 100;
     // --- 3e: at least once with its inbox on a Redis Stream (an asset-redis node chosen) -> ack -> count.
     nodes.push(
       { id: 'bench-redis-streams', type: 'asset-redis', name: 'bench streams', url: redisUrl, prefix: 'benchs:', timeout: 1000, lease: 10 },
       { id: 'bench-ev-streams-in', type: 'asset-event-in', z: TAB, name: '', path: EVENT_PATHS.streams, method: 'post',
         successCode: '', output: 'entry', emitEmpty: false, maxBodyMB: '', secretHeader: '', subscriptionId: '',
         checkId: true, dedup: true, dedupWindow: '', dedupMax: '', server: '', manage: false, redis: 'bench-redis-streams',
-        delivery: 'atLeastOnce', inboxMax: 10000000, maxInFlight: 100, outputs: 2,
+        delivery: 'atLeastOnce', inboxMax: 10000000, maxInFlight: STREAMS_IN_FLIGHT, outputs: 2,
         watchPath: [], watchMetadata: [], logicalOperand: '', retryCount: '', x: 150, y: 520, wires: [['bench-ev-streams-ack'], []] },
       { id: 'bench-ev-streams-ack', type: 'asset-event-ack', z: TAB, name: '', action: 'ack', x: 350, y: 520, wires: [['bench-ev-streams-count']] },
       fn('bench-ev-streams-count', COUNT_STREAMS, [], 550, 520)
