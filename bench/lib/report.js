@@ -98,6 +98,11 @@ function transferSummaries(results) {
  * (at 1000, one message per entry cannot be, in any flow); the
  * one-message-per-callback mode loses nothing and its p99 at half rate is below 50 ms at every size.
  */
+/** The Redis rows' redis-server CPU per entry and commands it ran per entry (bench/lib/redis-cost.js). */
+function redisCell(r) {
+  return r.redisCpuMicrosPerEntry === undefined ? '' : `${fmt(r.redisCpuMicrosPerEntry)} (${r.redisCommandsPerEntry.toFixed(1)})`;
+}
+
 function eventTargets(rows) {
   const out = [];
   for (const r of rows) {
@@ -184,13 +189,13 @@ function markdown(results) {
 
   if (results.events && results.events.length) {
     L.push('## 3. Event bursts: callbacks POSTed to Node-RED over 10 keep-alive connections (full speed: autocannon; half rate: evenly paced, open loop)', '');
-    L.push('| Entries / callback | Flow | Entries/s (max) | p50 / p99 ms (max rate) | Half rate (callbacks/s) | p50 / p99 ms (half rate) | p99 ms at the core flow\'s half rate | Lost | Node-RED CPU µs/entry | Target |',
-      '|---:|---|---:|---:|---:|---:|---:|---:|---:|---|');
+    L.push('| Entries / callback | Flow | Entries/s (max) | p50 / p99 ms (max rate) | Half rate (callbacks/s) | p50 / p99 ms (half rate) | p99 ms at the core flow\'s half rate | Lost | Node-RED CPU µs/entry | redis-server CPU µs/entry (commands/entry) | Target |',
+      '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|');
     targets.push(...eventTargets(results.events));
     for (const r of results.events) {
       const lost = `${r.lost}${r.httpFailures ? ` (+${r.httpFailures} HTTP failures)` : ''}`;
       L.push(`| ${r.entriesPerCallback} | ${EVENT_LABEL[r.variant]} | ${fmt(r.entriesPerSec)} | ${fmt(r.p50)} / ${fmt(r.p99)} | ` +
-        `${r.halfRate} | ${fmt(r.halfP50)} / ${fmt(r.halfP99)} | ${r.coreRateP99 === undefined ? '' : fmt(r.coreRateP99)} | ${lost} | ${fmt(r.cpuMicrosPerEntry)} | ${r.targets.map((t) => t.text).join(', ')} |`);
+        `${r.halfRate} | ${fmt(r.halfP50)} / ${fmt(r.halfP99)} | ${r.coreRateP99 === undefined ? '' : fmt(r.coreRateP99)} | ${lost} | ${fmt(r.cpuMicrosPerEntry)} | ${redisCell(r)} | ${r.targets.map((t) => t.text).join(', ')} |`);
     }
     L.push('');
   }
