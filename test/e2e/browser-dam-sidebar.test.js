@@ -130,10 +130,8 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
       },
       { id: IDS.reject, type: 'asset-event-ack', z: IDS.tab, name: 'reject', action: 'reject', x: 360, y: 240, wires: [[]] }
     ];
-    const res = await adminApi('flows', {
-      method: 'POST', headers: { 'Content-Type': 'application/json', 'Node-RED-Deployment-Type': 'full' }, body: JSON.stringify(flows)
-    });
-    [200, 204].should.containEql(res.status, `deploy: ${await res.text()}`);
+    const res = await nr.deploy(flows, { headers: { Authorization: `Bearer ${adminToken}` } });
+    [200, 204].should.containEql(res.status, `deploy: ${res.text}`);
   }
 
   /** A browser context logged in as `user` through the editor's login form, with the editor loaded. */

@@ -38,9 +38,7 @@ describe('asset-server Proxy setting in a real browser (Chromium), through squid
         proxyMode: 'node', proxy: IDS.good, credentials: { cookie: COOKIE }
       }
     ];
-    const res = await fetch(`${nr.url}flows`, {
-      method: 'POST', headers: { 'Content-Type': 'application/json', 'Node-RED-Deployment-Type': 'full' }, body: JSON.stringify(flows)
-    });
+    const res = await nr.deploy(flows);
     res.status.should.be.within(200, 204);
     const { chromium } = require('playwright-core');
     browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS });
