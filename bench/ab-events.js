@@ -7,7 +7,7 @@
 // inbox (at least once -> ack, new only) vs the new ours of the same pair.
 //   node bench/ab-events.js --profile DIR VARIANT N [bursts=10] [seconds=1]
 // profiles this checkout's Node-RED (node --cpu-prof) while it takes only bursts of VARIANT with
-// N entries per callback; read with `node bench/cpu-profile-summary.js DIR/*.cpuprofile`.
+// N entries per callback (redis and streams: with a redis-server of their own); read with `node bench/cpu-profile-summary.js DIR/*.cpuprofile`.
 //   node bench/ab-events.js --fsync [N=1] [pairs=5] [seconds=1]
 // the at-least-once row with the journal on disk against tmpfs (/dev/shm), interleaved: the fsync's cost.
 // docs/performance.md has results.
@@ -15,21 +15,24 @@ const path = require('path'); const fs = require('fs'); const os = require('os')
 const NEW = path.resolve(__dirname, '..');
 const { burst, calibrate } = require('./lib/events');
 const { median } = require('./lib/util');
+const { startRedis } = require('../test/reliability/lib/servers');
 
-async function startFor(repo, tmp, name, nodeArgs = '') {
+async function startFor(repo, tmp, name, nodeArgs = '', redisUrl = undefined) {
   process.env.BENCH_NODE_RED_ARGS = `${nodeArgs} ${process.env.EXTRA || ''}`; // EXTRA: node options for every Node-RED
   const { startNodeRed } = require(repo + '/bench/lib/nodered');
   const { buildFlows } = require(repo + '/bench/lib/flows');
   const nr = await startNodeRed({ userDir: path.join(tmp, `nr-${name}`) });
   const { types } = await nr.nodeTypes();
-  await nr.deploy(buildFlows({ emulatorUrl: 'http://127.0.0.1:1', cookie: 'x', types, parts: new Set(['events']) }));
+  await nr.deploy(buildFlows({ emulatorUrl: 'http://127.0.0.1:1', cookie: 'x', types, parts: new Set(['events']), redisUrl }));
   return nr;
 }
 
 async function profile([dir, variant, n, bursts = '10', seconds = '1']) {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ab-events-'));
   fs.mkdirSync(dir, { recursive: true });
-  const nr = await startFor(NEW, tmp, 'prof', `--cpu-prof --cpu-prof-dir=${dir} --cpu-prof-name=${variant}-${n}.cpuprofile`);
+  // The Redis rows (redis, streams) need a redis-server of their own.
+  const redis = variant === 'redis' || variant === 'streams' ? await startRedis(path.join(tmp, 'redis'), { durable: false }) : undefined;
+  const nr = await startFor(NEW, tmp, 'prof', `--cpu-prof --cpu-prof-dir=${dir} --cpu-prof-name=${variant}-${n}.cpuprofile`, redis && redis.url);
   try {
     // A fixed number of callbacks per burst (not a warm-up rate): the profiles of two variants cover the same entries.
     const amount = Math.max(20, Math.round(Number(seconds) * 100000 / Number(n) / 4));
@@ -43,6 +46,7 @@ async function profile([dir, variant, n, bursts = '10', seconds = '1']) {
     console.log(`${entries} entries in the profile (warm-up included)`);
   } finally {
     await nr.stop();
+    if (redis) await redis.stop();
     fs.rmSync(tmp, { recursive: true, force: true });
   }
 }
