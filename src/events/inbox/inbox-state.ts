@@ -21,9 +21,15 @@ export interface StoredRecord extends NewEntry {
   parkedAt?: string;
   /** In the ready queue now (a record is queued at most once). */
   queued?: boolean;
-  /** Its store record as written (reused by compaction). */
-  line?: string;
+  /** Its callback's store record as written (reused by compaction: journal-records.ts). */
+  batch?: StoreBatch;
+  /** The record behind it in its key's line; on the first of a line, the last one (a list, not an array per key: most keys hold one entry). */
+  next?: StoredRecord;
+  last?: StoredRecord;
 }
+
+/** The store record of entries stored together, shared by them; `line` goes once one of them was touched. */
+export interface StoreBatch { line: string | undefined; count: number }
 
 /**
  * How long an asset's newest stored revision is kept once nothing of the asset is in the inbox.
@@ -47,8 +53,8 @@ export interface StateOptions {
 
 export class InboxState {
   readonly records = new Map<number, StoredRecord>();
-  /** Not-parked records of each key, in order; only the first may be in flight. */
-  private readonly lines = new Map<string, StoredRecord[]>();
+  /** The first not-parked record of each key; the others follow it through `next`, in order. Only the first may be in flight. */
+  private readonly lines = new Map<string, StoredRecord>();
   /**
    * First records of lines, due now, in the order they became due; read from `readyAt`. An array,
    * not a Set: V8 leaves deleted Set entries as holes that every walk from the start steps over.
@@ -322,26 +328,40 @@ export class InboxState {
   }
 
   private joinLine(record: StoredRecord): void {
-    const line = this.lines.get(record.key);
-    if (!line) {
-      this.lines.set(record.key, [record]);
+    record.next = undefined;
+    const first = this.lines.get(record.key);
+    if (!first) {
+      this.lines.set(record.key, record);
+      record.last = record;
       this.wait(record, record.dueAt);
       return;
     }
     // Loaded records arrive in id order; a re-delivered one has the highest seq: both go at the back.
-    line.push(record);
+    first.last!.next = record;
+    first.last = record;
   }
 
-  /** Removes the first record of its line (acknowledged or parked); the next one becomes due. */
+  /** Removes a record from its line (acknowledged or parked: the first, but for parking at load); the next one becomes due when it was the first. */
   private leaveLine(record: StoredRecord): void {
     this.flights.delete(record);
     this.delayed.delete(record);
-    const line = this.lines.get(record.key);
-    if (!line) return;
-    const at = line.indexOf(record);
-    if (at >= 0) line.splice(at, 1);
-    if (line.length === 0) { this.lines.delete(record.key); return; }
-    if (at === 0) this.wait(line[0], line[0].dueAt);
+    const first = this.lines.get(record.key);
+    if (!first) return;
+    if (first === record) {
+      const { next, last } = record;
+      record.next = record.last = undefined;
+      if (!next) { this.lines.delete(record.key); return; }
+      next.last = last;
+      this.lines.set(record.key, next);
+      this.wait(next, next.dueAt);
+      return;
+    }
+    let before = first;
+    while (before.next && before.next !== record) before = before.next;
+    if (before.next !== record) return;
+    before.next = record.next;
+    if (first.last === record) first.last = before;
+    record.next = undefined;
   }
 
   /** Every record not acknowledged, in the order stored (parked ones at their place). */
