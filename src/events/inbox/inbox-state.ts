@@ -28,8 +28,21 @@ export interface StoredRecord extends NewEntry {
   last?: StoredRecord;
 }
 
-/** The store record of entries stored together, shared by them; `line` goes once one of them was touched. */
-export interface StoreBatch { line: string | undefined; count: number }
+/**
+ * The store record of entries stored together, shared by them; `line` goes once one of them was
+ * touched. Their entries are read back from `text` (the same record) when first needed: waiting
+ * entries keep no objects of their own alive across the fsync and the queue, which the garbage
+ * collector would copy and promote (an entry's `entry` is undefined until then).
+ */
+export interface StoreBatch { line: string | undefined; count: number; first: number; text: string; entries?: unknown[] }
+
+/** A record's entry (read back from its store record when it was stored with others). */
+export function entryOf(record: StoredRecord): unknown {
+  const batch = record.batch;
+  if (record.entry !== undefined || !batch) return record.entry;
+  batch.entries ??= (JSON.parse(batch.text.slice(9)) as { e: unknown[] }).e;
+  return batch.entries[record.id - batch.first];
+}
 
 /**
  * How long an asset's newest stored revision is kept once nothing of the asset is in the inbox.
@@ -371,14 +384,14 @@ export class InboxState {
 }
 
 export function toDelivery(record: StoredRecord): Delivery {
-  const delivery: Delivery = { id: String(record.id), key: record.key, entry: record.entry, receivedAt: record.receivedAt, delivery: record.deliveries };
+  const delivery: Delivery = { id: String(record.id), key: record.key, entry: entryOf(record), receivedAt: record.receivedAt, delivery: record.deliveries };
   if (record.subscriptionId !== undefined) delivery.subscriptionId = record.subscriptionId;
   return delivery;
 }
 
 export function toParked(record: StoredRecord): ParkedEntry {
   const parked: ParkedEntry = {
-    id: String(record.id), key: record.key, entry: record.entry, receivedAt: record.receivedAt,
+    id: String(record.id), key: record.key, entry: entryOf(record), receivedAt: record.receivedAt,
     deliveries: record.deliveries, reason: record.parkReason ?? '', parkedAt: record.parkedAt ?? ''
   };
   if (record.subscriptionId !== undefined) parked.subscriptionId = record.subscriptionId;

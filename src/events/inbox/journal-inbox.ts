@@ -15,7 +15,7 @@ import { InboxFullError, type Delivery, type Inbox, type InboxCounts, type Inbox
 const COMPACT_SLACK = 1000;
 
 /** Delivery counts and acknowledgements waiting for the journal's next write (one record). */
-interface Gathered { d: number[]; n: number[]; a: number[]; written: Promise<void> }
+interface Gathered { d: number[]; n: number[]; a: number[]; written: Promise<void>; acknowledged: Promise<boolean> }
 
 export interface JournalInboxLoad {
   /** Entries loaded (not acknowledged before). */
@@ -137,10 +137,7 @@ export class JournalInbox implements Inbox {
     const g = this.gathered();
     g.a.push(n);
     this.counted(1);
-    return g.written.then(() => true, (err: Error) => {
-      this.state.reopen(n, this.now());
-      throw err;
-    });
+    return g.acknowledged; // one promise for all acknowledgements of the record (a write that fails reopens them all)
   }
 
   /** A rejection that parks is on disk before the next entry of the asset goes (as acknowledge). */
@@ -223,6 +220,11 @@ export class JournalInbox implements Inbox {
       });
     });
     g.written.catch(() => undefined); // delivery counts are not waited for
+    g.acknowledged = g.written.then(() => true, (err: Error) => {
+      const now = this.now();
+      for (const id of g.a) this.state.reopen(id, now);
+      throw err;
+    });
     return g;
   }
 

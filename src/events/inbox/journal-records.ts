@@ -16,7 +16,7 @@
  *   places used and each key's newest revision `h`.
  */
 import { encodeRecord } from './journal-file';
-import type { InboxState, StoreBatch, StoredRecord } from './inbox-state';
+import { entryOf, type InboxState, type StoreBatch, type StoredRecord } from './inbox-state';
 import type { NewEntry } from './types';
 
 export type Rec =
@@ -65,14 +65,14 @@ export function storeRecords(entries: NewEntry[], firstId: number): { records: S
   if (subscriptionId !== undefined) rec.sub = subscriptionId;
   const text = encodeRecord(rec);
   // Kept for compaction, which writes it again while all of them wait untouched (see snapshot).
-  const batch: StoreBatch = { line: text, count: records.length };
-  for (const r of records) r.batch = batch;
+  const batch: StoreBatch = { line: text, count: records.length, first: firstId, text };
+  for (const r of records) { r.batch = batch; r.entry = undefined; }
   return { records, text };
 }
 
 /** One entry's `s` record with its place, deliveries and parking. */
 function entryRecord(r: StoredRecord): Rec {
-  const line: Rec = { s: r.id, k: r.key, e: r.entry, at: r.receivedAt };
+  const line: Rec = { s: r.id, k: r.key, e: entryOf(r), at: r.receivedAt };
   if (r.revision !== undefined) line.v = r.revision;
   if (r.subscriptionId !== undefined) line.sub = r.subscriptionId;
   if (r.seq !== r.id) line.q = r.seq;
@@ -156,7 +156,7 @@ export function snapshotText(state: InboxState): string {
       if (r.deliveries > 0) { d.push(r.id); n.push(r.deliveries); }
       continue;
     }
-    r.batch = undefined;
+    if (r.batch) { r.entry = entryOf(r); r.batch = undefined; } // its own record from now on
     text += encodeRecord(entryRecord(r));
   }
   if (d.length) text += encodeRecord({ d, n, a: [] });

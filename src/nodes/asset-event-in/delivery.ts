@@ -141,6 +141,9 @@ export class AtLeastOnceDelivery {
   private readonly opening: Promise<Inbox>;
   private pumping = false;
   private pumpAgain = false;
+  /** The last acknowledgement's promise from the inbox, and what follows it (see acknowledgeIn). */
+  private lastAcknowledging: Promise<boolean> | undefined;
+  private lastAcknowledged: Promise<boolean> | undefined;
   /** A pump is due after this turn. */
   private pumpSoon = false;
   private timer: NodeJS.Timeout | undefined;
@@ -264,11 +267,16 @@ export class AtLeastOnceDelivery {
   private acknowledgeIn(inbox: Inbox, handle: InboxHandle): Promise<boolean> {
     const acknowledging = inbox.acknowledge(handle.id, handle.delivery);
     this.pump(); // its in-flight slot is free already
-    return acknowledging.then((ok) => {
-      this.pump(); // the next entry of its asset may go
-      this.hooks.changed();
-      return ok;
-    });
+    // An inbox may answer the acknowledgements written together with one promise: then one follow-up for them all.
+    if (acknowledging !== this.lastAcknowledging) {
+      this.lastAcknowledging = acknowledging;
+      this.lastAcknowledged = acknowledging.then((ok) => {
+        this.pump(); // the next entry of its asset may go
+        this.hooks.changed();
+        return ok;
+      });
+    }
+    return this.lastAcknowledged!;
   }
 
   /** The ack node: not done, deliver again after a backoff (or park after the last delivery). */
