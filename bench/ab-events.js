@@ -15,11 +15,12 @@ const path = require('path'); const fs = require('fs'); const os = require('os')
 const NEW = path.resolve(__dirname, '..');
 const { burst, calibrate } = require('./lib/events');
 const { median } = require('./lib/util');
+const { readCpu } = require('./lib/rss');
 
 async function startFor(repo, tmp, name, nodeArgs = '') {
   process.env.BENCH_NODE_RED_ARGS = `${nodeArgs} ${process.env.EXTRA || ''}`; // EXTRA: node options for every Node-RED
   const { startNodeRed } = require(repo + '/bench/lib/nodered');
-  const { buildFlows } = require(repo + '/bench/lib/flows');
+  const { buildFlows } = require('./lib/flows'); // this checkout's flows on both sides: the same count functions
   const nr = await startNodeRed({ userDir: path.join(tmp, `nr-${name}`) });
   const { types } = await nr.nodeTypes();
   await nr.deploy(buildFlows({ emulatorUrl: 'http://127.0.0.1:1', cookie: 'x', types, parts: new Set(['events']) }));
@@ -35,10 +36,14 @@ async function profile([dir, variant, n, bursts = '10', seconds = '1']) {
     const amount = Math.max(20, Math.round(Number(seconds) * 100000 / Number(n) / 4));
     await burst(nr, variant, Number(n), amount); // warm-up
     let entries = amount * Number(n);
+    // The JavaScript thread's CPU (the profile's) beside the process's (V8's helper threads and libuv's pool too).
+    const mainCpu = () => readCpu(`${nr.pid}/task/${nr.pid}`);
     for (let i = 0; i < Number(bursts); i++) {
+      const main = mainCpu();
       const b = await burst(nr, variant, Number(n), amount);
       entries += b.counted;
-      console.log(`${variant} ${n}/callback: ${Math.round(b.entriesPerSec)} entries/s, ${b.cpuMicrosPerEntry.toFixed(1)} µs CPU/entry, lost ${b.lost}; ${b.callbacks} callbacks answered in ${b.answerSeconds.toFixed(2)} s, all counted after ${b.seconds.toFixed(2)} s`);
+      const mainMicros = (mainCpu() - main) / b.counted * 1e6;
+      console.log(`${variant} ${n}/callback: ${Math.round(b.entriesPerSec)} entries/s, ${b.cpuMicrosPerEntry.toFixed(1)} µs CPU/entry (main thread ${mainMicros.toFixed(1)}), lost ${b.lost}; ${b.callbacks} callbacks answered in ${b.answerSeconds.toFixed(2)} s, all counted after ${b.seconds.toFixed(2)} s`);
     }
     console.log(`${entries} entries in the profile (warm-up included)`);
   } finally {

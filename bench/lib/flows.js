@@ -45,8 +45,10 @@ msg.payload = {
 msg.headers = { 'content-type': 'multipart/form-data', cookie: msg.cookie };
 return msg;`;
 
+// The time too, as the inbox's count (below) keeps it: the same work per entry in both rows.
 const COUNT_OURS = `
 flow.set('ours', (flow.get('ours') || 0) + 1);
+flow.set('oursAt', Date.now());
 return null;`;
 
 // asset-event-in's per-callback output: msg.payload is the array of the callback's entries.
@@ -55,12 +57,16 @@ flow.set('batch', (flow.get('batch') || 0) + msg.payload.length);
 return null;`;
 
 // Counted after asset-event-ack: an entry of the at-least-once inbox is done once acknowledged.
+// With the time of the last count: the inbox hands entries out after it answers, so its burst ends
+// at its last acknowledgement (the harness polls the count, which alone would be up to 100 ms late).
 const COUNT_INBOX = `
 flow.set('inbox', (flow.get('inbox') || 0) + 1);
+flow.set('inboxAt', Date.now());
 return null;`;
 
 const COUNT_STREAMS = `
 flow.set('streams', (flow.get('streams') || 0) + 1);
+flow.set('streamsAt', Date.now());
 return null;`;
 
 const COUNT_REDIS = `
@@ -109,10 +115,10 @@ function buildFlows({ emulatorUrl, cookie, types, parts, redisUrl }) {
   // --- helpers read by the harness
   nodes.push(
     httpIn('bench-counts-in', '/bench/counts', 'get', ['bench-counts-fn'], 600),
-    fn('bench-counts-fn', `msg.payload = { ours: flow.get('ours') || 0, batch: flow.get('batch') || 0, core: flow.get('core') || 0, redis: flow.get('redis') || 0, inbox: flow.get('inbox') || 0, streams: flow.get('streams') || 0 }; return msg;`, ['bench-counts-out'], 450, 600),
+    fn('bench-counts-fn', `msg.payload = { ours: flow.get('ours') || 0, batch: flow.get('batch') || 0, core: flow.get('core') || 0, redis: flow.get('redis') || 0, inbox: flow.get('inbox') || 0, streams: flow.get('streams') || 0, inboxAt: flow.get('inboxAt'), streamsAt: flow.get('streamsAt') }; return msg;`, ['bench-counts-out'], 450, 600),
     httpResponse('bench-counts-out', 600),
     httpIn('bench-reset-in', '/bench/reset', 'post', ['bench-reset-fn'], 640),
-    fn('bench-reset-fn', `flow.set('ours', 0); flow.set('batch', 0); flow.set('core', 0); flow.set('redis', 0); flow.set('inbox', 0); flow.set('streams', 0); msg.payload = { ok: true }; return msg;`, ['bench-reset-out'], 450, 640),
+    fn('bench-reset-fn', `flow.set('ours', 0); flow.set('batch', 0); flow.set('core', 0); flow.set('redis', 0); flow.set('inbox', 0); flow.set('streams', 0); flow.set('inboxAt', undefined); flow.set('streamsAt', undefined); msg.payload = { ok: true }; return msg;`, ['bench-reset-out'], 450, 640),
     httpResponse('bench-reset-out', 640),
     { id: 'bench-catch', type: 'catch', z: TAB, name: '', scope: null, uncaught: false, x: 150, y: 720, wires: [['bench-catch-fn']] },
     fn('bench-catch-fn', CATCH_FUNC, [], 450, 720)

@@ -4,6 +4,7 @@
  * the last delivery. The journal inbox keeps its file in step with it; time comes from a clock
  * given by the caller, so tests move time instead of sleeping.
  */
+import { NewestRevisions } from './newest-revisions';
 import type { Delivery, NewEntry, ParkedEntry } from './types';
 
 export interface StoredRecord extends NewEntry {
@@ -54,9 +55,6 @@ export function entryOf(record: StoredRecord): unknown {
  */
 export const REVISION_HORIZON_MS = 10 * 60 * 1000;
 
-/** An asset's newest stored revision, and when it was last stored (or found still in the inbox). */
-export interface NewestRevision { revision: number; at: number }
-
 export interface StateOptions {
   maxInFlight: number;
   visibilityTimeoutMs: number;
@@ -86,9 +84,9 @@ export class InboxState {
   /**
    * The newest revision stored of each key, kept after its entries are acknowledged (and through
    * compaction) for REVISION_HORIZON_MS: a re-sent older entry must not go behind a newer one.
-   * In the order of `at` (an update moves the key to the end), so forgetting walks from the front.
+   * In the order of their times (an update moves the key to the end), so forgetting walks from the front.
    */
-  readonly newest = new Map<string, NewestRevision>();
+  readonly newest = new NewestRevisions();
   /** Parked records per key (the not-parked ones are in `lines`): a key with either is in the inbox. */
   private readonly parkedKeys = new Map<string, number>();
 
@@ -101,19 +99,13 @@ export class InboxState {
   /** True when an entry of `key` with a newer revision was stored already. */
   isStale(key: string, revision: number | undefined): boolean {
     if (revision === undefined) return false;
-    const newest = this.newest.get(key);
-    return newest !== undefined && revision < newest.revision;
+    const newest = this.newest.revision(key);
+    return newest !== undefined && revision < newest;
   }
 
   /** A revision of `key` stored at time `at`. */
   noteRevision(key: string, revision: number | undefined, at: number): void {
-    if (revision === undefined) return;
-    const known = this.newest.get(key);
-    if (known) {
-      if (revision < known.revision) return;
-      this.newest.delete(key); // to the end: the map stays in the order of `at`
-    }
-    this.newest.set(key, { revision, at: known ? Math.max(known.at, at) : at });
+    if (revision !== undefined) this.newest.note(key, revision, at);
   }
 
   /**
@@ -121,14 +113,7 @@ export class InboxState {
    * and with nothing in the inbox; one still in the inbox is kept and looked at a horizon later.
    */
   forgetOldRevisions(now: number): void {
-    let kept: Array<[string, NewestRevision]> | undefined;
-    for (const [key, known] of this.newest) {
-      if (known.at + REVISION_HORIZON_MS > now) break; // the rest are younger
-      this.newest.delete(key);
-      if (this.lines.has(key) || this.parkedKeys.has(key)) (kept ??= []).push([key, { revision: known.revision, at: now }]);
-    }
-    // Put back at the end after the walk, which would otherwise meet them again.
-    if (kept) for (const [key, known] of kept) this.newest.set(key, known);
+    this.newest.forget(now, REVISION_HORIZON_MS, (key) => this.lines.has(key) || this.parkedKeys.has(key));
   }
 
   /** A new record (stored or loaded), put in its key's line unless parked. */
@@ -179,6 +164,25 @@ export class InboxState {
     if (record.state === 'flight' && record.deliveries !== delivery) return false;
     // A late acknowledgement of an earlier delivery (timed out, waiting to go again) still counts.
     return delivery >= 1 && delivery <= record.deliveries;
+  }
+
+  /** canAcknowledge, then beginClose, with one look-up: the record, or undefined when it cannot be acknowledged. */
+  beginAcknowledge(id: number, delivery: number): StoredRecord | undefined {
+    const record = this.records.get(id);
+    if (!record || record.state === 'parked' || record.state === 'closing') return undefined;
+    if (record.state === 'flight' && record.deliveries !== delivery) return undefined;
+    if (delivery < 1 || delivery > record.deliveries) return undefined;
+    this.flights.delete(record);
+    if (record.state !== 'flight') this.delayed.delete(record);
+    record.state = 'closing';
+    return record;
+  }
+
+  /** finishAcknowledge of a record begun with beginAcknowledge. */
+  finishAcknowledgeRecord(record: StoredRecord): void {
+    if (record.state !== 'closing' || this.records.get(record.id) !== record) return;
+    this.records.delete(record.id);
+    this.leaveLine(record);
   }
 
   /** True when `reject` with this delivery would end in parking. */

@@ -15,7 +15,7 @@ import { InboxFullError, type Delivery, type Inbox, type InboxCounts, type Inbox
 const COMPACT_SLACK = 1000;
 
 /** Delivery counts and acknowledgements waiting for the journal's next write (one record). */
-interface Gathered { d: number[]; n: number[]; a: number[]; written: Promise<void>; acknowledged: Promise<boolean> }
+interface Gathered { d: number[]; n: number[]; a: number[]; acked: StoredRecord[]; written: Promise<void>; acknowledged: Promise<boolean> }
 
 export interface JournalInboxLoad {
   /** Entries loaded (not acknowledged before). */
@@ -130,12 +130,12 @@ export class JournalInbox implements Inbox {
    * must not deliver this entry again after a newer one of the same asset was processed.
    */
   acknowledge(id: string, delivery: number): Promise<boolean> {
-    const n = Number(id);
-    if (this.closed || !this.state.canAcknowledge(n, delivery)) return Promise.resolve(false);
     // Its in-flight slot is free at once (other assets go on); its line waits for the write.
-    this.state.beginClose(n);
+    const record = this.closed ? undefined : this.state.beginAcknowledge(Number(id), delivery);
+    if (!record) return Promise.resolve(false);
     const g = this.gathered();
-    g.a.push(n);
+    g.a.push(record.id);
+    g.acked.push(record);
     this.counted(1);
     return g.acknowledged; // one promise for all acknowledgements of the record (a write that fails reopens them all)
   }
@@ -208,7 +208,7 @@ export class JournalInbox implements Inbox {
    */
   private gathered(): Gathered {
     if (this.gathering) return this.gathering;
-    const g = { d: [], n: [], a: [] } as unknown as Gathered;
+    const g = { d: [], n: [], a: [], acked: [] } as unknown as Gathered;
     this.gathering = g;
     // Appended after this turn: a journal with no write under way makes the text at once, and the caller adds first.
     g.written = new Promise<void>((resolve, reject) => {
@@ -216,13 +216,13 @@ export class JournalInbox implements Inbox {
         this.journal.append(() => {
           if (this.gathering === g) this.gathering = undefined;
           return encodeRecord({ d: g.d, n: g.n, a: g.a });
-        }, () => { for (const id of g.a) this.state.finishAcknowledge(id); }).then(resolve, reject);
+        }, () => { for (const r of g.acked) this.state.finishAcknowledgeRecord(r); }).then(resolve, reject);
       });
     });
     g.written.catch(() => undefined); // delivery counts are not waited for
     g.acknowledged = g.written.then(() => true, (err: Error) => {
       const now = this.now();
-      for (const id of g.a) this.state.reopen(id, now);
+      for (const r of g.acked) this.state.reopen(r.id, now);
       throw err;
     });
     return g;

@@ -13,7 +13,7 @@
  *   entry's delivery count, acknowledgement or discard. Journals written one record per entry
  *   (before 0.1.0 was released) hold only these and load as they are.
  * - `p` parked, `u` delivered again (new place `q`); a compacted file starts with `i`: the ids and
- *   places used and each key's newest revision `h`.
+ *   places used and each key's newest revision (`hk`/`hv`/`ht`; files before: `h`).
  */
 import { encodeRecord } from './journal-file';
 import { entryOf, type InboxState, type StoreBatch, type StoredRecord } from './inbox-state';
@@ -27,8 +27,11 @@ export type Rec =
   | { a: number }
   | { p: number; r: string; pa: string }
   | { u: number; q: number }
-  /** First record of a compacted file (pairs without a time come from files before the horizon). */
-  | { i: number; q: number; h?: Array<[string, number, number?]> };
+  /**
+   * First record of a compacted file: newest revisions as keys `hk`, revisions `hv` and times `ht`
+   * (files before: pairs `h`, without a time before the horizon).
+   */
+  | { i: number; q: number; h?: Array<[string, number, number?]>; hk?: string[]; hv?: number[]; ht?: number[] };
 
 /**
  * The records of entries stored together, and their `c` record (undefined when they differ in
@@ -126,6 +129,7 @@ export function replayRecords(records: Rec[], state: InboxState, now: number): S
       lastId = Math.max(lastId, r.i - 1);
       lastSeq = Math.max(lastSeq, r.q - 1);
       for (const [key, revision, at] of r.h ?? []) state.noteRevision(key, revision, at ?? now);
+      if (r.hk && r.hv && r.ht) for (let i = 0; i < r.hk.length; i++) state.noteRevision(r.hk[i], r.hv[i], r.ht[i]);
     }
   }
   // Ids and places are never reused, also those of acknowledged entries; one counter for both (InboxState.newPlace).
@@ -139,9 +143,8 @@ export function replayRecords(records: Rec[], state: InboxState, now: number): S
  * their delivery counts follow in one record), else one `s` record per entry.
  */
 export function snapshotText(state: InboxState): string {
-  const h: Array<[string, number, number]> = [];
-  for (const [key, { revision, at }] of state.newest) h.push([key, revision, at]);
-  let text = encodeRecord({ i: state.nextId, q: state.nextSeq, h });
+  const { keys, revisions, times } = state.newest.columns();
+  let text = encodeRecord({ i: state.nextId, q: state.nextSeq, hk: keys, hv: revisions, ht: times });
   const live = state.all();
   const untouched = new Map<StoreBatch, number>();
   for (const r of live) if (r.batch && r.seq === r.id && r.state !== 'parked') untouched.set(r.batch, (untouched.get(r.batch) ?? 0) + 1);
