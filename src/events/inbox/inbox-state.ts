@@ -157,20 +157,15 @@ export class InboxState {
     return { taken, parked };
   }
 
-  /** True when `acknowledge` would take it: known, not parked, not in flight with another delivery. */
-  canAcknowledge(id: number, delivery: number): boolean {
-    const record = this.records.get(id);
-    if (!record || record.state === 'parked' || record.state === 'closing') return false;
-    if (record.state === 'flight' && record.deliveries !== delivery) return false;
-    // A late acknowledgement of an earlier delivery (timed out, waiting to go again) still counts.
-    return delivery >= 1 && delivery <= record.deliveries;
-  }
-
-  /** canAcknowledge, then beginClose, with one look-up: the record, or undefined when it cannot be acknowledged. */
+  /**
+   * An acknowledgement being written (as beginClose), with one look-up: the record, or undefined when
+   * it cannot be acknowledged (unknown, parked, closing, or in flight with another delivery).
+   */
   beginAcknowledge(id: number, delivery: number): StoredRecord | undefined {
     const record = this.records.get(id);
     if (!record || record.state === 'parked' || record.state === 'closing') return undefined;
     if (record.state === 'flight' && record.deliveries !== delivery) return undefined;
+    // A late acknowledgement of an earlier delivery (timed out, waiting to go again) still counts.
     if (delivery < 1 || delivery > record.deliveries) return undefined;
     this.flights.delete(record);
     if (record.state !== 'flight') this.delayed.delete(record);
@@ -178,8 +173,8 @@ export class InboxState {
     return record;
   }
 
-  /** finishAcknowledge of a record begun with beginAcknowledge. */
-  finishAcknowledgeRecord(record: StoredRecord): void {
+  /** The acknowledgement is on disk: the record goes and the next of its line is due. */
+  finishAcknowledge(record: StoredRecord): void {
     if (record.state !== 'closing' || this.records.get(record.id) !== record) return;
     this.records.delete(record.id);
     this.leaveLine(record);
@@ -203,15 +198,6 @@ export class InboxState {
     record.state = 'closing';
   }
 
-  /** The acknowledgement is on disk: the record goes and the next of its line is due. */
-  finishAcknowledge(id: number): boolean {
-    const record = this.records.get(id);
-    if (!record || record.state !== 'closing') return false;
-    this.records.delete(id);
-    this.leaveLine(record);
-    return true;
-  }
-
   /** The parking is on disk. */
   finishPark(id: number, reason: string, now: number): StoredRecord | undefined {
     const record = this.records.get(id);
@@ -224,15 +210,6 @@ export class InboxState {
   reopen(id: number, now: number): void {
     const record = this.records.get(id);
     if (record && record.state === 'closing') this.wait(record, now);
-  }
-
-  /** Ends a delivery: the record goes. False when unknown, parked, or in flight with another delivery. */
-  acknowledge(id: number, delivery: number): boolean {
-    if (!this.canAcknowledge(id, delivery)) return false;
-    const record = this.records.get(id)!;
-    this.records.delete(id);
-    this.leaveLine(record);
-    return true;
   }
 
   /** Ends a delivery that failed: due again after a backoff, or parked after the last delivery. */

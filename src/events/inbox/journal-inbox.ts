@@ -216,7 +216,7 @@ export class JournalInbox implements Inbox {
         this.journal.append(() => {
           if (this.gathering === g) this.gathering = undefined;
           return encodeRecord({ d: g.d, n: g.n, a: g.a });
-        }, () => { for (const r of g.acked) this.state.finishAcknowledgeRecord(r); }).then(resolve, reject);
+        }, () => { for (const r of g.acked) this.state.finishAcknowledge(r); }).then(resolve, reject);
       });
     });
     g.written.catch(() => undefined); // delivery counts are not waited for
