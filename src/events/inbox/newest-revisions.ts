@@ -5,8 +5,8 @@
  * object per key and no heap number for its time. A bulk of new assets (the bench's 100 per
  * callback) keeps every one of them for the horizon; an object each was a steady stream of
  * promoted objects for the garbage collector. A key noted again gets a new place at the end (its
- * old one is skipped when read), so the log stays in the order of the times; it is rewritten
- * without the skipped places once they are as many as the live ones.
+ * old one's time becomes NaN: skipped when read, with no look-up in the map), so the log stays in
+ * the order of the times; it is rewritten without the skipped places once they outnumber the live ones.
  */
 export class NewestRevisions {
   /** Key -> its place in the log (counted from the first place ever: `base` is the place of index 0). */
@@ -35,6 +35,7 @@ export class NewestRevisions {
       const i = place - this.base;
       if (revision < this.revisions[i]) return;
       if (this.times[i] > at) at = this.times[i];
+      this.times[i] = NaN; // skipped from now on
     }
     this.append(key, revision, at);
   }
@@ -46,9 +47,12 @@ export class NewestRevisions {
   forget(now: number, horizon: number, keep: (key: string) => boolean): void {
     let kept: Array<[string, number]> | undefined;
     let i = this.head;
-    for (; i < this.keys.length && this.times[i] + horizon <= now; i++) {
+    for (; i < this.keys.length; i++) {
+      const at = this.times[i];
+      if (Number.isNaN(at)) continue; // noted again since: a later place
+      if (at + horizon > now) break;
       const key = this.keys[i];
-      if (this.places.get(key) !== this.base + i) continue; // noted again since: a later place
+      this.times[i] = NaN;
       if (keep(key)) (kept ??= []).push([key, this.revisions[i]]);
       else this.places.delete(key);
     }
@@ -63,11 +67,11 @@ export class NewestRevisions {
     const revisions: number[] = [];
     const times: number[] = [];
     for (let i = this.head; i < this.keys.length; i++) {
-      const key = this.keys[i];
-      if (this.places.get(key) !== this.base + i) continue;
-      keys.push(key);
+      const at = this.times[i];
+      if (Number.isNaN(at)) continue;
+      keys.push(this.keys[i]);
       revisions.push(this.revisions[i]);
-      times.push(this.times[i]);
+      times.push(at);
     }
     return { keys, revisions, times };
   }
