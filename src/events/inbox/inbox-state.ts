@@ -37,6 +37,18 @@ export interface StoredRecord extends NewEntry {
  */
 export interface StoreBatch { line: string | undefined; count: number; first: number; text: string; entries?: unknown[] }
 
+/**
+ * A new waiting record with every field set (undefined where not known): one shape for all
+ * records, no property added or deleted later (V8 then keeps them fast and allocates no
+ * separate property store).
+ */
+export function newRecord(id: number, key: string, entry: unknown, receivedAt: string, subscriptionId: string | undefined, revision: number | undefined): StoredRecord {
+  return {
+    id, seq: id, key, entry, receivedAt, subscriptionId, revision, deliveries: 0, state: 'waiting', dueAt: 0, deadline: 0,
+    parkReason: undefined, parkedAt: undefined, queued: false, batch: undefined, next: undefined, last: undefined
+  };
+}
+
 /** A record's entry (read back from its store record when it was stored with others). */
 export function entryOf(record: StoredRecord): unknown {
   const batch = record.batch;
@@ -247,8 +259,7 @@ export class InboxState {
     record.deliveries = 0;
     record.dueAt = 0;
     record.seq = this.newPlace();
-    delete record.parkReason;
-    delete record.parkedAt;
+    record.parkReason = record.parkedAt = undefined;
     this.joinLine(record);
     return record;
   }

@@ -16,7 +16,7 @@
  *   places used and each key's newest revision (`hk`/`hv`/`ht`; files before: `h`).
  */
 import { encodeRecord } from './journal-file';
-import { entryOf, type InboxState, type StoreBatch, type StoredRecord } from './inbox-state';
+import { entryOf, newRecord, type InboxState, type StoreBatch, type StoredRecord } from './inbox-state';
 import type { NewEntry } from './types';
 
 export type Rec =
@@ -44,10 +44,7 @@ export function storeRecords(entries: NewEntry[], firstId: number): { records: S
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i];
     if (e.receivedAt !== receivedAt || e.subscriptionId !== subscriptionId) shared = false;
-    const record: StoredRecord = { id: firstId + i, seq: firstId + i, key: e.key, entry: e.entry, receivedAt: e.receivedAt, deliveries: 0, state: 'waiting', dueAt: 0, deadline: 0 };
-    if (e.revision !== undefined) record.revision = e.revision;
-    if (e.subscriptionId !== undefined) record.subscriptionId = e.subscriptionId;
-    records.push(record);
+    records.push(newRecord(firstId + i, e.key, e.entry, e.receivedAt, e.subscriptionId, e.revision));
   }
   if (!shared) {
     let text = '';
@@ -90,9 +87,7 @@ export function replayRecords(records: Rec[], state: InboxState, now: number): S
   const loaded = (id: number, key: string, entry: unknown, at: string, revision: number | null | undefined, sub: string | undefined): StoredRecord => {
     // Acknowledged ones too: a re-sent older entry stays out (until REVISION_HORIZON_MS after it arrived).
     if (typeof revision === 'number') state.noteRevision(key, revision, Date.parse(at) || now);
-    const rec: StoredRecord = { id, seq: id, key, entry, receivedAt: at, deliveries: 0, state: 'waiting', dueAt: 0, deadline: 0 };
-    if (typeof revision === 'number') rec.revision = revision;
-    if (sub !== undefined) rec.subscriptionId = sub;
+    const rec = newRecord(id, key, entry, at, sub, typeof revision === 'number' ? revision : undefined);
     byId.set(id, rec);
     return rec;
   };
@@ -120,7 +115,7 @@ export function replayRecords(records: Rec[], state: InboxState, now: number): S
       byId.delete(r.a as number);
     } else if ('u' in r) {
       const rec = byId.get(r.u);
-      if (rec) { rec.state = 'waiting'; rec.deliveries = 0; rec.seq = r.q; delete rec.parkReason; delete rec.parkedAt; }
+      if (rec) { rec.state = 'waiting'; rec.deliveries = 0; rec.seq = r.q; rec.parkReason = rec.parkedAt = undefined; }
       lastSeq = Math.max(lastSeq, r.q);
     } else if ('p' in r) {
       const rec = byId.get(r.p);
