@@ -9,6 +9,7 @@ import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import { type ErrorContext, errorForFailure, errorForLargeAnswer } from './error-mapping';
 import { isAnswerTooLarge, readJsonAnswer } from './json-answer';
 import type { SessionHolder } from './session';
+import { isStaleConnection } from './stale-connection';
 import { CallControl } from './transfer';
 
 /** Options common to every call. */
@@ -148,12 +149,19 @@ export class ApiCalls {
   private async sendOnce(operation: AssetOperation, control: CallControl, config: AxiosRequestConfig): Promise<AxiosResponse> {
     const usedHeader = this.session.cookieHeader;
     let response: AxiosResponse;
+    const request = () => this.http.request({
+      ...config,
+      headers: this.headers({ Accept: 'application/json', ...(config.headers as Record<string, string> | undefined) }),
+      signal: control.signal
+    });
     try {
-      response = await this.http.request({
-        ...config,
-        headers: this.headers({ Accept: 'application/json', ...(config.headers as Record<string, string> | undefined) }),
-        signal: control.signal
-      });
+      try {
+        response = await request();
+      } catch (err) {
+        // Bodies here are strings: sent again on a new connection.
+        if (!isStaleConnection(err) || control.signal.aborted) throw err;
+        response = await request();
+      }
     } catch (err) {
       throw this.failure(operation, err, control);
     }

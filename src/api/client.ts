@@ -21,6 +21,7 @@ import { downloadToBuffer, downloadToFile, openDownload, type BufferDownloadOpti
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import type { IfExists } from './file-placement';
 import { readExportAnswer } from './json-answer';
+import { limitIdleSockets } from './stale-connection';
 import { ProxyRouter, proxySecrets, resolveProxy, usesProxy, type ProxyEnvOptions, type ProxySetting } from './proxy';
 import { SessionHolder } from './session';
 import { sharedLoginWaitMs } from './shared-session';
@@ -94,8 +95,8 @@ export class AssetClient extends EventEmitter {
         passphrase: options.passphrase,
         rejectUnauthorized: options.rejectUnauthorized !== false
       };
-      httpAgent = new http.Agent({ keepAlive: true, maxSockets });
-      httpsAgent = new https.Agent({ keepAlive: true, maxSockets, ...tlsOptions });
+      httpAgent = limitIdleSockets(new http.Agent({ keepAlive: true, maxSockets }));
+      httpsAgent = limitIdleSockets(new https.Agent({ keepAlive: true, maxSockets, ...tlsOptions }));
       this.ownAgents.push(httpAgent, httpsAgent);
       // Without any proxy in the setting (the usual case) requests go exactly as before.
       if (proxy && proxy.mode !== 'none' && usesProxy(proxy)) this.router = new ProxyRouter(proxy, { maxSockets, ...tlsOptions });

@@ -20,6 +20,7 @@ import * as tls from 'tls';
 import { HttpsProxyAgent } from 'https-proxy-agent';
 import { invalidInput } from './errors';
 import { configNodeEnv, proxyFor, type ProxyEnv, type ProxyEnvOptions } from './proxy-rules';
+import { limitIdleSockets } from './stale-connection';
 
 export type { ProxyEnvOptions };
 
@@ -177,7 +178,7 @@ export class ProxyRouter {
       const pool = { keepAlive: true, maxSockets: this.tunnel.maxSockets };
       const { ca, cert, key: tlsKey, passphrase, rejectUnauthorized } = this.tunnel;
       const tlsOptions = { ca, cert, key: tlsKey, passphrase, rejectUnauthorized } as tls.ConnectionOptions;
-      agent = secure ? new TunnelAgent(url, pool, tlsOptions) : new ForwardAgent(url, pool, tlsOptions);
+      agent = limitIdleSockets(secure ? new TunnelAgent(url, pool, tlsOptions) : new ForwardAgent(url, pool, tlsOptions));
       this.viaProxy.set(key, agent);
     }
     return agent;

@@ -15,6 +15,7 @@ import { type ApiCalls, type CallOptions, callbackOf } from './calls';
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import { errorForLocalFile } from './error-mapping';
 import { sanitizeFilename } from './filename';
+import { isStaleConnection } from './stale-connection';
 import { readJsonAnswer } from './json-answer';
 import { PooledFileReader, returnBuffersWhenSent } from './pooled-file-reader';
 import { ByteCounter, TRANSFER_HIGH_WATER_MARK, slices, type TransferProgress } from './transfer';
@@ -81,7 +82,7 @@ export async function upload(calls: ApiCalls, opts: UploadOptions,
   } catch (err) {
     if (!(err instanceof AssetApiError) || err.kind !== 'auth' || err.status !== 401 || !session.canLogin) throw err;
     await session.renew(usedHeader, 'upload', opts.signal ?? undefined);
-    if (opts.file && 'stream' in opts.file && !('path' in opts.file) && !('buffer' in opts.file)) {
+    if (!canSendAgain(opts.file)) {
       throw new AssetApiError('auth',
         'upload: the session had expired (HTTP 401) and a new one was obtained, but the file was given as a stream, ' +
         'which cannot be sent twice: send the upload again (a file path or a Buffer is repeated automatically).',
@@ -106,8 +107,28 @@ export async function upload(calls: ApiCalls, opts: UploadOptions,
   }
 }
 
-/** One upload attempt on this thread. */
+/** A file path or a Buffer can be sent twice; a stream cannot. */
+function canSendAgain(file: UploadOptions['file']): boolean {
+  return typeof file === 'object' && file !== null && !('stream' in file && !('path' in file) && !('buffer' in file));
+}
+
+/** Thrown by an attempt sent on a keep-alive connection the server had already closed. */
+class StaleConnection extends Error {}
+
+/**
+ * One upload on this thread; sent once more on a new connection when the pooled one it went out
+ * on turns out to be closed by the server (see stale-connection.ts).
+ */
 export async function uploadOnce(calls: ApiCalls, opts: UploadOptions): Promise<UploadOutcome> {
+  try {
+    return await uploadAttempt(calls, opts, canSendAgain(opts?.file));
+  } catch (err) {
+    if (!(err instanceof StaleConnection)) throw err;
+    return uploadAttempt(calls, opts, false);
+  }
+}
+
+async function uploadAttempt(calls: ApiCalls, opts: UploadOptions, mayRepeat: boolean): Promise<UploadOutcome> {
   const operation: AssetOperation = 'upload';
   if (opts === null || typeof opts !== 'object') throw invalidInput('options', 'must be an object with file and destination', operation);
   const fields = validateUploadFields(opts, operation);
@@ -167,6 +188,7 @@ export async function uploadOnce(calls: ApiCalls, opts: UploadOptions): Promise<
       });
     } catch (err) {
       if (sourceError !== undefined && !control.timedOut && !control.userAborted) throw sourceFailure(sourceError, operation);
+      if (mayRepeat && isStaleConnection(err) && !control.signal.aborted) throw new StaleConnection();
       throw calls.failure(operation, err, control);
     }
     if (response.status !== 401) calls.session.accepted(usedHeader);

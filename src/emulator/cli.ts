@@ -45,6 +45,7 @@ const USAGE = `usage: dam-emulator [--host 127.0.0.1] [--port ${DEFAULT_PORT}] [
   --max-upload SIZE      largest uploaded file, e.g. 500MB or 2GiB (default 10GB)
   --max-zip-ratio N      a zip archive may expand to at most N times its size (default 100)
   --max-zip-size SIZE    ... and to at most SIZE (default 10GB); a larger one is refused
+  --max-zip-entries N    ... and hold at most N files and folders (default 10000)
 `;
 
 export class UsageError extends Error {}
@@ -105,7 +106,7 @@ export interface CliOptions {
   host: string; port: number; dataDir: string; retryDelayMs: number; ingestDelayMs: number; sessions: EmulatorSession[]; quiet: boolean; help: boolean;
   formCharset: FormCharset;
   users: EmulatorUser[]; sessionIdle?: number; sessionMaxAge?: number; oneSessionPerUser: boolean;
-  maxUploadBytes?: number; maxZipRatio?: number; maxZipBytes?: number;
+  maxUploadBytes?: number; maxZipRatio?: number; maxZipBytes?: number; maxZipEntries?: number;
 }
 
 export function parseCli(argv: string[]): CliOptions {
@@ -119,7 +120,7 @@ export function parseCli(argv: string[]): CliOptions {
         host: { type: 'string' }, port: { type: 'string' }, data: { type: 'string' }, 'retry-delay': { type: 'string' },
         'ingest-delay': { type: 'string' }, session: { type: 'string', multiple: true }, user: { type: 'string', multiple: true },
         'session-idle': { type: 'string' }, 'session-max-age': { type: 'string' }, 'one-session-per-user': { type: 'boolean' }, 'form-charset': { type: 'string' },
-        'max-upload': { type: 'string' }, 'max-zip-ratio': { type: 'string' }, 'max-zip-size': { type: 'string' },
+        'max-upload': { type: 'string' }, 'max-zip-ratio': { type: 'string' }, 'max-zip-size': { type: 'string' }, 'max-zip-entries': { type: 'string' },
         quiet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }
       }
     });
@@ -144,8 +145,13 @@ export function parseCli(argv: string[]): CliOptions {
   if (ratioText !== undefined && !(/^\d+(\.\d+)?$/.test(ratioText.trim()) && Number(ratioText) > 0)) {
     throw new UsageError(`--max-zip-ratio must be a number above 0, got ${JSON.stringify(ratioText)}`);
   }
+  const entriesText = v['max-zip-entries'];
+  if (entriesText !== undefined && !(/^\d+$/.test(entriesText.trim()) && Number(entriesText) > 0)) {
+    throw new UsageError(`--max-zip-entries must be a whole number above 0, got ${JSON.stringify(entriesText)}`);
+  }
   return {
     maxUploadBytes: size('--max-upload', v['max-upload']),
+    maxZipEntries: entriesText === undefined ? undefined : Number(entriesText),
     maxZipRatio: ratioText === undefined ? undefined : Number(ratioText),
     maxZipBytes: size('--max-zip-size', v['max-zip-size']),
     host, port,
@@ -175,7 +181,7 @@ async function main(): Promise<void> {
     host: options.host, port: options.port, dataDir: options.dataDir, retryDelayMs: options.retryDelayMs,
     ingestDelayMs: options.ingestDelayMs, sessions: options.sessions,
     formCharset: options.formCharset,
-    maxUploadBytes: options.maxUploadBytes, maxZipRatio: options.maxZipRatio, maxZipBytes: options.maxZipBytes,
+    maxUploadBytes: options.maxUploadBytes, maxZipRatio: options.maxZipRatio, maxZipBytes: options.maxZipBytes, maxZipEntries: options.maxZipEntries,
     users: options.users, sessionIdle: options.sessionIdle, sessionMaxAge: options.sessionMaxAge, oneSessionPerUser: options.oneSessionPerUser,
     log: options.quiet ? undefined : line => process.stdout.write(`${stamp()} ${line}\n`)
   });

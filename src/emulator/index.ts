@@ -62,6 +62,8 @@ export interface EmulatorOptions {
   maxZipRatio?: number;
   /** ... and to at most this many bytes (default 10 GB); else it is refused. */
   maxZipBytes?: number;
+  /** ... and hold at most this many entries, files and folders (default 10,000). */
+  maxZipEntries?: number;
   /** Where log lines go. Default: nowhere. Never receives a cookie value. */
   log?: (line: string) => void;
   /**
@@ -137,7 +139,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     await hub.close();
     throw e;
   }
-  const limits = uploadLimits({ maxUploadBytes: options.maxUploadBytes, maxZipRatio: options.maxZipRatio, maxZipBytes: options.maxZipBytes });
+  const limits = uploadLimits({ maxUploadBytes: options.maxUploadBytes, maxZipRatio: options.maxZipRatio, maxZipBytes: options.maxZipBytes, maxZipEntries: options.maxZipEntries });
   const ingester = new Ingester(repo, log, ingestDelayMs, limits);
   ingester.resume();
 

@@ -1,8 +1,8 @@
 /**
  * The emulator's limits on what one upload may cost (it runs on users' machines and, with
  * --host, on a network): the size of the uploaded file, and how far a zip archive may expand,
- * bounded by a ratio to the archive's size and by a total. CLI: --max-upload, --max-zip-ratio,
- * --max-zip-size.
+ * bounded by a ratio to the archive's size, by a total and by its number of entries (each becomes
+ * an asset, a file and a change). CLI: --max-upload, --max-zip-ratio, --max-zip-size, --max-zip-entries.
  */
 export interface UploadLimits {
   /** Largest uploaded file, in bytes. */
@@ -11,10 +11,12 @@ export interface UploadLimits {
   maxZipRatio: number;
   /** Largest expanded size of a zip archive, in bytes. */
   maxZipBytes: number;
+  /** Most entries (files and folders) in a zip archive. */
+  maxZipEntries: number;
 }
 
-/** 10 GB uploads, zips that expand at most 100 times their size and to 10 GB at most. */
-export const DEFAULT_UPLOAD_LIMITS: UploadLimits = { maxUploadBytes: 10e9, maxZipRatio: 100, maxZipBytes: 10e9 };
+/** 10 GB uploads, zips that expand at most 100 times their size, to 10 GB and 10,000 entries at most. */
+export const DEFAULT_UPLOAD_LIMITS: UploadLimits = { maxUploadBytes: 10e9, maxZipRatio: 100, maxZipBytes: 10e9, maxZipEntries: 10000 };
 
 /** Checks limits given as options; missing ones take the default. */
 export function uploadLimits(given: Partial<UploadLimits> = {}): UploadLimits {

@@ -286,12 +286,17 @@ async function eachEntry(file: string, onEntry: (zip: yauzl.ZipFile, entry: yauz
  */
 export async function scanZip(file: string, limits: UploadLimits = DEFAULT_UPLOAD_LIMITS): Promise<void> {
   let files = 0;
+  let entries = 0;
   let expanded = 0;
   const { size } = await fsp.stat(file);
   const allowed = Math.min(limits.maxZipBytes, limits.maxZipRatio * Math.max(size, 1));
   await eachEntry(file, async (_zip, entry) => {
     const { segments, isDir } = entryPath(entry);
     if (!isDir && segments.length > 0) files++;
+    if (++entries > limits.maxZipEntries) {
+      throw new UploadError(`the zip archive holds more than ${limits.maxZipEntries} entries, the emulator's limit (--max-zip-entries); ` +
+        'send expandZip=false to store it as it is');
+    }
     if (entry.isEncrypted()) throw new UploadError(`zip entry ${JSON.stringify(segments.join('/'))} is encrypted, which is not supported`);
     expanded += entry.uncompressedSize;
     if (expanded > allowed) {

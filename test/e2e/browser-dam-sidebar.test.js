@@ -15,7 +15,7 @@ const path = require('path');
 const bcrypt = require(require.resolve('bcryptjs', { paths: [path.dirname(require.resolve('node-red'))] }));
 
 const { startNodeRed } = require('./lib/browser-node-red');
-const { findChromium, CHROMIUM_ARGS, watchPageProblems, untranslatedKeys, screenshotPath } = require('./lib/browser-page');
+const { chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems, untranslatedKeys, screenshotPath } = require('./lib/browser-page');
 const { startEmulator } = require('../../dist/emulator');
 const { freePort, waitFor } = require('./support');
 
@@ -36,12 +36,7 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
 
   before(async function () {
     this.timeout(120000);
-    const chromiumPath = findChromium();
-    if (!chromiumPath) {
-      if (process.env.DAM_BROWSER_REQUIRED === '1') throw new Error('browser test cannot run: no Chromium found');
-      console.log('    SKIPPED DAM sidebar browser test: no Chromium found (apt-get install -y chromium, or set CHROMIUM_PATH)');
-      this.skip();
-    }
+    const chromiumPath = chromiumOrSkip(this, 'the DAM sidebar browser test');
     emulator = await startEmulator({
       port: 0, retryDelayMs: 300,
       sessions: [{ value: COOKIE, permissions: ['events', 'add'] }, { value: NO_EVENTS_COOKIE, permissions: ['add'] }],
@@ -130,10 +125,8 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
       },
       { id: IDS.reject, type: 'asset-event-ack', z: IDS.tab, name: 'reject', action: 'reject', x: 360, y: 240, wires: [[]] }
     ];
-    const res = await adminApi('flows', {
-      method: 'POST', headers: { 'Content-Type': 'application/json', 'Node-RED-Deployment-Type': 'full' }, body: JSON.stringify(flows)
-    });
-    [200, 204].should.containEql(res.status, `deploy: ${await res.text()}`);
+    const res = await nr.deploy(flows, { headers: { Authorization: `Bearer ${adminToken}` } });
+    [200, 204].should.containEql(res.status, `deploy: ${res.text}`);
   }
 
   /** A browser context logged in as `user` through the editor's login form, with the editor loaded. */

@@ -14,7 +14,7 @@ const should = require('should');
 const fs = require('fs');
 const path = require('path');
 const { startNodeRed } = require('./lib/browser-node-red');
-const { findChromium, CHROMIUM_ARGS, watchPageProblems } = require('./lib/browser-page');
+const { chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems } = require('./lib/browser-page');
 
 const pkg = require('../../package.json');
 const FLOW_TYPES = Object.keys(pkg['node-red'].nodes).filter((t) => t !== 'asset-server' && t !== 'asset-redis');
@@ -28,12 +28,7 @@ describe('editor: the form rows of every dialog, and their values saved (Chromiu
 
   before(async function () {
     this.timeout(120000);
-    const chromiumPath = findChromium();
-    if (!chromiumPath) {
-      if (process.env.DAM_BROWSER_REQUIRED === '1') throw new Error('browser test cannot run: no Chromium');
-      console.log('    SKIPPED editor rows test: no Chromium (.ci/run installs it)');
-      this.skip();
-    }
+    const chromiumPath = chromiumOrSkip(this, 'the editor rows test');
     const { chromium } = require('playwright-core');
     nr = await startNodeRed();
     browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS });

@@ -14,7 +14,7 @@
 require('should');
 const path = require('path');
 const { startNodeRed } = require('./lib/browser-node-red');
-const { findChromium, CHROMIUM_ARGS, watchPageProblems, screenshotPath } = require('./lib/browser-page');
+const { chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems, screenshotPath } = require('./lib/browser-page');
 const { startEmulator } = require('../../dist/emulator');
 
 const SHOTS = process.env.DAM_DOCS_IMAGES === '1' ? path.join(__dirname, '..', '..', 'docs', 'images')
@@ -26,12 +26,7 @@ describe('README: a first flow in five steps, clicked through in Chromium', func
 
   before(async function () {
     this.timeout(120000);
-    const chromiumPath = findChromium();
-    if (!chromiumPath) {
-      if (process.env.DAM_BROWSER_REQUIRED === '1') throw new Error('browser test cannot run: no Chromium');
-      console.log('    SKIPPED five-step browser test: no Chromium (apt-get install -y chromium, or set CHROMIUM_PATH)');
-      this.skip();
-    }
+    const chromiumPath = chromiumOrSkip(this, 'the five-step browser test');
     const { chromium } = require('playwright-core');
     emulator = await startEmulator({ host: '127.0.0.1', port: 0 }); // the session local-dev, as `npx dam-emulator`
     nr = await startNodeRed();

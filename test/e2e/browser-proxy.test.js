@@ -8,7 +8,7 @@
  */
 const should = require('should');
 const { startNodeRed } = require('./lib/browser-node-red');
-const { findChromium, CHROMIUM_ARGS, watchPageProblems, untranslatedKeys } = require('./lib/browser-page');
+const { chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems, untranslatedKeys } = require('./lib/browser-page');
 const { startEmulator } = require('../../dist/emulator');
 const { startSquid } = require('../api/squid');
 
@@ -22,11 +22,7 @@ describe('asset-server Proxy setting in a real browser (Chromium), through squid
 
   before(async function () {
     this.timeout(120000);
-    const chromiumPath = findChromium();
-    if (!chromiumPath) {
-      if (process.env.DAM_BROWSER_REQUIRED === '1') throw new Error('browser test cannot run: no Chromium found');
-      this.skip();
-    }
+    const chromiumPath = chromiumOrSkip(this, 'the proxy browser test');
     emulator = await startEmulator({ port: 0, sessions: [{ value: COOKIE, permissions: ['events', 'add'] }] });
     squid = await startSquid({ auth: PROXY });
     nr = await startNodeRed();
@@ -38,9 +34,7 @@ describe('asset-server Proxy setting in a real browser (Chromium), through squid
         proxyMode: 'node', proxy: IDS.good, credentials: { cookie: COOKIE }
       }
     ];
-    const res = await fetch(`${nr.url}flows`, {
-      method: 'POST', headers: { 'Content-Type': 'application/json', 'Node-RED-Deployment-Type': 'full' }, body: JSON.stringify(flows)
-    });
+    const res = await nr.deploy(flows);
     res.status.should.be.within(200, 204);
     const { chromium } = require('playwright-core');
     browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS });

@@ -12,7 +12,7 @@ const fs = require('fs');
 const path = require('path');
 
 const { startNodeRed } = require('./lib/browser-node-red');
-const { findChromium, CHROMIUM_ARGS, watchPageProblems, untranslatedKeys, overflowingControls, screenshotPath } = require('./lib/browser-page');
+const { chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems, untranslatedKeys, overflowingControls, screenshotPath } = require('./lib/browser-page');
 
 const pkg = require('../../package.json');
 const MODULE = pkg.name;
@@ -35,16 +35,7 @@ describe('editor in a real browser (Chromium)', function () {
 
   before(async function () {
     this.timeout(120000);
-    const chromiumPath = findChromium();
-    if (!chromiumPath) {
-      const reason = 'no Chromium found (looked for ' +
-        (process.env.CHROMIUM_PATH || '/usr/bin/chromium, chromium-browser, google-chrome') +
-        '). Install it with `apt-get install -y chromium` or set CHROMIUM_PATH; .ci/run installs it.';
-      // CI sets DAM_BROWSER_REQUIRED: there a missing browser is a failure, not a skip.
-      if (process.env.DAM_BROWSER_REQUIRED === '1') throw new Error(`browser test cannot run: ${reason}`);
-      console.log(`    SKIPPED editor browser test: ${reason}`);
-      this.skip();
-    }
+    const chromiumPath = chromiumOrSkip(this, 'the browser test');
     const { chromium } = require('playwright-core');
     nr = await startNodeRed();
     browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS });

@@ -7,7 +7,7 @@
  */
 const should = require('should');
 const { startNodeRed } = require('./lib/browser-node-red');
-const { findChromium, CHROMIUM_ARGS, watchPageProblems } = require('./lib/browser-page');
+const { chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems } = require('./lib/browser-page');
 
 describe('editor: field sources and marks (Chromium)', function () {
   this.timeout(30000);
@@ -15,12 +15,7 @@ describe('editor: field sources and marks (Chromium)', function () {
 
   before(async function () {
     this.timeout(120000);
-    const chromiumPath = findChromium();
-    if (!chromiumPath) {
-      if (process.env.DAM_BROWSER_REQUIRED === '1') throw new Error('browser test cannot run: no Chromium');
-      console.log('    SKIPPED editor source test: no Chromium (.ci/run installs it)');
-      this.skip();
-    }
+    const chromiumPath = chromiumOrSkip(this, 'the editor source test');
     const { chromium } = require('playwright-core');
     nr = await startNodeRed();
     browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS });

@@ -17,13 +17,15 @@ const assetAt = async (emu, p) => (await get(emu, `/emulator/assets?path=${encod
 describe('emulator: upload limits (issue 22 item 11)', function () {
   this.timeout(30000);
 
-  it('CLI options --max-upload, --max-zip-ratio, --max-zip-size; defaults 10 GB, 100, 10 GB', function () {
-    const o = parseCli(['--max-upload', '500MB', '--max-zip-ratio', '50', '--max-zip-size', '2GiB']);
+  it('CLI options --max-upload, --max-zip-ratio, --max-zip-size, --max-zip-entries; defaults 10 GB, 100, 10 GB, 10,000', function () {
+    const o = parseCli(['--max-upload', '500MB', '--max-zip-ratio', '50', '--max-zip-size', '2GiB', '--max-zip-entries', '500']);
     o.maxUploadBytes.should.equal(500e6);
     o.maxZipRatio.should.equal(50);
     o.maxZipBytes.should.equal(2 * 2 ** 30);
-    DEFAULT_UPLOAD_LIMITS.should.eql({ maxUploadBytes: 10e9, maxZipRatio: 100, maxZipBytes: 10e9 });
-    for (const args of [['--max-upload', 'lots'], ['--max-upload', '0'], ['--max-zip-ratio', '-1'], ['--max-zip-ratio', 'x'], ['--max-zip-size', '1PB']]) {
+    o.maxZipEntries.should.equal(500);
+    DEFAULT_UPLOAD_LIMITS.should.eql({ maxUploadBytes: 10e9, maxZipRatio: 100, maxZipBytes: 10e9, maxZipEntries: 10000 });
+    for (const args of [['--max-upload', 'lots'], ['--max-upload', '0'], ['--max-zip-ratio', '-1'], ['--max-zip-ratio', 'x'], ['--max-zip-size', '1PB'],
+      ['--max-zip-entries', '0'], ['--max-zip-entries', '2.5'], ['--max-zip-entries', 'many']]) {
       (() => parseCli(args)).should.throw(UsageError, { message: new RegExp(args[0]) });
     }
   });
@@ -68,6 +70,30 @@ describe('emulator: upload limits (issue 22 item 11)', function () {
       r.json.success.should.be.false();
       r.json.error.should.match(/expands to more than 1000 bytes.*--max-zip-size/);
       (await assetAt(emu, '/total/a.bin')).success.should.be.false();
+    } finally { await emu.stop(); }
+  });
+
+  it('a zip of more entries than the limit is refused naming --max-zip-entries; at the limit it expands', async function () {
+    const emu = await startTestEmulator({ maxZipEntries: 3 });
+    try {
+      const four = await makeZip({ 'a.txt': 'a', 'b.txt': 'b', 'c.txt': 'c', 'd.txt': 'd' });
+      const r = await uploadFile(emu.url, '/many', 'four.zip', four);
+      r.json.success.should.be.false();
+      r.json.error.should.match(/more than 3 entries.*--max-zip-entries/);
+      (await assetAt(emu, '/many/a.txt')).success.should.be.false();
+      const three = await makeZip({ 'a.txt': 'a', 'b.txt': 'b', 'c.txt': 'c' });
+      (await uploadFile(emu.url, '/many', 'three.zip', three)).json.success.should.be.true();
+      (await assetAt(emu, '/many/c.txt')).success.should.be.true();
+    } finally { await emu.stop(); }
+  });
+
+  it('by default a zip of 10,001 empty files (tiny, well inside the size limits) is refused', async function () {
+    const emu = await startTestEmulator();
+    try {
+      const files = Object.fromEntries(Array.from({ length: 10001 }, (_, i) => [`f${i}.txt`, '']));
+      const r = await uploadFile(emu.url, '/flood', 'flood.zip', await makeZip(files));
+      r.json.success.should.be.false();
+      r.json.error.should.match(/more than 10000 entries/);
     } finally { await emu.stop(); }
   });
 });

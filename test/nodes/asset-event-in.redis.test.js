@@ -6,11 +6,10 @@ const path = require('path');
 const { execFileSync } = require('child_process');
 const helper = require('node-red-node-test-helper');
 const request = require('supertest');
-const Redis = require('ioredis');
 const eventIn = require('../../nodes/asset-event-in.js');
 const redisNode = require('../../nodes/asset-redis.js');
-const { tempDir, rmDir } = require('../reliability/lib/support');
-const { installed, startRedis } = require('../reliability/lib/servers');
+const Redis = require('ioredis');
+const { useRedisRig } = require('../lib/redis-rig');
 
 helper.init(require.resolve('node-red'));
 
@@ -23,22 +22,10 @@ const payload = (entries) => ({ success: true, data: { entry: entries }, id: 'su
 
 describe('asset-event-in with the duplicate filter in Redis (test helper, real redis-server)', function () {
   this.timeout(20000);
-  let work, server, direct, app, received;
+  let server, direct, app, received;
 
-  before(async function () {
-    if (!installed('redis-server')) { if (process.env.CI) throw new Error('redis-server is not installed'); this.skip(); }
-    work = tempDir('dam-event-in-redis-');
-    server = await startRedis(path.join(work, 'redis'), { password: PASSWORD });
-    direct = new Redis(server.url, { password: PASSWORD, maxRetriesPerRequest: 0 });
-    direct.on('error', () => undefined);
-    await helper.startServer();
-  });
-  after(async function () {
-    await helper.stopServer();
-    if (direct) direct.disconnect();
-    if (server) await server.stop();
-    rmDir(work);
-  });
+  const rig = useRedisRig(helper, { tempPrefix: 'dam-event-in-redis-', password: PASSWORD });
+  before(() => { ({ server, direct } = rig); });
   afterEach(() => helper.unload());
   beforeEach(async () => { if (server.running) await direct.flushall(); });
 

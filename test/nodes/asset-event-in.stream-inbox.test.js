@@ -3,15 +3,12 @@
 // (test helper, real redis-server on a free port). Same settings and msg properties as the journal
 // inbox; the duplicate window is kept by the inbox's store script.
 require('should');
-const path = require('path');
 const helper = require('node-red-node-test-helper');
 const request = require('supertest');
-const Redis = require('ioredis');
 const eventIn = require('../../nodes/asset-event-in.js');
 const eventAck = require('../../nodes/asset-event-ack.js');
 const redisNode = require('../../nodes/asset-redis.js');
-const { tempDir, rmDir } = require('../reliability/lib/support');
-const { installed, startRedis } = require('../reliability/lib/servers');
+const { useRedisRig } = require('../lib/redis-rig');
 
 helper.init(require.resolve('node-red'));
 
@@ -21,22 +18,10 @@ const STREAM = 'dam:dedup:{n1}:in:s';
 
 describe('asset-event-in at least once with an asset-redis node: the Redis Stream inbox (test helper, real redis-server)', function () {
   this.timeout(20000);
-  let work, server, direct, app, seen, done;
+  let server, direct, app, seen, done;
 
-  before(async function () {
-    if (!installed('redis-server')) { if (process.env.CI) throw new Error('redis-server is not installed'); this.skip(); }
-    work = tempDir('dam-event-in-stream-');
-    server = await startRedis(path.join(work, 'redis'));
-    direct = new Redis(server.url, { maxRetriesPerRequest: 0 });
-    direct.on('error', () => undefined);
-    await helper.startServer();
-  });
-  after(async function () {
-    await helper.stopServer();
-    if (direct) direct.disconnect();
-    if (server) await server.stop();
-    rmDir(work);
-  });
+  const rig = useRedisRig(helper, { tempPrefix: 'dam-event-in-stream-' });
+  before(() => { ({ server, direct } = rig); });
   afterEach(() => helper.unload());
   beforeEach(async () => { if (server.running) await direct.flushall(); });
 

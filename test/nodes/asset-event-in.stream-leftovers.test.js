@@ -6,16 +6,14 @@
 // - Removed from one copy's flows, the stream stays (other copies may run it), with a warning
 //   naming how many entries not acknowledged stay and the keys to delete by hand.
 require('should');
-const path = require('path');
 const helper = require('node-red-node-test-helper');
 const request = require('supertest');
-const Redis = require('ioredis');
 const eventIn = require('../../nodes/asset-event-in.js');
 const eventAck = require('../../nodes/asset-event-ack.js');
 const redisNode = require('../../nodes/asset-redis.js');
 const { RedisStreamInbox } = require('../../dist/events/inbox');
-const { tempDir, rmDir } = require('../reliability/lib/support');
-const { installed, startRedis } = require('../reliability/lib/servers');
+const Redis = require('ioredis');
+const { useRedisRig } = require('../lib/redis-rig');
 
 helper.init(require.resolve('node-red'));
 
@@ -26,22 +24,10 @@ const name = (m) => `${m.payload.assetId}/${m.payload.rrn}`;
 
 describe('asset-event-in, Redis Stream inbox: switched back to at most once, and removed (test helper, real redis-server)', function () {
   this.timeout(30000);
-  let work, server, direct, app, hooks, seen;
+  let server, direct, app, hooks, seen;
 
-  before(async function () {
-    if (!installed('redis-server')) { if (process.env.CI) throw new Error('redis-server is not installed'); this.skip(); }
-    work = tempDir('dam-event-in-leftovers-');
-    server = await startRedis(path.join(work, 'redis'));
-    direct = new Redis(server.url, { maxRetriesPerRequest: 0 });
-    direct.on('error', () => undefined);
-    await helper.startServer();
-  });
-  after(async function () {
-    await helper.stopServer();
-    if (direct) direct.disconnect();
-    if (server) await server.stop();
-    rmDir(work);
-  });
+  const rig = useRedisRig(helper, { tempPrefix: 'dam-event-in-leftovers-' });
+  before(() => { ({ server, direct } = rig); });
   afterEach(() => { if (hooks) hooks.remove('*.leftoversTest'); return helper.unload(); });
   beforeEach(async () => { await direct.flushall(); });
 

@@ -39,10 +39,8 @@ describe('Test connection with automatic login (admin route, real Node-RED, emul
       { id: DEPLOYED, type: 'asset-server', name: 'deployed', baseUrl: emulator.url, timeout: 10, loginEnabled: true, loginPreset: 'form',
         credentials: { username: 'robot', password: PASSWORD } }
     ];
-    const res = await fetch(new URL('flows', nr.url), {
-      method: 'POST', headers: { 'Content-Type': 'application/json', 'Node-RED-Deployment-Type': 'full' }, body: JSON.stringify(flows)
-    });
-    [200, 204].should.containEql(res.status, `deploy: ${await res.text()}`);
+    const res = await nr.deploy(flows);
+    [200, 204].should.containEql(res.status, `deploy: ${res.text}`);
   });
 
   after(async function () {

@@ -28,10 +28,8 @@ describe('Test connection: the base URL is checked first, without the cookie', f
       { id: 'cr00000000000000', type: 'tab', label: 'reachability' },
       { id: DEPLOYED, type: 'asset-server', name: 'deployed', baseUrl: emulator.url, timeout: 10, credentials: { cookie: 'reach-cookie-0001' } }
     ];
-    const res = await fetch(new URL('flows', nr.url), {
-      method: 'POST', headers: { 'Content-Type': 'application/json', 'Node-RED-Deployment-Type': 'full' }, body: JSON.stringify(flows)
-    });
-    [200, 204].should.containEql(res.status, `deploy: ${await res.text()}`);
+    const res = await nr.deploy(flows);
+    [200, 204].should.containEql(res.status, `deploy: ${res.text}`);
   });
 
   after(async function () {

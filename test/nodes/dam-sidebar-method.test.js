@@ -28,10 +28,8 @@ describe('DAM tab: a subscription calling an asset-event-in with another method 
       { id: 'dm0000000000000p', type: 'asset-subscribe', z: 'dm00000000000000', name: '', server: 'dm0000000000000s', action: 'register',
         subscriptionId: 'method-post-0001', subscriptionIdType: 'str', method: 'POST', x: 100, y: 160, wires: [[]] }
     ];
-    const res = await fetch(new URL('flows', nr.url), {
-      method: 'POST', headers: { 'Content-Type': 'application/json', 'Node-RED-Deployment-Type': 'full' }, body: JSON.stringify(flows)
-    });
-    [200, 204].should.containEql(res.status, await res.text());
+    const res = await nr.deploy(flows);
+    [200, 204].should.containEql(res.status, res.text);
     // What the two asset-subscribe nodes register (the server stores it as sent).
     const callback = new URL('api/dam/events', nr.url).href;
     for (const [id, method] of [['method-get-0001', undefined], ['method-post-0001', 'POST']]) {

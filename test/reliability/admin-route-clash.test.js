@@ -7,7 +7,7 @@
 require('should');
 const bcrypt = require('bcryptjs');
 const { launchNodeRed } = require('./lib/rig');
-const { waitFor } = require('./lib/support');
+const { waitFor, deployStarted } = require('./lib/support');
 
 const PASSWORD = 'clash-admin-pw-4Rt';
 
@@ -34,14 +34,13 @@ describe('asset-event-in cannot lock the user out of the editor (issue 22 item 8
   }
 
   async function deploy(token, flows) {
-    const started = () => rig.lines.filter((l) => /\] Started flows/.test(l)).length;
-    const before = started();
+    const before = rig.lines.length;
     const res = await fetch(`${rig.url}/flows`, {
       method: 'POST', body: JSON.stringify(flows),
       headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}`, 'Node-RED-Deployment-Type': 'full' }
     });
     const text = await res.text();
-    if (res.ok) await waitFor('Started flows', () => started() > before, 30000, 50);
+    if (res.ok) await waitFor('the deployed flows started', () => deployStarted(rig.lines, before), 30000, 50);
     return { status: res.status, text };
   }
 

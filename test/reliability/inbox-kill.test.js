@@ -23,7 +23,7 @@ const path = require('path');
 const { startEmulator } = require('../../dist/emulator');
 const { AssetClient } = require('../../dist/api/client');
 const { pick, tempDir, rmDir, sleep, launchNodeRed, ids } = require('./lib/rig');
-const { waitFor } = require('./lib/support');
+const { waitFor, deployStarted } = require('./lib/support');
 
 // Node-RED's own bcrypt (adminAuth password hashes), as the project does not depend on it directly.
 const bcrypt = require(require.resolve('bcryptjs', { paths: [path.dirname(require.resolve('node-red'))] }));
@@ -96,7 +96,7 @@ describe('reliability: at-least-once inbox under SIGKILL (one Node-RED)', functi
       method: 'POST', headers: { 'Content-Type': 'application/json', 'Node-RED-Deployment-Type': 'full' }, body: JSON.stringify(flows)
     });
     [200, 204].should.containEql(res.status, `deploy: ${await res.text()}`);
-    await waitFor('the deployed flows started', () => rig.lines.slice(before).some((l) => /\] Started flows\s*$/.test(l)), 60000);
+    await waitFor('the deployed flows started', () => deployStarted(rig.lines, before), 60000);
   }
 
   /** The flow; `poison` is an asset id whose work always fails. */

@@ -9,7 +9,9 @@
  * nodesDir holding a package.json with a `node-red` section as that package, the
  * same way it loads an installed module (icons, locales and examples included).
  *
- * Parent side: `const nr = await startNodeRed()` -> { url, version, userDir, stop() }.
+ * Parent side: `const nr = await startNodeRed()` -> { url, version, userDir, deploy(), stop() }.
+ * `nr.deploy(flows)` resolves once the deployed flows have started (Node-RED answers a deploy
+ * before its flows start: acting on a node at once can race on a busy machine).
  * `startNodeRed({ settings })` adds to (or replaces) the settings below, e.g. adminAuth;
  * `onOutput(chunk)` gets everything the child prints (output() keeps only the last 20000 characters).
  */
@@ -31,6 +33,18 @@ function startNodeRed({ startTimeoutMs = 45000, settings = {}, onOutput } = {}) 
   let log = '';
   const remember = chunk => { log = (log + chunk).slice(-20000); if (onOutput) onOutput(String(chunk)); };
   child.stderr.on('data', remember);
+
+  // Revisions of the flows the child has started, in order (its FLOWS_STARTED lines).
+  const startedRevs = [];
+  let pendingLine = '';
+  child.stdout.on('data', chunk => {
+    const lines = (pendingLine + chunk).split('\n');
+    pendingLine = lines.pop();
+    for (const line of lines) {
+      const m = /^FLOWS_STARTED (.*)$/.exec(line);
+      if (m) startedRevs.push(JSON.parse(m[1]));
+    }
+  });
 
   return new Promise((resolve, reject) => {
     let stdout = '';
@@ -58,6 +72,27 @@ function startNodeRed({ startTimeoutMs = 45000, settings = {}, onOutput } = {}) 
         version: info.version,
         userDir,
         output: () => log,
+        /**
+         * POST /flows (`type` full, flows or nodes; `headers` e.g. a Bearer token); when Node-RED
+         * takes them, waits until that revision has started. Resolves with the answer's status and text.
+         */
+        async deploy(flows, { type = 'full', headers = {}, timeoutMs = 60000 } = {}) {
+          const seen = startedRevs.length;
+          const res = await fetch(new URL('flows', `http://127.0.0.1:${info.port}/`), {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/json', 'Node-RED-API-Version': 'v2', 'Node-RED-Deployment-Type': type, ...headers },
+            body: JSON.stringify({ flows })
+          });
+          const text = await res.text();
+          if (!res.ok) return { status: res.status, text };
+          const { rev } = JSON.parse(text);
+          const until = Date.now() + timeoutMs;
+          while (!startedRevs.slice(seen).includes(rev)) {
+            if (exited || Date.now() > until) throw new Error(`Node-RED did not start the deployed flows (rev ${rev})\n--- Node-RED output ---\n${log}`);
+            await new Promise(r => setTimeout(r, 20));
+          }
+          return { status: res.status, text };
+        },
         async stop() {
           if (!exited) {
             const gone = new Promise(r => child.once('exit', r));
@@ -96,6 +131,8 @@ async function runChild(userDir, extraSettings) {
     ...extraSettings,
   };
   RED.init(server, settings);
+  // For deploy() in the parent: which revision of the flows has started.
+  RED.events.on('flows:started', (event) => process.stdout.write(`FLOWS_STARTED ${JSON.stringify(event && event.config && event.config.rev)}\n`));
   app.use(settings.httpAdminRoot, RED.httpAdmin);
   app.use(settings.httpNodeRoot, RED.httpNode);
   await new Promise((resolve, reject) => {

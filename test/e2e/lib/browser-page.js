@@ -110,4 +110,18 @@ function screenshotPath(dir, name) {
   return path.join(dir, `${name}.png`);
 }
 
-module.exports = { findChromium, CHROMIUM_ARGS, watchPageProblems, untranslatedKeys, overflowingControls, screenshotPath };
+/**
+ * In a mocha before hook (`context` is its `this`): the Chromium to run, or the test skipped with a
+ * reason naming `what`; where DAM_BROWSER_REQUIRED=1 (CI) a missing Chromium is an error instead.
+ */
+function chromiumOrSkip(context, what) {
+  const chromiumPath = findChromium();
+  if (chromiumPath) return chromiumPath;
+  const reason = 'no Chromium found (looked for ' + (process.env.CHROMIUM_PATH || '/usr/bin/chromium, chromium-browser, google-chrome') +
+    '). Install it with `apt-get install -y chromium` or set CHROMIUM_PATH; .ci/run installs it.';
+  if (process.env.DAM_BROWSER_REQUIRED === '1') throw new Error(`${what} cannot run: ${reason}`);
+  console.log(`    SKIPPED ${what}: ${reason}`);
+  return context.skip();
+}
+
+module.exports = { chromiumOrSkip, findChromium, CHROMIUM_ARGS, watchPageProblems, untranslatedKeys, overflowingControls, screenshotPath };

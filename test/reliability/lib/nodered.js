@@ -7,6 +7,7 @@ const os = require('os');
 const path = require('path');
 const { startNodeRed } = require('../../../dist/demo/node-red');
 const { freePort, startCollector } = require('../../e2e/support');
+const { deployStarted } = require('./support');
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
@@ -42,14 +43,7 @@ async function startRealNodeRed({ credentialSecret = 'reliability-credential-key
       const text = await res.text();
       if (!res.ok) throw new Error(`Node-RED refused the flows (HTTP ${res.status}): ${text.slice(0, 500)}`);
       const until = Date.now() + 30000;
-      // This deploy's start: a "Started" line after its "Updated flows" (Node-RED answers a deploy
-      // before its flows start, and the start-up's own "Started flows" can come in after `before`).
-      const started = () => {
-        const since = lines.slice(before);
-        const updated = since.findIndex((l) => /\] Updated flows\s*$/.test(l));
-        return updated >= 0 && since.slice(updated + 1).some((l) => /\] Started (flows|modified nodes|modified flows)\s*$/.test(l));
-      };
-      while (!started()) {
+      while (!deployStarted(lines, before)) {
         if (Date.now() > until) throw new Error(`Node-RED did not start the deployed flows. Last lines:\n${lines.slice(-30).join('\n')}`);
         await new Promise((r) => setTimeout(r, 50));
       }

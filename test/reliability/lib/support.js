@@ -150,7 +150,19 @@ async function startFaultRig(work, { cookieValue, subId }) {
   return { emulator, proxy, seed: { fuid: up.fuids[0], data } };
 }
 
+/**
+ * Whether Node-RED's log `lines` after index `before` show a deploy's start: a "Started" line
+ * after that deploy's "Updated flows". Node-RED answers a deploy before its flows start, and the
+ * start-up's own "Started flows" can come in after `before`, so that line alone proves nothing.
+ */
+function deployStarted(lines, before) {
+  const since = lines.slice(before);
+  const updated = since.findIndex((l) => /\] Updated flows\s*$/.test(l));
+  return updated >= 0 && since.slice(updated + 1).some((l) => /\] Started (flows|modified nodes|modified flows)\s*$/.test(l));
+}
+
 module.exports = {
+  deployStarted,
   LONG, pick, tempDir, rmDir, sleep, waitFor, sha256, sha256File, sparseFile, watchProcessFaults, expectFailure,
   rssSampler, MiB, RSS_BOUND, figure, startFaultRig
 };

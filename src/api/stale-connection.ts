@@ -1,0 +1,52 @@
+/**
+ * Keep-alive connections the server may already have closed. A server closes an idle
+ * connection after its keep-alive timeout; a request written to it in that moment is reset
+ * before any answer. Node 20's agent ignores the server's `Keep-Alive: timeout=N` hint unless
+ * the agent has a timeout of its own, so an idle socket was kept for ever and reused after
+ * the server had closed it (an upload reset 219 ms in, on a loaded machine).
+ */
+import type * as http from 'http';
+import type { Duplex } from 'stream';
+
+/** Idle sockets are closed by us after this long when the server gives no hint (ms). */
+export const IDLE_SOCKET_MS = 4000;
+/** Closed this long before the server's announced keep-alive timeout (as Node's own agent does). */
+const HINT_MARGIN_MS = 1000;
+
+/** The server's announced keep-alive timeout for the answer just read on `socket` (ms), if any. */
+function serverIdleLimit(socket: Duplex): number | undefined {
+  const answer = (socket as Duplex & { _httpMessage?: { res?: http.IncomingMessage } })._httpMessage?.res;
+  const hint = /^\s*timeout=(\d+)/i.exec(String(answer?.headers['keep-alive'] ?? ''))?.[1];
+  return hint === undefined ? undefined : Number(hint) * 1000 - HINT_MARGIN_MS;
+}
+
+/** Makes `agent` close idle sockets before the server would: its hint minus a margin, at most `idleMs`. */
+export function limitIdleSockets<A extends http.Agent>(agent: A, idleMs = IDLE_SOCKET_MS): A {
+  const keep = agent.keepSocketAlive.bind(agent) as (socket: Duplex) => boolean;
+  agent.keepSocketAlive = ((socket: Duplex): boolean => {
+    if (!keep(socket)) return false;
+    const limit = Math.min(idleMs, serverIdleLimit(socket) ?? idleMs);
+    if (limit <= 0) return false;
+    // The agent destroys a free socket on its 'timeout'.
+    (socket as Duplex & { setTimeout(ms: number): void }).setTimeout(limit);
+    return true;
+  }) as unknown as A['keepSocketAlive'];
+  const reuse = agent.reuseSocket.bind(agent);
+  agent.reuseSocket = (socket, request) => {
+    reuse(socket, request);
+    // Busy again: the idle limit is not a limit on the request (CallControl times requests).
+    (socket as Duplex & { setTimeout(ms: number): void }).setTimeout(0);
+  };
+  return agent;
+}
+
+/**
+ * A request that failed on a reused keep-alive connection before any answer arrived: the server
+ * had closed that connection, so it never read the request, and it can be sent again on a new
+ * one (as browsers do). Only requests whose body can be sent again are.
+ */
+export function isStaleConnection(err: unknown): boolean {
+  const failure = err as { code?: string; response?: unknown; request?: { reusedSocket?: boolean } } | null;
+  return failure !== null && typeof failure === 'object' && failure.response === undefined &&
+    failure.request?.reusedSocket === true && (failure.code === 'ECONNRESET' || failure.code === 'EPIPE');
+}

@@ -1,0 +1,131 @@
+'use strict';
+// Keep-alive connections the server has closed (ci10: a 50 MiB upload reset 219 ms in on a
+// loaded machine). Node 20's agent ignored the server's Keep-Alive hint and kept idle sockets
+// for ever; a request written to one the server was closing was reset before any answer.
+const should = require('should');
+const fs = require('fs');
+const http = require('http');
+const os = require('os');
+const path = require('path');
+const { Readable } = require('stream');
+const { AssetClient } = require('../../dist/api/client');
+const { limitIdleSockets, IDLE_SOCKET_MS } = require('../../dist/api/stale-connection');
+
+const listen = (server) => new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server.address().port)));
+const stop = (server) => { server.closeAllConnections(); return new Promise((resolve) => server.close(resolve)); };
+const drain = (req) => new Promise((resolve) => { req.on('end', resolve); req.on('error', resolve); req.resume(); });
+
+/**
+ * A server that answers the first request of each connection and resets the connection on its
+ * second, before answering: what a request meets on a connection the server closed as it was sent.
+ */
+function resettingServer(answer) {
+  const seen = new WeakMap();
+  const log = { connections: 0, resets: 0, answered: 0 };
+  const server = http.createServer(async (req, res) => {
+    const count = (seen.get(req.socket) ?? 0) + 1;
+    seen.set(req.socket, count);
+    if (count > 1) { log.resets++; req.socket.resetAndDestroy(); return; }
+    await drain(req);
+    log.answered++;
+    answer(req, res);
+  });
+  server.on('connection', () => log.connections++);
+  return { server, log };
+}
+
+const json = (res, body) => { res.writeHead(200, { 'Content-Type': 'application/json' }); res.end(JSON.stringify(body)); };
+
+describe('keep-alive connections the server closed', function () {
+  let dir;
+  before(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-stale-')); });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  describe('a request reset on a reused connection before any answer is sent again on a new one', function () {
+    let rig, client;
+    beforeEach(async () => {
+      rig = resettingServer((req, res) => {
+        if (req.url.startsWith('/review/api/asset/upload')) json(res, { success: true, data: { fuids: [7] } });
+        else if (req.url.startsWith('/review/api/asset/download')) { res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': 3 }); res.end('abc'); }
+        else json(res, { success: true, id: 'sub-00000001', paths: ['/inbox'] });
+      });
+      const port = await listen(rig.server);
+      client = new AssetClient({ baseUrl: `http://127.0.0.1:${port}`, cookie: 'c', timeout: 10000, maxSockets: 1 });
+    });
+    afterEach(async () => { client.close(); await stop(rig.server); });
+
+    it('JSON calls and downloads', async function () {
+      (await client.getSubscription('sub-00000001')).id.should.equal('sub-00000001');
+      (await client.getSubscription('sub-00000001')).id.should.equal('sub-00000001');
+      (await client.downloadToBuffer({ fuid: 1 })).data.toString().should.equal('abc');
+      rig.log.should.eql({ connections: 3, resets: 2, answered: 3 });
+    });
+
+    it('uploads of a file path and of a Buffer', async function () {
+      const file = path.join(dir, 'a.txt');
+      fs.writeFileSync(file, 'x'.repeat(100000));
+      (await client.upload({ file: { path: file }, destination: '/inbox' })).fuids.should.eql([7]);
+      (await client.upload({ file: { path: file }, destination: '/inbox' })).fuids.should.eql([7]);
+      (await client.upload({ file: { buffer: Buffer.from('b') }, name: 'b.txt', destination: '/inbox' })).fuids.should.eql([7]);
+      rig.log.should.eql({ connections: 3, resets: 2, answered: 3 });
+    });
+
+    it('an upload from a stream, which cannot be sent twice, fails as a network error', async function () {
+      await client.upload({ file: { buffer: Buffer.from('a') }, name: 'a.txt', destination: '/inbox' });
+      const err = await client.upload({ file: { stream: Readable.from([Buffer.from('s')]) }, name: 's.txt', destination: '/inbox' })
+        .then(() => null, (e) => e);
+      should.exist(err);
+      err.kind.should.equal('network');
+      rig.log.should.eql({ connections: 1, resets: 1, answered: 1 });
+    });
+  });
+
+  describe('idle sockets are closed by us before the server closes them', function () {
+    const freeSocket = (client) => Object.values(client.ownAgents[0].freeSockets).flat()[0];
+
+    it("the server's Keep-Alive hint less a second; without a hint, " + IDLE_SOCKET_MS + ' ms', async function () {
+      const hinted = http.createServer((req, res) => json(res, { success: true, id: 'sub-00000002' }));
+      hinted.keepAliveTimeout = 3000; // answers carry "Keep-Alive: timeout=3"
+      const silent = http.createServer((req, res) => { res.removeHeader('Keep-Alive'); res.shouldKeepAlive = true; json(res, { success: true, id: 'sub-00000002' }); });
+      silent.keepAliveTimeout = 0; // no timeout, no hint
+      const clients = [];
+      try {
+        for (const [server, expected] of [[hinted, 2000], [silent, IDLE_SOCKET_MS]]) {
+          const client = new AssetClient({ baseUrl: `http://127.0.0.1:${await listen(server)}`, cookie: 'c' });
+          clients.push(client);
+          await client.getSubscription('sub-00000002');
+          await new Promise((resolve) => setImmediate(resolve));
+          freeSocket(client).timeout.should.equal(expected);
+        }
+      } finally {
+        for (const client of clients) client.close();
+        await stop(hinted); await stop(silent);
+      }
+    });
+
+    it('a free socket is closed at the limit; a reused one has no idle limit while busy', async function () {
+      const ends = [];
+      const server = http.createServer((req, res) => json(res, { ok: true }));
+      server.keepAliveTimeout = 60000;
+      server.on('connection', (socket) => socket.on('end', () => ends.push('client closed')));
+      const port = await listen(server);
+      const agent = limitIdleSockets(new http.Agent({ keepAlive: true, maxSockets: 1 }), 300);
+      const get = () => new Promise((resolve, reject) => {
+        const req = http.get({ host: '127.0.0.1', port, agent }, (res) => { res.resume(); res.on('end', () => resolve(req)); });
+        req.on('error', reject);
+      });
+      try {
+        await get();
+        const second = await get();
+        second.reusedSocket.should.be.true();
+        // Closed by us, long before the server's 60 s.
+        while (ends.length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
+        ends.should.eql(['client closed']);
+        Object.keys(agent.freeSockets).should.eql([]);
+      } finally {
+        agent.destroy();
+        await stop(server);
+      }
+    });
+  });
+});
