@@ -45,7 +45,8 @@ msg.payload = {
 msg.headers = { 'content-type': 'multipart/form-data', cookie: msg.cookie };
 return msg;`;
 
-// The time too, as the inbox's count (below) keeps it: the same work per entry in both rows.
+// Every count function keeps the time of its last count, as the inbox's (below) needs to: the
+// same work per message in every row.
 const COUNT_OURS = `
 flow.set('ours', (flow.get('ours') || 0) + 1);
 flow.set('oursAt', Date.now());
@@ -54,6 +55,7 @@ return null;`;
 // asset-event-in's per-callback output: msg.payload is the array of the callback's entries.
 const COUNT_BATCH = `
 flow.set('batch', (flow.get('batch') || 0) + msg.payload.length);
+flow.set('batchAt', Date.now());
 return null;`;
 
 // asset-event-in at most once -> a change node without rules -> count: the cost of one more node
@@ -78,12 +80,14 @@ return null;`;
 
 const COUNT_REDIS = `
 flow.set('redis', (flow.get('redis') || 0) + 1);
+flow.set('redisAt', Date.now());
 return null;`;
 
 // Counts each entry; the last part of a callback answers the HTTP request (as asset-event-in
 // answers once all its messages are sent).
 const COUNT_CORE = `
 flow.set('core', (flow.get('core') || 0) + 1);
+flow.set('coreAt', Date.now());
 if (msg.parts && msg.parts.index === msg.parts.count - 1) {
   msg.payload = { success: true };
   return msg;
