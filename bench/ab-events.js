@@ -4,7 +4,7 @@
 // order swapped each pair. Reports entries/s and Node-RED CPU per entry, and the ratios per pair.
 //   node bench/ab-events.js OTHER_CHECKOUT [pairs=5] [seconds=1] [sizes=1,100,1000]
 // Rows: ours (asset-event-in, one msg per entry), batch (one msg per callback): old vs new;
-// inbox (at least once -> ack, new only) vs the new ours of the same pair.
+// inbox (at least once -> ack) vs the ours of the same pair, and old vs new when the other checkout has it.
 //   node bench/ab-events.js --profile DIR VARIANT N [bursts=10] [seconds=1]
 // profiles this checkout's Node-RED (node --cpu-prof) while it takes only bursts of VARIANT with
 // N entries per callback (redis and streams: with a redis-server of their own); read with `node bench/cpu-profile-summary.js DIR/*.cpuprofile`.
@@ -16,11 +16,12 @@ const NEW = path.resolve(__dirname, '..');
 const { burst, calibrate } = require('./lib/events');
 const { median } = require('./lib/util');
 const { startRedis } = require('../test/reliability/lib/servers');
+const { readCpu } = require('./lib/rss');
 
 async function startFor(repo, tmp, name, nodeArgs = '', redisUrl = undefined) {
   process.env.BENCH_NODE_RED_ARGS = `${nodeArgs} ${process.env.EXTRA || ''}`; // EXTRA: node options for every Node-RED
   const { startNodeRed } = require(repo + '/bench/lib/nodered');
-  const { buildFlows } = require(repo + '/bench/lib/flows');
+  const { buildFlows } = require('./lib/flows'); // this checkout's flows on both sides: the same count functions
   const nr = await startNodeRed({ userDir: path.join(tmp, `nr-${name}`) });
   const { types } = await nr.nodeTypes();
   await nr.deploy(buildFlows({ emulatorUrl: 'http://127.0.0.1:1', cookie: 'x', types, parts: new Set(['events']), redisUrl }));
@@ -38,10 +39,14 @@ async function profile([dir, variant, n, bursts = '10', seconds = '1']) {
     const amount = Math.max(20, Math.round(Number(seconds) * 100000 / Number(n) / 4));
     await burst(nr, variant, Number(n), amount); // warm-up
     let entries = amount * Number(n);
+    // The JavaScript thread's CPU (the profile's) beside the process's (V8's helper threads and libuv's pool too).
+    const mainCpu = () => readCpu(`${nr.pid}/task/${nr.pid}`);
     for (let i = 0; i < Number(bursts); i++) {
+      const main = mainCpu();
       const b = await burst(nr, variant, Number(n), amount);
       entries += b.counted;
-      console.log(`${variant} ${n}/callback: ${Math.round(b.entriesPerSec)} entries/s, ${b.cpuMicrosPerEntry.toFixed(1)} µs CPU/entry, lost ${b.lost}; ${b.callbacks} callbacks answered in ${b.answerSeconds.toFixed(2)} s, all counted after ${b.seconds.toFixed(2)} s`);
+      const mainMicros = (mainCpu() - main) / b.counted * 1e6;
+      console.log(`${variant} ${n}/callback: ${Math.round(b.entriesPerSec)} entries/s, ${b.cpuMicrosPerEntry.toFixed(1)} µs CPU/entry (main thread ${mainMicros.toFixed(1)}), lost ${b.lost}; ${b.callbacks} callbacks answered in ${b.answerSeconds.toFixed(2)} s, all counted after ${b.seconds.toFixed(2)} s`);
     }
     console.log(`${entries} entries in the profile (warm-up included)`);
   } finally {
@@ -60,11 +65,13 @@ async function ab([other, pairsText = '5', secondsText = '1', sizesText = '1,100
   try {
     nrs.old = await startFor(OLD, tmp, 'old');
     nrs.new = await startFor(NEW, tmp, 'new');
+    const oldInbox = fs.existsSync(path.join(OLD, 'dist/nodes/asset-event-ack'));
+    const paired = oldInbox ? ['ours', 'batch', 'inbox'] : ['ours', 'batch'];
     for (const n of sizesText.split(',').map(Number)) {
       // Same callbacks per burst for both sides of a row: the new side's warm-up rate decides.
       const amounts = {};
       for (const v of ['ours', 'batch', 'inbox']) {
-        if (v !== 'inbox') await calibrate(nrs.old, v, n, 0.5);
+        if (paired.includes(v)) await calibrate(nrs.old, v, n, 0.5);
         amounts[v] = Math.max(20, Math.round(await calibrate(nrs.new, v, n, 0.5) * seconds));
       }
       const rows = {};
@@ -75,8 +82,8 @@ async function ab([other, pairsText = '5', secondsText = '1', sizesText = '1,100
       };
       for (let i = 0; i < pairs; i++) {
         const sides = i % 2 ? ['new', 'old'] : ['old', 'new'];
-        for (const v of ['ours', 'batch']) for (const side of sides) await run(side, v);
-        await run('new', 'inbox');
+        for (const v of paired) for (const side of sides) await run(side, v);
+        if (!oldInbox) await run('new', 'inbox');
       }
       const ratio = (a, b, k) => median(rows[a].map((x, i) => x[k] / rows[b][i][k]));
       const med = (a, k) => median(rows[a].map((x) => x[k]));
@@ -85,6 +92,10 @@ async function ab([other, pairsText = '5', secondsText = '1', sizesText = '1,100
         oursNewOverOld: ratio('new ours', 'old ours', 'entriesPerSec'), oursCpuNewOverOld: ratio('new ours', 'old ours', 'cpuMicrosPerEntry'),
         batchNewOverOld: ratio('new batch', 'old batch', 'entriesPerSec'), batchCpuNewOverOld: ratio('new batch', 'old batch', 'cpuMicrosPerEntry'),
         inboxOverOurs: ratio('new inbox', 'new ours', 'entriesPerSec'), inboxCpuOverOurs: ratio('new inbox', 'new ours', 'cpuMicrosPerEntry'),
+        ...(oldInbox ? {
+          oldInboxOverOurs: ratio('old inbox', 'old ours', 'entriesPerSec'), oldInboxCpuOverOurs: ratio('old inbox', 'old ours', 'cpuMicrosPerEntry'),
+          inboxNewOverOld: ratio('new inbox', 'old inbox', 'entriesPerSec'), inboxCpuNewOverOld: ratio('new inbox', 'old inbox', 'cpuMicrosPerEntry')
+        } : {}),
         medians: Object.fromEntries(Object.keys(rows).map((k) => [k, { entriesPerSec: Math.round(med(k, 'entriesPerSec')), cpuMicrosPerEntry: +med(k, 'cpuMicrosPerEntry').toFixed(1), p99: med(k, 'p99'), lost: rows[k].reduce((s, b) => s + b.lost, 0) }]))
       };
       summary.push(line);
@@ -92,7 +103,8 @@ async function ab([other, pairsText = '5', secondsText = '1', sizesText = '1,100
     }
     console.log('\nload average', os.loadavg().map((l) => l.toFixed(2)).join(' '));
     for (const l of summary) {
-      console.log(`${l.n}/callback: ours new/old ${l.oursNewOverOld.toFixed(2)} entries/s, ${l.oursCpuNewOverOld.toFixed(2)} CPU/entry; batch new/old ${l.batchNewOverOld.toFixed(2)}, ${l.batchCpuNewOverOld.toFixed(2)}; inbox/ours ${l.inboxOverOurs.toFixed(2)} entries/s, ${l.inboxCpuOverOurs.toFixed(2)} CPU/entry`);
+      console.log(`${l.n}/callback: ours new/old ${l.oursNewOverOld.toFixed(2)} entries/s, ${l.oursCpuNewOverOld.toFixed(2)} CPU/entry; batch new/old ${l.batchNewOverOld.toFixed(2)}, ${l.batchCpuNewOverOld.toFixed(2)}; inbox/ours ${l.inboxOverOurs.toFixed(2)} entries/s, ${l.inboxCpuOverOurs.toFixed(2)} CPU/entry` +
+        (l.inboxNewOverOld === undefined ? '' : `; old inbox/ours ${l.oldInboxOverOurs.toFixed(2)}, ${l.oldInboxCpuOverOurs.toFixed(2)}; inbox new/old ${l.inboxNewOverOld.toFixed(2)}, ${l.inboxCpuNewOverOld.toFixed(2)}`));
     }
   } finally {
     for (const nr of Object.values(nrs)) await nr.stop();

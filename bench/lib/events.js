@@ -50,21 +50,27 @@ async function counts(nr) {
   return r.json();
 }
 
-/** Waits until the counter of `variant` stops moving (messages are delivered after the answers). */
+/**
+ * Waits until the counter of `variant` stops moving (messages are delivered after the answers).
+ * Resolves with the count, and for the inbox rows the time (Date.now() in Node-RED) of the last count.
+ */
 async function settledCount(nr, variant, expected) {
   let last = -1;
   let same = 0;
+  let at;
   // The inbox hands entries out after the answers, paced by its fsyncs: a pause of a few hundred ms
   // is not the end of its work (it stops after 5 s without progress, or after 2 minutes).
   const patience = variant === 'inbox' || variant === 'streams' ? 50 : 3;
   for (let i = 0; i < (variant === 'inbox' || variant === 'streams' ? 1200 : 100); i++) {
-    const c = (await counts(nr))[variant];
-    if (c >= expected) return c;
-    if (c === last) { if (++same >= patience) return c; } else same = 0;
+    const all = await counts(nr);
+    const c = all[variant];
+    at = all[`${variant}At`];
+    if (c >= expected) return { count: c, at };
+    if (c === last) { if (++same >= patience) return { count: c, at }; } else same = 0;
     last = c;
     await sleep(100);
   }
-  return last;
+  return { count: last, at };
 }
 
 /** Nearest-rank percentile of ascending `sorted` values. */
@@ -158,17 +164,21 @@ async function burst(nr, variant, n, amount, rate, redisMeter) {
   const redisBefore = redisMeter && await redisMeter.snapshot();
   const cpuBefore = readCpu(nr.pid);
   const began = performance.now();
+  const beganAt = Date.now();
   const r = rate
     ? await paced({ url: opts.url, amount, rate, connections, body: () => callbackBody(n) })
     : await cannon(opts);
   // autocannon makes exactly `amount` requests (its `requests.sent` also counts rate-limited tries)
   const sentEntries = amount * n;
-  const counted = await settledCount(nr, variant, sentEntries);
+  const { count: counted, at: lastCountAt } = await settledCount(nr, variant, sentEntries);
   const cpu = readCpu(nr.pid) - cpuBefore; // Node-RED's CPU for this burst (less sensitive to load than time)
   const redisCost = redisBefore ? await redisMeter.cost(redisBefore, counted) : {};
   // The inbox answers once entries are stored and hands them out after: its entries/s counts until
-  // the last acknowledgement was counted (polled every 100 ms, so at most 0.1 s late), not the last answer.
-  const seconds = (variant === 'inbox' || variant === 'streams') && !rate ? Math.max(r.seconds, (performance.now() - began) / 1000) : r.seconds;
+  // the last acknowledgement was counted (its time as the count function saw it; flows without it:
+  // until the poll saw the last count, up to 0.1 s late), not the last answer.
+  const inboxRow = (variant === 'inbox' || variant === 'streams') && !rate;
+  const countedFor = typeof lastCountAt === 'number' ? (lastCountAt - beganAt) / 1000 : (performance.now() - began) / 1000;
+  const seconds = inboxRow ? Math.max(r.seconds, countedFor) : r.seconds;
   return {
     callbacks: amount, answered: r.requests.total, ok2xx: r['2xx'], non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts,
     seconds, answerSeconds: r.seconds, callbacksPerSec: r['2xx'] / seconds, entriesPerSec: counted / seconds,

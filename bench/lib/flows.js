@@ -14,7 +14,7 @@ const ID = {
   downOurs: 'bench-down-ours-inject',
   downCore: 'bench-down-core-inject'
 };
-const EVENT_PATHS = { ours: '/bench/dam-events', batch: '/bench/dam-events-batch', core: '/bench/core-events', redis: '/bench/redis-events', inbox: '/bench/dam-events-inbox', streams: '/bench/dam-events-streams' };
+const EVENT_PATHS = { hop: '/bench/dam-events-hop', ours: '/bench/dam-events', batch: '/bench/dam-events-batch', core: '/bench/core-events', redis: '/bench/redis-events', inbox: '/bench/dam-events-inbox', streams: '/bench/dam-events-streams' };
 
 // Last node of every transfer flow: elapsed time and what the flow produced, then drop the payload.
 const DONE_FUNC = `
@@ -45,32 +45,49 @@ msg.payload = {
 msg.headers = { 'content-type': 'multipart/form-data', cookie: msg.cookie };
 return msg;`;
 
+// Every count function keeps the time of its last count, as the inbox's (below) needs to: the
+// same work per message in every row.
 const COUNT_OURS = `
 flow.set('ours', (flow.get('ours') || 0) + 1);
+flow.set('oursAt', Date.now());
 return null;`;
 
 // asset-event-in's per-callback output: msg.payload is the array of the callback's entries.
 const COUNT_BATCH = `
 flow.set('batch', (flow.get('batch') || 0) + msg.payload.length);
+flow.set('batchAt', Date.now());
+return null;`;
+
+// asset-event-in at most once -> a change node without rules -> count: the cost of one more node
+// on an entry's way (the at-least-once row's asset-event-ack is one), for investigations (ab-events.js --profile).
+const COUNT_HOP = `
+flow.set('hop', (flow.get('hop') || 0) + 1);
+flow.set('hopAt', Date.now());
 return null;`;
 
 // Counted after asset-event-ack: an entry of the at-least-once inbox is done once acknowledged.
+// With the time of the last count: the inbox hands entries out after it answers, so its burst ends
+// at its last acknowledgement (the harness polls the count, which alone would be up to 100 ms late).
 const COUNT_INBOX = `
 flow.set('inbox', (flow.get('inbox') || 0) + 1);
+flow.set('inboxAt', Date.now());
 return null;`;
 
 const COUNT_STREAMS = `
 flow.set('streams', (flow.get('streams') || 0) + 1);
+flow.set('streamsAt', Date.now());
 return null;`;
 
 const COUNT_REDIS = `
 flow.set('redis', (flow.get('redis') || 0) + 1);
+flow.set('redisAt', Date.now());
 return null;`;
 
 // Counts each entry; the last part of a callback answers the HTTP request (as asset-event-in
 // answers once all its messages are sent).
 const COUNT_CORE = `
 flow.set('core', (flow.get('core') || 0) + 1);
+flow.set('coreAt', Date.now());
 if (msg.parts && msg.parts.index === msg.parts.count - 1) {
   msg.payload = { success: true };
   return msg;
@@ -109,10 +126,10 @@ function buildFlows({ emulatorUrl, cookie, types, parts, redisUrl }) {
   // --- helpers read by the harness
   nodes.push(
     httpIn('bench-counts-in', '/bench/counts', 'get', ['bench-counts-fn'], 600),
-    fn('bench-counts-fn', `msg.payload = { ours: flow.get('ours') || 0, batch: flow.get('batch') || 0, core: flow.get('core') || 0, redis: flow.get('redis') || 0, inbox: flow.get('inbox') || 0, streams: flow.get('streams') || 0 }; return msg;`, ['bench-counts-out'], 450, 600),
+    fn('bench-counts-fn', `msg.payload = { ours: flow.get('ours') || 0, batch: flow.get('batch') || 0, core: flow.get('core') || 0, redis: flow.get('redis') || 0, inbox: flow.get('inbox') || 0, streams: flow.get('streams') || 0, hop: flow.get('hop') || 0, inboxAt: flow.get('inboxAt'), streamsAt: flow.get('streamsAt') }; return msg;`, ['bench-counts-out'], 450, 600),
     httpResponse('bench-counts-out', 600),
     httpIn('bench-reset-in', '/bench/reset', 'post', ['bench-reset-fn'], 640),
-    fn('bench-reset-fn', `flow.set('ours', 0); flow.set('batch', 0); flow.set('core', 0); flow.set('redis', 0); flow.set('inbox', 0); flow.set('streams', 0); msg.payload = { ok: true }; return msg;`, ['bench-reset-out'], 450, 640),
+    fn('bench-reset-fn', `flow.set('ours', 0); flow.set('batch', 0); flow.set('core', 0); flow.set('redis', 0); flow.set('inbox', 0); flow.set('streams', 0); flow.set('inboxAt', undefined); flow.set('streamsAt', undefined); flow.set('hop', 0); msg.payload = { ok: true }; return msg;`, ['bench-reset-out'], 450, 640),
     httpResponse('bench-reset-out', 640),
     { id: 'bench-catch', type: 'catch', z: TAB, name: '', scope: null, uncaught: false, x: 150, y: 720, wires: [['bench-catch-fn']] },
     fn('bench-catch-fn', CATCH_FUNC, [], 450, 720)
@@ -189,6 +206,12 @@ function buildFlows({ emulatorUrl, cookie, types, parts, redisUrl }) {
         checkId: true, dedup: true, dedupWindow: '', dedupMax: '', server: '', manage: false,
         watchPath: [], watchMetadata: [], logicalOperand: '', retryCount: '', x: 150, y: 440, wires: [['bench-ev-ours-count']] },
       fn('bench-ev-ours-count', COUNT_OURS, [], 450, 440),
+      { id: 'bench-ev-hop-in', type: 'asset-event-in', z: TAB, name: '', path: EVENT_PATHS.hop, method: 'post',
+        successCode: '', output: 'entry', emitEmpty: false, maxBodyMB: '', secretHeader: '', subscriptionId: '',
+        checkId: true, dedup: true, dedupWindow: '', dedupMax: '', server: '', manage: false,
+        watchPath: [], watchMetadata: [], logicalOperand: '', retryCount: '', x: 150, y: 410, wires: [['bench-ev-hop-change']] },
+      { id: 'bench-ev-hop-change', type: 'change', z: TAB, name: '', rules: [], x: 350, y: 410, wires: [['bench-ev-hop-count']] },
+      fn('bench-ev-hop-count', COUNT_HOP, [], 550, 410),
       // --- 3c: the same with one message per callback (output: callback)
       { id: 'bench-ev-batch-in', type: 'asset-event-in', z: TAB, name: '', path: EVENT_PATHS.batch, method: 'post',
         successCode: '', output: 'callback', emitEmpty: false, maxBodyMB: '', secretHeader: '', subscriptionId: '',

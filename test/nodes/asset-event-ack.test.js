@@ -98,7 +98,7 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
     res.status.should.equal(200);
     res.body.should.eql({ success: true, received: 2, stored: 2 });
     // On disk when the answer came.
-    journal().filter((r) => r.s !== undefined).map((r) => r.e.assetId).should.eql([1, 2]);
+    journal().filter((r) => r.c !== undefined).flatMap((r) => r.e.map((e) => e.assetId)).should.eql([1, 2]); // one record per callback
     await until(() => held.length === 2, 'two deliveries');
     held.forEach((m) => {
       m.step.should.equal('changed');

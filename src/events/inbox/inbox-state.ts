@@ -4,6 +4,7 @@
  * the last delivery. The journal inbox keeps its file in step with it; time comes from a clock
  * given by the caller, so tests move time instead of sleeping.
  */
+import { NewestRevisions } from './newest-revisions';
 import type { Delivery, NewEntry, ParkedEntry } from './types';
 
 export interface StoredRecord extends NewEntry {
@@ -21,8 +22,39 @@ export interface StoredRecord extends NewEntry {
   parkedAt?: string;
   /** In the ready queue now (a record is queued at most once). */
   queued?: boolean;
-  /** Its store record as written (reused by compaction). */
-  line?: string;
+  /** Its callback's store record as written (reused by compaction: journal-records.ts). */
+  batch?: StoreBatch;
+  /** The record behind it in its key's line; on the first of a line, the last one (a list, not an array per key: most keys hold one entry). */
+  next?: StoredRecord;
+  last?: StoredRecord;
+}
+
+/**
+ * The store record of entries stored together, shared by them; `line` goes once one of them was
+ * touched. Their entries are read back from `text` (the same record) when first needed: waiting
+ * entries keep no objects of their own alive across the fsync and the queue, which the garbage
+ * collector would copy and promote (an entry's `entry` is undefined until then).
+ */
+export interface StoreBatch { line: string | undefined; count: number; first: number; text: string; entries?: unknown[] }
+
+/**
+ * A new waiting record with every field set (undefined where not known): one shape for all
+ * records, no property added or deleted later (V8 then keeps them fast and allocates no
+ * separate property store).
+ */
+export function newRecord(id: number, key: string, entry: unknown, receivedAt: string, subscriptionId: string | undefined, revision: number | undefined): StoredRecord {
+  return {
+    id, seq: id, key, entry, receivedAt, subscriptionId, revision, deliveries: 0, state: 'waiting', dueAt: 0, deadline: 0,
+    parkReason: undefined, parkedAt: undefined, queued: false, batch: undefined, next: undefined, last: undefined
+  };
+}
+
+/** A record's entry (read back from its store record when it was stored with others). */
+export function entryOf(record: StoredRecord): unknown {
+  const batch = record.batch;
+  if (record.entry !== undefined || !batch) return record.entry;
+  batch.entries ??= (JSON.parse(batch.text.slice(9)) as { e: unknown[] }).e;
+  return batch.entries[record.id - batch.first];
 }
 
 /**
@@ -35,9 +67,6 @@ export interface StoredRecord extends NewEntry {
  */
 export const REVISION_HORIZON_MS = 10 * 60 * 1000;
 
-/** An asset's newest stored revision, and when it was last stored (or found still in the inbox). */
-export interface NewestRevision { revision: number; at: number }
-
 export interface StateOptions {
   maxInFlight: number;
   visibilityTimeoutMs: number;
@@ -47,8 +76,8 @@ export interface StateOptions {
 
 export class InboxState {
   readonly records = new Map<number, StoredRecord>();
-  /** Not-parked records of each key, in order; only the first may be in flight. */
-  private readonly lines = new Map<string, StoredRecord[]>();
+  /** The first not-parked record of each key; the others follow it through `next`, in order. Only the first may be in flight. */
+  private readonly lines = new Map<string, StoredRecord>();
   /**
    * First records of lines, due now, in the order they became due; read from `readyAt`. An array,
    * not a Set: V8 leaves deleted Set entries as holes that every walk from the start steps over.
@@ -67,9 +96,9 @@ export class InboxState {
   /**
    * The newest revision stored of each key, kept after its entries are acknowledged (and through
    * compaction) for REVISION_HORIZON_MS: a re-sent older entry must not go behind a newer one.
-   * In the order of `at` (an update moves the key to the end), so forgetting walks from the front.
+   * In the order of their times (an update moves the key to the end), so forgetting walks from the front.
    */
-  readonly newest = new Map<string, NewestRevision>();
+  readonly newest = new NewestRevisions();
   /** Parked records per key (the not-parked ones are in `lines`): a key with either is in the inbox. */
   private readonly parkedKeys = new Map<string, number>();
 
@@ -82,19 +111,13 @@ export class InboxState {
   /** True when an entry of `key` with a newer revision was stored already. */
   isStale(key: string, revision: number | undefined): boolean {
     if (revision === undefined) return false;
-    const newest = this.newest.get(key);
-    return newest !== undefined && revision < newest.revision;
+    const newest = this.newest.revision(key);
+    return newest !== undefined && revision < newest;
   }
 
   /** A revision of `key` stored at time `at`. */
   noteRevision(key: string, revision: number | undefined, at: number): void {
-    if (revision === undefined) return;
-    const known = this.newest.get(key);
-    if (known) {
-      if (revision < known.revision) return;
-      this.newest.delete(key); // to the end: the map stays in the order of `at`
-    }
-    this.newest.set(key, { revision, at: known ? Math.max(known.at, at) : at });
+    if (revision !== undefined) this.newest.note(key, revision, at);
   }
 
   /**
@@ -102,14 +125,7 @@ export class InboxState {
    * and with nothing in the inbox; one still in the inbox is kept and looked at a horizon later.
    */
   forgetOldRevisions(now: number): void {
-    let kept: Array<[string, NewestRevision]> | undefined;
-    for (const [key, known] of this.newest) {
-      if (known.at + REVISION_HORIZON_MS > now) break; // the rest are younger
-      this.newest.delete(key);
-      if (this.lines.has(key) || this.parkedKeys.has(key)) (kept ??= []).push([key, { revision: known.revision, at: now }]);
-    }
-    // Put back at the end after the walk, which would otherwise meet them again.
-    if (kept) for (const [key, known] of kept) this.newest.set(key, known);
+    this.newest.forget(now, REVISION_HORIZON_MS, (key) => this.lines.has(key) || this.parkedKeys.has(key));
   }
 
   /** A new record (stored or loaded), put in its key's line unless parked. */
@@ -153,13 +169,27 @@ export class InboxState {
     return { taken, parked };
   }
 
-  /** True when `acknowledge` would take it: known, not parked, not in flight with another delivery. */
-  canAcknowledge(id: number, delivery: number): boolean {
+  /**
+   * An acknowledgement being written (as beginClose), with one look-up: the record, or undefined when
+   * it cannot be acknowledged (unknown, parked, closing, or in flight with another delivery).
+   */
+  beginAcknowledge(id: number, delivery: number): StoredRecord | undefined {
     const record = this.records.get(id);
-    if (!record || record.state === 'parked' || record.state === 'closing') return false;
-    if (record.state === 'flight' && record.deliveries !== delivery) return false;
+    if (!record || record.state === 'parked' || record.state === 'closing') return undefined;
+    if (record.state === 'flight' && record.deliveries !== delivery) return undefined;
     // A late acknowledgement of an earlier delivery (timed out, waiting to go again) still counts.
-    return delivery >= 1 && delivery <= record.deliveries;
+    if (delivery < 1 || delivery > record.deliveries) return undefined;
+    this.flights.delete(record);
+    if (record.state !== 'flight') this.delayed.delete(record);
+    record.state = 'closing';
+    return record;
+  }
+
+  /** The acknowledgement is on disk: the record goes and the next of its line is due. */
+  finishAcknowledge(record: StoredRecord): void {
+    if (record.state !== 'closing' || this.records.get(record.id) !== record) return;
+    this.records.delete(record.id);
+    this.leaveLine(record);
   }
 
   /** True when `reject` with this delivery would end in parking. */
@@ -180,15 +210,6 @@ export class InboxState {
     record.state = 'closing';
   }
 
-  /** The acknowledgement is on disk: the record goes and the next of its line is due. */
-  finishAcknowledge(id: number): boolean {
-    const record = this.records.get(id);
-    if (!record || record.state !== 'closing') return false;
-    this.records.delete(id);
-    this.leaveLine(record);
-    return true;
-  }
-
   /** The parking is on disk. */
   finishPark(id: number, reason: string, now: number): StoredRecord | undefined {
     const record = this.records.get(id);
@@ -201,15 +222,6 @@ export class InboxState {
   reopen(id: number, now: number): void {
     const record = this.records.get(id);
     if (record && record.state === 'closing') this.wait(record, now);
-  }
-
-  /** Ends a delivery: the record goes. False when unknown, parked, or in flight with another delivery. */
-  acknowledge(id: number, delivery: number): boolean {
-    if (!this.canAcknowledge(id, delivery)) return false;
-    const record = this.records.get(id)!;
-    this.records.delete(id);
-    this.leaveLine(record);
-    return true;
   }
 
   /** Ends a delivery that failed: due again after a backoff, or parked after the last delivery. */
@@ -247,8 +259,7 @@ export class InboxState {
     record.deliveries = 0;
     record.dueAt = 0;
     record.seq = this.newPlace();
-    delete record.parkReason;
-    delete record.parkedAt;
+    record.parkReason = record.parkedAt = undefined;
     this.joinLine(record);
     return record;
   }
@@ -322,26 +333,40 @@ export class InboxState {
   }
 
   private joinLine(record: StoredRecord): void {
-    const line = this.lines.get(record.key);
-    if (!line) {
-      this.lines.set(record.key, [record]);
+    record.next = undefined;
+    const first = this.lines.get(record.key);
+    if (!first) {
+      this.lines.set(record.key, record);
+      record.last = record;
       this.wait(record, record.dueAt);
       return;
     }
     // Loaded records arrive in id order; a re-delivered one has the highest seq: both go at the back.
-    line.push(record);
+    first.last!.next = record;
+    first.last = record;
   }
 
-  /** Removes the first record of its line (acknowledged or parked); the next one becomes due. */
+  /** Removes a record from its line (acknowledged or parked: the first, but for parking at load); the next one becomes due when it was the first. */
   private leaveLine(record: StoredRecord): void {
     this.flights.delete(record);
     this.delayed.delete(record);
-    const line = this.lines.get(record.key);
-    if (!line) return;
-    const at = line.indexOf(record);
-    if (at >= 0) line.splice(at, 1);
-    if (line.length === 0) { this.lines.delete(record.key); return; }
-    if (at === 0) this.wait(line[0], line[0].dueAt);
+    const first = this.lines.get(record.key);
+    if (!first) return;
+    if (first === record) {
+      const { next, last } = record;
+      record.next = record.last = undefined;
+      if (!next) { this.lines.delete(record.key); return; }
+      next.last = last;
+      this.lines.set(record.key, next);
+      this.wait(next, next.dueAt);
+      return;
+    }
+    let before = first;
+    while (before.next && before.next !== record) before = before.next;
+    if (before.next !== record) return;
+    before.next = record.next;
+    if (first.last === record) first.last = before;
+    record.next = undefined;
   }
 
   /** Every record not acknowledged, in the order stored (parked ones at their place). */
@@ -351,14 +376,14 @@ export class InboxState {
 }
 
 export function toDelivery(record: StoredRecord): Delivery {
-  const delivery: Delivery = { id: String(record.id), key: record.key, entry: record.entry, receivedAt: record.receivedAt, delivery: record.deliveries };
+  const delivery: Delivery = { id: String(record.id), key: record.key, entry: entryOf(record), receivedAt: record.receivedAt, delivery: record.deliveries };
   if (record.subscriptionId !== undefined) delivery.subscriptionId = record.subscriptionId;
   return delivery;
 }
 
 export function toParked(record: StoredRecord): ParkedEntry {
   const parked: ParkedEntry = {
-    id: String(record.id), key: record.key, entry: record.entry, receivedAt: record.receivedAt,
+    id: String(record.id), key: record.key, entry: entryOf(record), receivedAt: record.receivedAt,
     deliveries: record.deliveries, reason: record.parkReason ?? '', parkedAt: record.parkedAt ?? ''
   };
   if (record.subscriptionId !== undefined) parked.subscriptionId = record.subscriptionId;

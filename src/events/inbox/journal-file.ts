@@ -76,8 +76,11 @@ async function syncDirectory(dir: string): Promise<void> {
 
 interface Waiter { resolve: () => void; reject: (err: Error) => void; onDurable?: () => void }
 
+/** Records' text, or a function that gives it when the batch is written (records gathered until then). */
+export type Pending = string | (() => string);
+
 export class JournalFile {
-  private batch: string[] = [];
+  private batch: Pending[] = [];
   private waiters: Waiter[] = [];
   private running: Promise<void> | undefined;
   private snapshot: (() => string) | undefined;
@@ -114,8 +117,12 @@ export class JournalFile {
     return { journal: new JournalFile(file, handle, loaded.validBytes), loaded };
   }
 
-  /** Appends records' text; resolves once it is on disk (then `onDurable` has run). */
-  append(text: string, onDurable?: () => void): Promise<void> {
+  /**
+   * Appends records' text; resolves once it is on disk (then `onDurable` has run). A function is
+   * called when its batch is written (at once when no write runs): records added to what it
+   * returns until then go in that batch.
+   */
+  append(text: Pending, onDurable?: () => void): Promise<void> {
     if (this.closed) return Promise.reject(new Error('inbox journal is closed'));
     if (this.broken) return Promise.reject(this.broken);
     return new Promise((resolve, reject) => {
@@ -145,7 +152,8 @@ export class JournalFile {
         await this.rewrite(produce()).catch(() => undefined);
         continue;
       }
-      const text = this.batch.length === 1 ? this.batch[0] : this.batch.join('');
+      let text = '';
+      for (const pending of this.batch) text += typeof pending === 'string' ? pending : pending();
       const waiters = this.waiters;
       this.batch = [];
       this.waiters = [];

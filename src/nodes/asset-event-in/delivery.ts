@@ -141,6 +141,11 @@ export class AtLeastOnceDelivery {
   private readonly opening: Promise<Inbox>;
   private pumping = false;
   private pumpAgain = false;
+  /** The last acknowledgement's promise from the inbox, and what follows it (see acknowledgeIn). */
+  private lastAcknowledging: Promise<boolean> | undefined;
+  private lastAcknowledged: Promise<boolean> | undefined;
+  /** A pump is due after this turn. */
+  private pumpSoon = false;
   private timer: NodeJS.Timeout | undefined;
   /** When the timer fires (a new one only when this changes: a pump per acknowledgement must not churn timers). */
   private timerAt: number | undefined;
@@ -195,8 +200,17 @@ export class AtLeastOnceDelivery {
     return stale;
   }
 
-  /** Hands out what is due, as long as the in-flight bound allows; then waits for the next due time. */
+  /**
+   * Hands out what is due, as long as the in-flight bound allows; then waits for the next due time.
+   * After the current turn: the acknowledgements Node-RED delivers in one turn (one per msg) share one take.
+   */
   pump(): void {
+    if (this.closed || !this.inbox || this.pumpSoon) return;
+    this.pumpSoon = true;
+    setImmediate(() => { this.pumpSoon = false; this.pumpNow(); });
+  }
+
+  private pumpNow(): void {
     if (this.closed || !this.inbox) return;
     if (this.pumping) { this.pumpAgain = true; return; }
     this.pumping = true;
@@ -213,7 +227,7 @@ export class AtLeastOnceDelivery {
     };
     loop().catch((err: Error) => this.hooks.warn(`inbox: ${err.message}`)).finally(() => {
       this.pumping = false;
-      if (this.pumpAgain) { this.pump(); return; }
+      if (this.pumpAgain) { this.pumpNow(); return; }
       this.arm();
     });
   }
@@ -245,14 +259,24 @@ export class AtLeastOnceDelivery {
   }
 
   /** The ack node: done. False when the entry is not in flight with this delivery any more. */
-  async acknowledge(handle: InboxHandle): Promise<boolean> {
-    const inbox = await this.opening;
+  acknowledge(handle: InboxHandle): Promise<boolean> {
+    // No wait for `opening` once open (a promise turn per entry).
+    return this.inbox ? this.acknowledgeIn(this.inbox, handle) : this.opening.then((inbox) => this.acknowledgeIn(inbox, handle));
+  }
+
+  private acknowledgeIn(inbox: Inbox, handle: InboxHandle): Promise<boolean> {
     const acknowledging = inbox.acknowledge(handle.id, handle.delivery);
     this.pump(); // its in-flight slot is free already
-    const ok = await acknowledging;
-    this.pump(); // the next entry of its asset may go
-    this.hooks.changed();
-    return ok;
+    // An inbox may answer the acknowledgements written together with one promise: then one follow-up for them all.
+    if (acknowledging !== this.lastAcknowledging) {
+      this.lastAcknowledging = acknowledging;
+      this.lastAcknowledged = acknowledging.then((ok) => {
+        this.pump(); // the next entry of its asset may go
+        this.hooks.changed();
+        return ok;
+      });
+    }
+    return this.lastAcknowledged!;
   }
 
   /** The ack node: not done, deliver again after a backoff (or park after the last delivery). */

@@ -1,0 +1,162 @@
+/**
+ * The records of the embedded inbox's journal (journal-inbox.ts): what each says, how a file of
+ * them is replayed into an InboxState, and the snapshot a compaction writes.
+ *
+ * - `c` one callback's entries, stored together: ids `c`, `c`+1, ... (an entry's id is its place
+ *   in line), keys `k`, revisions `v` (null: none), entries `e`, received at `at`, subscription
+ *   `sub`. One record, so a torn last record drops that whole callback (never answered 2xx, the
+ *   server sends it again), never an entry of an earlier one.
+ * - `d`/`n`/`a` arrays: delivery counts (`d` ids, `n` counts) and acknowledgements (`a` ids)
+ *   gathered until the journal's next write, applied in that order.
+ * - `s` one entry (a compaction writes those of entries whose callback record is not reused:
+ *   with its place `q`, deliveries `n` and parking `p`/`pa`); `d` + `n` and `a` as numbers: one
+ *   entry's delivery count, acknowledgement or discard. Journals written one record per entry
+ *   (before 0.1.0 was released) hold only these and load as they are.
+ * - `p` parked, `u` delivered again (new place `q`); a compacted file starts with `i`: the ids and
+ *   places used and each key's newest revision (`hk`/`hv`/`ht`; files before: `h`).
+ */
+import { encodeRecord } from './journal-file';
+import { entryOf, newRecord, type InboxState, type StoreBatch, type StoredRecord } from './inbox-state';
+import type { NewEntry } from './types';
+
+export type Rec =
+  | { c: number; k: string[]; e: unknown[]; v?: Array<number | null>; sub?: string; at: string }
+  | { s: number; k: string; e: unknown; v?: number; sub?: string; at: string; q?: number; n?: number; p?: string; pa?: string }
+  | { d: number[]; n: number[]; a: number[] }
+  | { d: number; n: number }
+  | { a: number }
+  | { p: number; r: string; pa: string }
+  | { u: number; q: number }
+  /**
+   * First record of a compacted file: newest revisions as keys `hk`, revisions `hv` and times `ht`
+   * (files before: pairs `h`, without a time before the horizon).
+   */
+  | { i: number; q: number; h?: Array<[string, number, number?]>; hk?: string[]; hv?: number[]; ht?: number[] };
+
+/**
+ * The records of entries stored together, and their `c` record (undefined when they differ in
+ * time or subscription: then one `s` record each). `firstId` is the id of the first; the others follow.
+ */
+export function storeRecords(entries: NewEntry[], firstId: number): { records: StoredRecord[]; text: string } {
+  const records: StoredRecord[] = [];
+  const { receivedAt, subscriptionId } = entries[0];
+  let shared = true;
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i];
+    if (e.receivedAt !== receivedAt || e.subscriptionId !== subscriptionId) shared = false;
+    records.push(newRecord(firstId + i, e.key, e.entry, e.receivedAt, e.subscriptionId, e.revision));
+  }
+  if (!shared) {
+    let text = '';
+    for (const r of records) text += encodeRecord(entryRecord(r));
+    return { records, text };
+  }
+  const k: string[] = new Array(records.length);
+  const e: unknown[] = new Array(records.length);
+  let v: Array<number | null> | undefined;
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i];
+    k[i] = r.key;
+    e[i] = r.entry;
+    if (r.revision !== undefined) (v ??= new Array(records.length).fill(null))[i] = r.revision;
+  }
+  const rec: Rec = { c: firstId, k, e, at: receivedAt };
+  if (v) rec.v = v;
+  if (subscriptionId !== undefined) rec.sub = subscriptionId;
+  const text = encodeRecord(rec);
+  // Kept for compaction, which writes it again while all of them wait untouched (see snapshot).
+  const batch: StoreBatch = { line: text, count: records.length, first: firstId, text };
+  for (const r of records) { r.batch = batch; r.entry = undefined; }
+  return { records, text };
+}
+
+/** One entry's `s` record with its place, deliveries and parking. */
+function entryRecord(r: StoredRecord): Rec {
+  const line: Rec = { s: r.id, k: r.key, e: entryOf(r), at: r.receivedAt };
+  if (r.revision !== undefined) line.v = r.revision;
+  if (r.subscriptionId !== undefined) line.sub = r.subscriptionId;
+  if (r.seq !== r.id) line.q = r.seq;
+  if (r.deliveries > 0) line.n = r.deliveries;
+  if (r.state === 'parked') { line.p = r.parkReason ?? ''; line.pa = r.parkedAt ?? ''; }
+  return line;
+}
+
+/** Records as loaded, before they join the state (the state orders them by place). */
+export function replayRecords(records: Rec[], state: InboxState, now: number): StoredRecord[] {
+  const byId = new Map<number, StoredRecord>();
+  const loaded = (id: number, key: string, entry: unknown, at: string, revision: number | null | undefined, sub: string | undefined): StoredRecord => {
+    // Acknowledged ones too: a re-sent older entry stays out (until REVISION_HORIZON_MS after it arrived).
+    if (typeof revision === 'number') state.noteRevision(key, revision, Date.parse(at) || now);
+    const rec = newRecord(id, key, entry, at, sub, typeof revision === 'number' ? revision : undefined);
+    byId.set(id, rec);
+    return rec;
+  };
+  let lastId = 0;
+  let lastSeq = 0;
+  for (const r of records) {
+    if ('c' in r) {
+      for (let i = 0; i < r.e.length; i++) loaded(r.c + i, r.k[i], r.e[i], r.at, r.v?.[i], r.sub);
+      lastId = Math.max(lastId, r.c + r.e.length - 1);
+    } else if ('s' in r) {
+      const rec = loaded(r.s, r.k, r.e, r.at, r.v, r.sub);
+      rec.seq = r.q ?? r.s;
+      rec.deliveries = r.n ?? 0;
+      if (r.p !== undefined) { rec.state = 'parked'; rec.parkReason = r.p; rec.parkedAt = r.pa; }
+      lastId = Math.max(lastId, r.s);
+      lastSeq = Math.max(lastSeq, rec.seq);
+    } else if ('d' in r && Array.isArray(r.d)) {
+      const g = r as { d: number[]; n: number[]; a: number[] };
+      for (let i = 0; i < g.d.length; i++) { const rec = byId.get(g.d[i]); if (rec) rec.deliveries = g.n[i]; }
+      for (const id of g.a) byId.delete(id);
+    } else if ('d' in r) {
+      const rec = byId.get(r.d as number);
+      if (rec) rec.deliveries = r.n as number;
+    } else if ('a' in r) {
+      byId.delete(r.a as number);
+    } else if ('u' in r) {
+      const rec = byId.get(r.u);
+      if (rec) { rec.state = 'waiting'; rec.deliveries = 0; rec.seq = r.q; rec.parkReason = rec.parkedAt = undefined; }
+      lastSeq = Math.max(lastSeq, r.q);
+    } else if ('p' in r) {
+      const rec = byId.get(r.p);
+      if (rec) { rec.state = 'parked'; rec.parkReason = r.r; rec.parkedAt = r.pa; }
+    } else if ('i' in r) {
+      lastId = Math.max(lastId, r.i - 1);
+      lastSeq = Math.max(lastSeq, r.q - 1);
+      for (const [key, revision, at] of r.h ?? []) state.noteRevision(key, revision, at ?? now);
+      if (r.hk && r.hv && r.ht) for (let i = 0; i < r.hk.length; i++) state.noteRevision(r.hk[i], r.hv[i], r.ht[i]);
+    }
+  }
+  // Ids and places are never reused, also those of acknowledged entries; one counter for both (InboxState.newPlace).
+  state.nextId = state.nextSeq = Math.max(state.nextId, state.nextSeq, lastId + 1, lastSeq + 1);
+  return [...byId.values()].sort((a, b) => a.seq - b.seq);
+}
+
+/**
+ * The live state as records: the first one with the ids, places and newest revisions; a callback's
+ * `c` record as written while all its entries wait untouched (not acknowledged, parked or moved;
+ * their delivery counts follow in one record), else one `s` record per entry.
+ */
+export function snapshotText(state: InboxState): string {
+  const { keys, revisions, times } = state.newest.columns();
+  let text = encodeRecord({ i: state.nextId, q: state.nextSeq, hk: keys, hv: revisions, ht: times });
+  const live = state.all();
+  const untouched = new Map<StoreBatch, number>();
+  for (const r of live) if (r.batch && r.seq === r.id && r.state !== 'parked') untouched.set(r.batch, (untouched.get(r.batch) ?? 0) + 1);
+  for (const [batch, count] of untouched) if (count !== batch.count) batch.line = undefined; // never again: free it
+  const written = new Set<StoreBatch>();
+  const d: number[] = [];
+  const n: number[] = [];
+  for (const r of live) {
+    const batch = r.batch;
+    if (batch?.line !== undefined && r.seq === r.id && r.state !== 'parked') {
+      if (!written.has(batch)) { written.add(batch); text += batch.line; }
+      if (r.deliveries > 0) { d.push(r.id); n.push(r.deliveries); }
+      continue;
+    }
+    if (r.batch) { r.entry = entryOf(r); r.batch = undefined; } // its own record from now on
+    text += encodeRecord(entryRecord(r));
+  }
+  if (d.length) text += encodeRecord({ d, n, a: [] });
+  return text;
+}

@@ -1,0 +1,108 @@
+/**
+ * Each key's newest stored revision and when it was stored, oldest first (InboxState.newest).
+ *
+ * A map from key to a place in a log kept as three plain arrays (keys, revisions, times): no
+ * object per key and no heap number for its time. A bulk of new assets (the bench's 100 per
+ * callback) keeps every one of them for the horizon; an object each was a steady stream of
+ * promoted objects for the garbage collector. A key noted again gets a new place at the end (its
+ * old one's time becomes NaN: skipped when read, with no look-up in the map), so the log stays in
+ * the order of the times; it is rewritten without the skipped places once they outnumber the live ones.
+ */
+export class NewestRevisions {
+  /** Key -> its place in the log (counted from the first place ever: `base` is the place of index 0). */
+  private readonly places = new Map<string, number>();
+  private keys: string[] = [];
+  private revisions: number[] = [];
+  private times: number[] = [];
+  private base = 0;
+  /** Index of the first place not yet forgotten. */
+  private head = 0;
+
+  get size(): number {
+    return this.places.size;
+  }
+
+  /** The newest revision of `key`, if one is kept. */
+  revision(key: string): number | undefined {
+    const place = this.places.get(key);
+    return place === undefined ? undefined : this.revisions[place - this.base];
+  }
+
+  /** A revision of `key` stored at `at`; one older than the kept one changes nothing. */
+  note(key: string, revision: number, at: number): void {
+    const place = this.places.get(key);
+    if (place !== undefined) {
+      const i = place - this.base;
+      if (revision < this.revisions[i]) return;
+      if (this.times[i] > at) at = this.times[i];
+      this.times[i] = NaN; // skipped from now on
+    }
+    this.append(key, revision, at);
+  }
+
+  /**
+   * Forgets keys last stored `horizon` or longer before `now`, oldest first, stopping at the first
+   * younger one; a key `keep` says to keep gets the time `now` (looked at again a horizon later).
+   */
+  forget(now: number, horizon: number, keep: (key: string) => boolean): void {
+    let kept: Array<[string, number]> | undefined;
+    let i = this.head;
+    for (; i < this.keys.length; i++) {
+      const at = this.times[i];
+      if (Number.isNaN(at)) continue; // noted again since: a later place
+      if (at + horizon > now) break;
+      const key = this.keys[i];
+      this.times[i] = NaN;
+      if (keep(key)) (kept ??= []).push([key, this.revisions[i]]);
+      else this.places.delete(key);
+    }
+    this.head = i;
+    if (kept) for (const [key, revision] of kept) this.append(key, revision, now);
+    this.tidy();
+  }
+
+  /** Every kept key with its revision and time, oldest first, as three arrays (no array per key: a compaction writes them all). */
+  columns(): { keys: string[]; revisions: number[]; times: number[] } {
+    const keys: string[] = [];
+    const revisions: number[] = [];
+    const times: number[] = [];
+    for (let i = this.head; i < this.keys.length; i++) {
+      const at = this.times[i];
+      if (Number.isNaN(at)) continue;
+      keys.push(this.keys[i]);
+      revisions.push(this.revisions[i]);
+      times.push(at);
+    }
+    return { keys, revisions, times };
+  }
+
+  private append(key: string, revision: number, at: number): void {
+    this.places.set(key, this.base + this.keys.length);
+    this.keys.push(key);
+    this.revisions.push(revision);
+    this.times.push(at);
+    if (this.keys.length > 2048 && this.keys.length > 4 * this.places.size) this.rewrite();
+  }
+
+  /** Drops forgotten places from the front once they are half the log. */
+  private tidy(): void {
+    if (this.head < 1024 || this.head * 2 < this.keys.length) return;
+    this.keys = this.keys.slice(this.head);
+    this.revisions = this.revisions.slice(this.head);
+    this.times = this.times.slice(this.head);
+    this.base += this.head;
+    this.head = 0;
+  }
+
+  /** The log without skipped places (keys noted again), when they outnumber the live ones. */
+  private rewrite(): void {
+    const { keys, revisions, times } = this.columns();
+    const base = this.base + this.keys.length; // new places: after every old one, never reused
+    for (let i = 0; i < keys.length; i++) this.places.set(keys[i], base + i);
+    this.keys = keys;
+    this.revisions = revisions;
+    this.times = times;
+    this.base = base;
+    this.head = 0;
+  }
+}

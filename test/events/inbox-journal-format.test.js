@@ -1,0 +1,137 @@
+'use strict';
+// The embedded inbox's journal format: one record per callback, delivery counts and
+// acknowledgements gathered per write, journals of the one-record-per-entry format still load,
+// compaction, and the newest-revision log. Real files, a clock the test moves.
+require('should');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { JournalInbox, parseJournal, encodeRecord } = require('../../dist/events/inbox');
+const { NewestRevisions } = require('../../dist/events/inbox/newest-revisions');
+
+describe('events: inbox journal format', function () {
+  let dir;
+  let now;
+  const opened = [];
+  const options = (extra = {}) => ({ maxEntries: 10000, maxInFlight: 10000, visibilityTimeoutMs: 60000, maxDeliveries: 3, backoffMs: 0, now: () => now, ...extra });
+  const entry = (assetId, rrn) => ({ key: String(assetId), entry: { assetId, rrn }, revision: rrn, receivedAt: '2026-01-01T00:00:00.000Z', subscriptionId: 'sub-format' });
+  const callback = (from, count) => Array.from({ length: count }, (_, i) => entry(from + i, 1));
+  async function open(file, extra) {
+    const result = await JournalInbox.open(file, options(extra));
+    opened.push(result.inbox);
+    return result;
+  }
+  const assets = (inbox) => inbox.remaining().map((d) => d.entry.assetId);
+  const records = (file) => parseJournal(fs.readFileSync(file)).records;
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-inbox-format-'));
+    now = 1000000;
+  });
+  afterEach(async () => {
+    for (const inbox of opened.splice(0)) await inbox.close().catch(() => undefined);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a callback is one record; a torn last record drops that whole callback, never an entry of an earlier one', async function () {
+    const file = path.join(dir, 'torn.journal');
+    const { inbox } = await open(file);
+    await inbox.store(callback(1, 3));
+    const taken = await inbox.take(1);
+    await inbox.acknowledge(taken.deliveries[0].id, 1);
+    await inbox.store(callback(10, 4)); // the last record: 4 entries
+    await inbox.close();
+    const stores = records(file).filter((r) => r.c !== undefined);
+    stores.map((r) => r.e.length).should.eql([3, 4]);
+    const whole = fs.readFileSync(file);
+    const lastStart = whole.lastIndexOf(0x0a, whole.length - 2) + 1;
+    for (let cut = lastStart; cut < whole.length; cut++) {
+      const torn = path.join(dir, `cut-${cut}.journal`);
+      fs.writeFileSync(torn, whole.subarray(0, cut));
+      const { inbox: again, load } = await open(torn);
+      load.tornBytes.should.equal(cut - lastStart);
+      assets(again).should.eql([2, 3]); // 1 acknowledged; none of 10..13
+      await again.close();
+    }
+    const { inbox: intact } = await open(file);
+    assets(intact).should.eql([2, 3, 10, 11, 12, 13]);
+  });
+
+  it('delivery counts and acknowledgements made while a write runs go out in one record', async function () {
+    const file = path.join(dir, 'gathered.journal');
+    const { inbox } = await open(file);
+    await inbox.store(callback(1, 50));
+    const taken = await inbox.take(50);
+    (await Promise.all(taken.deliveries.map((d) => inbox.acknowledge(d.id, d.delivery)))).should.not.containEql(false);
+    await inbox.close();
+    const gathered = records(file).filter((r) => Array.isArray(r.a));
+    gathered.length.should.be.belowOrEqual(2); // the counts may go in a write of their own
+    gathered.flatMap((r) => r.a).length.should.equal(50);
+    gathered.flatMap((r) => r.d).length.should.equal(50);
+    const { inbox: again } = await open(file);
+    assets(again).should.eql([]);
+  });
+
+  it('a journal of the one-record-per-entry format (before 0.1.0) loads: entries, counts, acknowledgements, parking, newest revisions', async function () {
+    const file = path.join(dir, 'old.journal');
+    const at = '2026-01-01T00:00:00.000Z';
+    const sub = 'sub-old';
+    fs.writeFileSync(file, [
+      { i: 5, q: 5, h: [['7', 9, now - 1000]] }, // a compacted head with pairs
+      { s: 5, k: '1', e: { assetId: 1, rrn: 2 }, v: 2, sub, at, n: 1 },
+      { s: 6, k: '2', e: { assetId: 2, rrn: 3 }, v: 3, sub, at },
+      { s: 7, k: '3', e: { assetId: 3, rrn: 4 }, v: 4, sub, at },
+      { s: 8, k: '4', e: { assetId: 4, rrn: 5 }, v: 5, sub, at },
+      { d: 6, n: 1 },
+      { a: 6 },
+      { d: 7, n: 1 },
+      { p: 7, r: 'failed', pa: at },
+      { d: 8, n: 3 } // deliveries spent: parked at load
+    ].map(encodeRecord).join(''));
+    const { inbox, load } = await open(file);
+    load.loaded.should.equal(3);
+    load.parkedAtLoad.map((p) => p.entry.assetId).should.eql([4]);
+    assets(inbox).should.eql([1, 3, 4]);
+    (await inbox.parked()).map((p) => p.entry.assetId).sort().should.eql([3, 4]);
+    const next = await inbox.take(10);
+    next.deliveries.map((d) => [d.entry.assetId, d.delivery, d.subscriptionId]).should.eql([[1, 2, sub]]);
+    (await inbox.store([entry(7, 8)])).should.equal(1); // older than the pair's revision 9
+    (await inbox.store([entry(9, 1)])).should.equal(0);
+    Number(inbox.remaining().pop().id).should.be.above(8); // ids are not handed out again
+  });
+
+  it('compaction writes an untouched callback record as it was, the others entry by entry; what is left loads', async function () {
+    const file = path.join(dir, 'compact.journal');
+    const { inbox } = await open(file);
+    await inbox.store(callback(1, 600)); // acknowledged in part: its entries are written one by one
+    await inbox.store(callback(1000, 5)); // untouched (delivered once): its record is written again as it was
+    const first = await inbox.take(10000);
+    for (const d of first.deliveries) if (d.entry.assetId > 10 && d.entry.assetId < 1000) await inbox.acknowledge(d.id, d.delivery);
+    await inbox.store([entry(9999, 1)]);
+    await inbox.close();
+    const all = records(file);
+    const head = all.findIndex((r) => 'hk' in r);
+    head.should.be.aboveOrEqual(0); // compacted
+    const after = all.slice(head);
+    after.filter((r) => r.c !== undefined).map((r) => r.e.length).should.eql([5, 1]); // 1000..1004 as written, then 9999
+    after.filter((r) => r.s !== undefined).every((r) => r.e.assetId <= 600).should.be.true();
+    const { inbox: again } = await open(file);
+    assets(again).should.eql([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1000, 1001, 1002, 1003, 1004, 9999]);
+    (await again.take(100)).deliveries.map((d) => d.delivery).should.eql([...new Array(15).fill(2), 1]);
+  });
+
+  it('NewestRevisions: one place per key, in time order, through many notes of the same keys and forgetting', function () {
+    const newest = new NewestRevisions();
+    for (let t = 0; t < 20000; t++) newest.note(`k${t % 10}`, t, t); // 2000 notes each: the log is rewritten on the way
+    newest.size.should.equal(10);
+    newest.revision('k3').should.equal(19993);
+    newest.note('k3', 5, 30000); // older: no change
+    newest.revision('k3').should.equal(19993);
+    newest.columns().keys.should.eql(['k0', 'k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7', 'k8', 'k9']);
+    newest.forget(19995 + 100, 100, (key) => key === 'k1'); // k0..k5 are old; k1 is kept with the time now
+    newest.columns().keys.should.eql(['k6', 'k7', 'k8', 'k9', 'k1']);
+    newest.columns().times.should.eql([19996, 19997, 19998, 19999, 20095]);
+    (newest.revision('k0') === undefined).should.be.true();
+    newest.revision('k1').should.equal(19991);
+  });
+});
