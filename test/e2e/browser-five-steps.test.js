@@ -119,6 +119,8 @@ describe('README: a first flow in five steps, clicked through in Chromium', func
     await page.locator('#red-ui-header-button-deploy').click();
     await page.waitForFunction(() => !$('#red-ui-header-button-deploy').hasClass('disabled') === false || !RED.nodes.dirty(), null, { timeout: 20000 });
     await page.waitForFunction(() => !RED.nodes.dirty(), null, { timeout: 20000 });
+    // The editor is told "deployed" before the flows start: an inject clicked at once can get 404.
+    await nr.started(await page.evaluate(() => RED.nodes.version()));
   }
 
   async function clickInject(id) {

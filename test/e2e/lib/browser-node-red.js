@@ -85,13 +85,16 @@ function startNodeRed({ startTimeoutMs = 45000, settings = {}, onOutput } = {}) 
           });
           const text = await res.text();
           if (!res.ok) return { status: res.status, text };
-          const { rev } = JSON.parse(text);
+          await this.started(JSON.parse(text).rev, { since: seen, timeoutMs });
+          return { status: res.status, text };
+        },
+        /** Resolves once flows of revision `rev` have started (after the `since`-th start; e.g. a deploy made in the editor). */
+        async started(rev, { since = 0, timeoutMs = 60000 } = {}) {
           const until = Date.now() + timeoutMs;
-          while (!startedRevs.slice(seen).includes(rev)) {
+          while (!startedRevs.slice(since).includes(rev)) {
             if (exited || Date.now() > until) throw new Error(`Node-RED did not start the deployed flows (rev ${rev})\n--- Node-RED output ---\n${log}`);
             await new Promise(r => setTimeout(r, 20));
           }
-          return { status: res.status, text };
         },
         async stop() {
           if (!exited) {
