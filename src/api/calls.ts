@@ -158,8 +158,9 @@ export class ApiCalls {
       try {
         response = await request();
       } catch (err) {
-        // Bodies here are strings: sent again on a new connection.
-        if (!isStaleConnection(err) || control.signal.aborted) throw err;
+        // Reads and registrations under a given id have the same outcome if sent twice; a second
+        // DELETE would answer "unknown id".
+        if (!isStaleConnection(err, String(config.method).toUpperCase() !== 'DELETE') || control.signal.aborted) throw err;
         response = await request();
       }
     } catch (err) {

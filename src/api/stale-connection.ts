@@ -41,12 +41,16 @@ export function limitIdleSockets<A extends http.Agent>(agent: A, idleMs = IDLE_S
 }
 
 /**
- * A request that failed on a reused keep-alive connection before any answer arrived: the server
- * had closed that connection, so it never read the request, and it can be sent again on a new
- * one (as browsers do). Only requests whose body can be sent again are.
+ * A request that failed on a reused keep-alive connection before any answer arrived, most likely
+ * because the server had closed that connection, and that may be sent again on a new one (as
+ * browsers do). A reset can also come after the server acted on the request (it crashed before
+ * answering, a proxy cut the line): so a request that is not idempotent (an upload makes a new
+ * asset each time) is sent again only if its body had not all been sent, i.e. the server cannot
+ * have read it whole.
  */
-export function isStaleConnection(err: unknown): boolean {
-  const failure = err as { code?: string; response?: unknown; request?: { reusedSocket?: boolean } } | null;
-  return failure !== null && typeof failure === 'object' && failure.response === undefined &&
-    failure.request?.reusedSocket === true && (failure.code === 'ECONNRESET' || failure.code === 'EPIPE');
+export function isStaleConnection(err: unknown, idempotent: boolean): boolean {
+  const failure = err as { code?: string; response?: unknown; request?: { reusedSocket?: boolean; writableFinished?: boolean } } | null;
+  if (failure === null || typeof failure !== 'object' || failure.response !== undefined) return false;
+  if (failure.request?.reusedSocket !== true || (failure.code !== 'ECONNRESET' && failure.code !== 'EPIPE')) return false;
+  return idempotent || failure.request.writableFinished === false;
 }

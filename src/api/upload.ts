@@ -188,7 +188,7 @@ async function uploadAttempt(calls: ApiCalls, opts: UploadOptions, mayRepeat: bo
       });
     } catch (err) {
       if (sourceError !== undefined && !control.timedOut && !control.userAborted) throw sourceFailure(sourceError, operation);
-      if (mayRepeat && isStaleConnection(err) && !control.signal.aborted) throw new StaleConnection();
+      if (mayRepeat && isStaleConnection(err, false) && !control.signal.aborted) throw new StaleConnection();
       throw calls.failure(operation, err, control);
     }
     if (response.status !== 401) calls.session.accepted(usedHeader);

@@ -54,25 +54,44 @@ describe('keep-alive connections the server closed', function () {
     });
     afterEach(async () => { client.close(); await stop(rig.server); });
 
-    it('JSON calls and downloads', async function () {
+    it('reads, registrations and downloads', async function () {
       (await client.getSubscription('sub-00000001')).id.should.equal('sub-00000001');
       (await client.getSubscription('sub-00000001')).id.should.equal('sub-00000001');
+      (await client.registerSubscription('sub-00000001', { callback: 'http://127.0.0.1:1/cb', watchPath: ['* /inbox'] })).id.should.equal('sub-00000001');
       (await client.downloadToBuffer({ fuid: 1 })).data.toString().should.equal('abc');
+      rig.log.should.eql({ connections: 4, resets: 3, answered: 4 });
+    });
+
+    it('not a DELETE: sent twice it would answer "unknown id" if the first one was done', async function () {
+      await client.getSubscription('sub-00000001');
+      const err = await client.deleteSubscription('sub-00000001').then(() => null, (e) => e);
+      should.exist(err);
+      err.kind.should.equal('network');
+      rig.log.should.eql({ connections: 1, resets: 1, answered: 1 });
+    });
+
+    it('uploads (a path, a Buffer) whose body was not all sent: the server cannot have taken them', async function () {
+      // 20 MB: more than the socket buffers hold while the server, resetting, reads none of it.
+      const big = Buffer.alloc(20e6, 1);
+      const file = path.join(dir, 'big.bin');
+      fs.writeFileSync(file, big);
+      (await client.upload({ file: { buffer: Buffer.from('a') }, name: 'a.txt', destination: '/inbox' })).fuids.should.eql([7]);
+      (await client.upload({ file: { path: file }, destination: '/inbox' })).fuids.should.eql([7]);
+      (await client.upload({ file: { buffer: big }, name: 'b.bin', destination: '/inbox' })).fuids.should.eql([7]);
       rig.log.should.eql({ connections: 3, resets: 2, answered: 3 });
     });
 
-    it('uploads of a file path and of a Buffer', async function () {
-      const file = path.join(dir, 'a.txt');
-      fs.writeFileSync(file, 'x'.repeat(100000));
-      (await client.upload({ file: { path: file }, destination: '/inbox' })).fuids.should.eql([7]);
-      (await client.upload({ file: { path: file }, destination: '/inbox' })).fuids.should.eql([7]);
-      (await client.upload({ file: { buffer: Buffer.from('b') }, name: 'b.txt', destination: '/inbox' })).fuids.should.eql([7]);
-      rig.log.should.eql({ connections: 3, resets: 2, answered: 3 });
+    it('an upload whose body was all sent is not sent again (the server may have stored it before the reset)', async function () {
+      await client.upload({ file: { buffer: Buffer.from('a') }, name: 'a.txt', destination: '/inbox' });
+      const err = await client.upload({ file: { buffer: Buffer.from('b') }, name: 'b.txt', destination: '/inbox' }).then(() => null, (e) => e);
+      should.exist(err);
+      err.kind.should.equal('network');
+      rig.log.should.eql({ connections: 1, resets: 1, answered: 1 });
     });
 
     it('an upload from a stream, which cannot be sent twice, fails as a network error', async function () {
       await client.upload({ file: { buffer: Buffer.from('a') }, name: 'a.txt', destination: '/inbox' });
-      const err = await client.upload({ file: { stream: Readable.from([Buffer.from('s')]) }, name: 's.txt', destination: '/inbox' })
+      const err = await client.upload({ file: { stream: Readable.from([Buffer.alloc(20e6, 2)]) }, name: 's.txt', destination: '/inbox' })
         .then(() => null, (e) => e);
       should.exist(err);
       err.kind.should.equal('network');
