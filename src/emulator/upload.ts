@@ -286,15 +286,17 @@ async function eachEntry(file: string, onEntry: (zip: yauzl.ZipFile, entry: yauz
  */
 export async function scanZip(file: string, limits: UploadLimits = DEFAULT_UPLOAD_LIMITS): Promise<void> {
   let files = 0;
-  let entries = 0;
+  // Folders count as entries whether listed or only implied by a path (a/b/c/f makes three).
+  const folders = new Set<string>();
   let expanded = 0;
   const { size } = await fsp.stat(file);
   const allowed = Math.min(limits.maxZipBytes, limits.maxZipRatio * Math.max(size, 1));
   await eachEntry(file, async (_zip, entry) => {
     const { segments, isDir } = entryPath(entry);
     if (!isDir && segments.length > 0) files++;
-    if (++entries > limits.maxZipEntries) {
-      throw new UploadError(`the zip archive holds more than ${limits.maxZipEntries} entries, the emulator's limit (--max-zip-entries); ` +
+    for (let depth = 1; depth < segments.length + (isDir ? 1 : 0); depth++) folders.add(segments.slice(0, depth).join('/'));
+    if (files + folders.size > limits.maxZipEntries) {
+      throw new UploadError(`the zip archive holds more than ${limits.maxZipEntries} files and folders, the emulator's limit (--max-zip-entries); ` +
         'send expandZip=false to store it as it is');
     }
     if (entry.isEncrypted()) throw new UploadError(`zip entry ${JSON.stringify(segments.join('/'))} is encrypted, which is not supported`);

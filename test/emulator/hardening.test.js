@@ -79,7 +79,7 @@ describe('emulator: upload limits (issue 22 item 11)', function () {
       const four = await makeZip({ 'a.txt': 'a', 'b.txt': 'b', 'c.txt': 'c', 'd.txt': 'd' });
       const r = await uploadFile(emu.url, '/many', 'four.zip', four);
       r.json.success.should.be.false();
-      r.json.error.should.match(/more than 3 entries.*--max-zip-entries/);
+      r.json.error.should.match(/more than 3 files and folders.*--max-zip-entries/);
       (await assetAt(emu, '/many/a.txt')).success.should.be.false();
       const three = await makeZip({ 'a.txt': 'a', 'b.txt': 'b', 'c.txt': 'c' });
       (await uploadFile(emu.url, '/many', 'three.zip', three)).json.success.should.be.true();
@@ -87,13 +87,16 @@ describe('emulator: upload limits (issue 22 item 11)', function () {
     } finally { await emu.stop(); }
   });
 
-  it('by default a zip of 10,001 empty files (tiny, well inside the size limits) is refused', async function () {
-    const emu = await startTestEmulator();
+  it('folders count too, listed or only implied by a path: one file 4 folders deep is 5', async function () {
+    const emu = await startTestEmulator({ maxZipEntries: 4 });
     try {
-      const files = Object.fromEntries(Array.from({ length: 10001 }, (_, i) => [`f${i}.txt`, '']));
-      const r = await uploadFile(emu.url, '/flood', 'flood.zip', await makeZip(files));
+      const deep = await makeZip({ 'a/b/c/d/f.txt': 'f' });
+      const r = await uploadFile(emu.url, '/deep', 'deep.zip', deep);
       r.json.success.should.be.false();
-      r.json.error.should.match(/more than 10000 entries/);
+      r.json.error.should.match(/more than 4 files and folders/);
+      (await assetAt(emu, '/deep/a')).success.should.be.false();
+      const shallower = await makeZip({ 'a/b/c/f.txt': 'f' });
+      (await uploadFile(emu.url, '/deep', 'shallower.zip', shallower)).json.success.should.be.true();
     } finally { await emu.stop(); }
   });
 });
