@@ -107,9 +107,9 @@ export async function upload(calls: ApiCalls, opts: UploadOptions,
   }
 }
 
-/** A file path or a Buffer can be sent twice; a stream cannot. */
-function canSendAgain(file: UploadOptions['file']): boolean {
-  return typeof file === 'object' && file !== null && !('stream' in file && !('path' in file) && !('buffer' in file));
+/** A file path or a Buffer can be read and sent twice; a stream cannot. */
+export function canSendAgain(file: UploadOptions['file'] | undefined): boolean {
+  return typeof file === 'object' && file !== null && ('path' in file || 'buffer' in file);
 }
 
 /** Thrown by an attempt sent on a keep-alive connection the server had already closed. */

@@ -19,7 +19,7 @@
  */
 import { AssetApiError } from '../../api/errors';
 import { LoginError } from '../../api/session';
-import type { UploadOptions } from '../../api/upload';
+import { canSendAgain, type UploadOptions } from '../../api/upload';
 import { isBlankSetting } from './fields';
 import type { Node, NodeAPI } from './node-red';
 import { localText } from './texts';
@@ -51,8 +51,7 @@ export function isTransient(err: unknown): err is AssetApiError {
  * path or a Buffer) and the server did not take the file (no answer, busy, or a failed login's 401).
  */
 export function canRepeatUpload(file: UploadOptions['file'] | undefined, err: unknown): boolean {
-  if (!file || typeof file !== 'object' || !('path' in file || 'buffer' in file)) return false;
-  if (!isTransient(err)) return false;
+  if (!canSendAgain(file) || !isTransient(err)) return false;
   return err.status === undefined || BUSY.has(err.status) || err.code === 'LOGIN_FAILED';
 }
 
