@@ -7,7 +7,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { JournalInbox, parseJournal } = require('../../dist/events/inbox');
-const { InboxState, REVISION_HORIZON_MS } = require('../../dist/events/inbox/inbox-state');
+const { InboxState, REVISION_HORIZON_MS, REVISION_KEYS_MAX, newRecord } = require('../../dist/events/inbox/inbox-state');
 
 const H = REVISION_HORIZON_MS;
 
@@ -131,5 +131,34 @@ describe('events: inbox newest revisions are forgotten after the retry horizon',
     state.isStale('k9999', 9998).should.be.true();
     state.forgetOldRevisions(H + 20000);
     state.newest.size.should.equal(0);
+  });
+
+  it('InboxState: a flood of new assets within the horizon holds the bound; the oldest acknowledged go first, assets in the inbox stay', function () {
+    REVISION_KEYS_MAX.should.be.aboveOrEqual(100000); // far above a day's changes of a busy repository within 10 minutes
+    const state = new InboxState({ maxInFlight: 10, visibilityTimeoutMs: 1000, maxDeliveries: 3, backoffMs: 0, revisionKeysMax: 5 });
+    state.add(newRecord(1, 'k0', { assetId: 0 }, 'x', undefined, 0)); // k0 has an entry in the inbox
+    for (let i = 0; i < 12; i++) state.noteRevision(`k${i}`, i, 1000 + i);
+    state.forgetOldRevisions(2000).should.equal(6); // all young: 12 keys, 5 + 1 (in the inbox) kept
+    state.newest.size.should.equal(6);
+    state.isStale('k0', -1).should.be.true(); // in the inbox: kept, though the oldest
+    for (let i = 1; i <= 6; i++) state.isStale(`k${i}`, -1).should.be.false();
+    for (let i = 7; i < 12; i++) state.isStale(`k${i}`, -1).should.be.true();
+    state.forgetOldRevisions(2000).should.equal(0);
+  });
+
+  it('a flood of new assets within the horizon: the map holds its bound, said once in a warning', async function () {
+    const warnings = [];
+    const result = await JournalInbox.open(path.join(dir, 'f.journal'), options({ revisionKeysMax: 3, warn: (text) => warnings.push(text) }));
+    opened.push(result.inbox);
+    const inbox = result.inbox;
+    for (let id = 1; id <= 6; id++) { await inbox.store([revised(id, 10)]); now += 1; }
+    (await drain(inbox)).should.have.length(6);
+    await inbox.store([revised(7, 10)]);
+    warnings.should.have.length(1);
+    warnings[0].should.match(/^inbox: 3 assets' newest revisions forgotten before the 10-minute horizon \(more than 3 assets within it\)/);
+    (await inbox.store([revised(6, 9)])).should.equal(1); // among the newest: a re-send stays out
+    (await inbox.store([revised(1, 9)])).should.equal(0); // forgotten early: taken as new (what the warning says)
+    await inbox.store([revised(8, 10)]);
+    warnings.should.have.length(1); // at most once a minute
   });
 });

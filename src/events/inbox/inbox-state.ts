@@ -67,11 +67,20 @@ export function entryOf(record: StoredRecord): unknown {
  */
 export const REVISION_HORIZON_MS = 10 * 60 * 1000;
 
+/**
+ * Most assets whose newest revision is kept within the horizon (about 117 MB of memory): a flood
+ * of new assets (over 1,700 a second for 10 minutes) must not grow the map until Node-RED runs out
+ * of memory. Past it the oldest acknowledged assets are forgotten early, said in a warning.
+ */
+export const REVISION_KEYS_MAX = 1_000_000;
+
 export interface StateOptions {
   maxInFlight: number;
   visibilityTimeoutMs: number;
   maxDeliveries: number;
   backoffMs: number;
+  /** Default REVISION_KEYS_MAX. */
+  revisionKeysMax?: number;
 }
 
 export class InboxState {
@@ -123,9 +132,13 @@ export class InboxState {
   /**
    * Forgets the newest revision of keys stored last REVISION_HORIZON_MS or longer before `now`
    * and with nothing in the inbox; one still in the inbox is kept and looked at a horizon later.
+   * Over `revisionKeysMax` keys besides those in the inbox, the oldest go before the horizon:
+   * resolves how many did.
    */
-  forgetOldRevisions(now: number): void {
-    this.newest.forget(now, REVISION_HORIZON_MS, (key) => this.lines.has(key) || this.parkedKeys.has(key));
+  forgetOldRevisions(now: number): number {
+    const inInbox = this.lines.size + this.parkedKeys.size; // at least as many as kept below
+    const bound = (this.options.revisionKeysMax ?? REVISION_KEYS_MAX) + inInbox;
+    return this.newest.forget(now, REVISION_HORIZON_MS, (key) => this.lines.has(key) || this.parkedKeys.has(key), bound);
   }
 
   /** A new record (stored or loaded), put in its key's line unless parked. */

@@ -7,12 +7,14 @@
  * more delivery, never an entry.
  */
 import { JournalFile, encodeRecord } from './journal-file';
-import { InboxState, toDelivery, toParked, type StoredRecord } from './inbox-state';
+import { InboxState, REVISION_HORIZON_MS, REVISION_KEYS_MAX, toDelivery, toParked, type StoredRecord } from './inbox-state';
 import { replayRecords, snapshotText, storeRecords, type Rec } from './journal-records';
 import { InboxFullError, type Delivery, type Inbox, type InboxCounts, type InboxOptions, type NewEntry, type ParkedEntry, type Taken } from './types';
 
 /** Compact once the journal holds this many entries' records more than a snapshot would (and twice as many). */
 const COMPACT_SLACK = 1000;
+/** Newest revisions forgotten before the horizon are said at most this often. */
+const EARLY_WARN_MS = 60000;
 
 /** Delivery counts and acknowledgements waiting for the journal's next write (one record). */
 interface Gathered { d: number[]; n: number[]; a: number[]; acked: StoredRecord[]; written: Promise<void>; acknowledged: Promise<boolean> }
@@ -38,6 +40,9 @@ export class JournalInbox implements Inbox {
   /** Open for more until its record is written; undefined once it is (or a record went after it). */
   private gathering: Gathered | undefined;
   private closed = false;
+  /** Newest revisions forgotten before the horizon (the map held its bound) since the last warning, and when that was. */
+  private forgottenEarly = 0;
+  private warnedEarlyAt = -Infinity;
 
   private constructor(private readonly journal: JournalFile, private readonly options: InboxOptions) {
     this.state = new InboxState(options);
@@ -56,7 +61,7 @@ export class JournalInbox implements Inbox {
   private replay(records: Rec[]): ParkedEntry[] {
     const now = this.now();
     for (const rec of replayRecords(records, this.state, now)) this.state.add(rec);
-    this.state.forgetOldRevisions(now);
+    this.forgetOldRevisions();
     const parked: ParkedEntry[] = [];
     for (const rec of this.state.all()) {
       if (rec.state === 'waiting' && rec.deliveries >= this.options.maxDeliveries) {
@@ -76,7 +81,7 @@ export class JournalInbox implements Inbox {
    */
   async store(entries: NewEntry[]): Promise<number> {
     if (this.closed) throw new Error('inbox is closed');
-    this.state.forgetOldRevisions(this.now());
+    this.forgetOldRevisions();
     const fresh = entries.filter((e) => !this.state.isStale(e.key, e.revision));
     const stale = entries.length - fresh.length;
     if (fresh.length === 0) return stale;
@@ -253,9 +258,20 @@ export class JournalInbox implements Inbox {
     if (this.fileRecords - weight > COMPACT_SLACK && this.fileRecords > 2 * weight) {
       this.fileRecords = weight;
       this.journal.compact(() => {
-        this.state.forgetOldRevisions(this.now());
+        this.forgetOldRevisions();
         return snapshotText(this.state);
       });
     }
+  }
+
+  /** InboxState.forgetOldRevisions, and a warning when the map's bound made it forget some early. */
+  private forgetOldRevisions(): void {
+    const now = this.now();
+    this.forgottenEarly += this.state.forgetOldRevisions(now);
+    if (this.forgottenEarly === 0 || now - this.warnedEarlyAt < EARLY_WARN_MS) return;
+    this.options.warn?.(`inbox: ${this.forgottenEarly} assets' newest revisions forgotten before the ${REVISION_HORIZON_MS / 60000}-minute horizon `
+      + `(more than ${this.options.revisionKeysMax ?? REVISION_KEYS_MAX} assets within it): a re-sent older change of one of them would be taken as new`);
+    this.warnedEarlyAt = now;
+    this.forgottenEarly = 0;
   }
 }

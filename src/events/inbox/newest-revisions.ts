@@ -42,23 +42,27 @@ export class NewestRevisions {
 
   /**
    * Forgets keys last stored `horizon` or longer before `now`, oldest first, stopping at the first
-   * younger one; a key `keep` says to keep gets the time `now` (looked at again a horizon later).
+   * younger one once at most `bound` keys are kept; a key `keep` says to keep gets the time `now`
+   * (looked at again a horizon later). Resolves how many younger keys went to hold the bound.
    */
-  forget(now: number, horizon: number, keep: (key: string) => boolean): void {
+  forget(now: number, horizon: number, keep: (key: string) => boolean, bound = Infinity): number {
     let kept: Array<[string, number]> | undefined;
+    let early = 0;
     let i = this.head;
     for (; i < this.keys.length; i++) {
       const at = this.times[i];
       if (Number.isNaN(at)) continue; // noted again since: a later place
-      if (at + horizon > now) break;
+      const young = at + horizon > now;
+      if (young && this.places.size <= bound) break;
       const key = this.keys[i];
       this.times[i] = NaN;
       if (keep(key)) (kept ??= []).push([key, this.revisions[i]]);
-      else this.places.delete(key);
+      else { this.places.delete(key); if (young) early++; }
     }
     this.head = i;
     if (kept) for (const [key, revision] of kept) this.append(key, revision, now);
     this.tidy();
+    return early;
   }
 
   /** Every kept key with its revision and time, oldest first, as three arrays (no array per key: a compaction writes them all). */

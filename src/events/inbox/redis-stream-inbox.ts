@@ -44,8 +44,6 @@ export interface StreamInboxOptions extends InboxOptions {
   pollMs?: number;
   /** This copy's consumer name. Default host, pid and a random part. */
   consumer?: string;
-  /** A problem reading from Redis (said at most once per 30 s). */
-  warn?: (text: string) => void;
 }
 
 /** Thrown when Redis did not answer within the timeout. */

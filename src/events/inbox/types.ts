@@ -106,6 +106,10 @@ export interface InboxOptions {
   backoffMs: number;
   /** Clock, for tests. Default Date.now. */
   now?: () => number;
+  /** The embedded inbox: most assets whose newest revision is kept within the horizon. Default REVISION_KEYS_MAX (inbox-state.ts). */
+  revisionKeysMax?: number;
+  /** Said in the log: the embedded inbox's newest revisions forgotten early; the Redis inbox's failed reads (each at most once a minute or 30 s). */
+  warn?: (text: string) => void;
 }
 
 /** The inbox holds its bound: the callback is answered 503 and sent again later. */

@@ -155,7 +155,7 @@ export class AtLeastOnceDelivery {
   constructor(readonly nodeId: string, source: string | InboxOpener, private readonly settings: DeliverySettings, private readonly hooks: DeliveryHooks) {
     running.set(nodeId, this);
     const file = typeof source === 'string' ? source : 'Redis';
-    this.opening = (typeof source === 'string' ? JournalInbox.open(source, settings) : source()).then(({ inbox, load }) => {
+    this.opening = (typeof source === 'string' ? JournalInbox.open(source, { ...settings, warn: (text) => hooks.warn(text) }) : source()).then(({ inbox, load }) => {
       if (load.tornBytes > 0) hooks.warn(hooks.t('inbox.torn', 'inbox: the last record was cut off by a crash (__bytes__ bytes); it was never answered, the server sends it again', { bytes: load.tornBytes }));
       if (load.corrupt > 0) hooks.warn(hooks.t('inbox.corrupt', 'inbox: __count__ damaged records skipped in __file__', { count: load.corrupt, file }));
       if (this.closed) { void inbox.close(); return inbox; }
