@@ -158,7 +158,14 @@ describe('events: inbox newest revisions are forgotten after the retry horizon',
     warnings[0].should.match(/^inbox: 3 assets' newest revisions forgotten before the 10-minute horizon \(more than 3 assets within it\)/);
     (await inbox.store([revised(6, 9)])).should.equal(1); // among the newest: a re-send stays out
     (await inbox.store([revised(1, 9)])).should.equal(0); // forgotten early: taken as new (what the warning says)
-    await inbox.store([revised(8, 10)]);
-    warnings.should.have.length(1); // at most once a minute
+    await drain(inbox);
+    for (let id = 8; id <= 11; id++) await inbox.store([revised(id, 10)]);
+    await drain(inbox);
+    await inbox.store([revised(12, 10)]); // more forgotten early, within the minute: not said yet
+    warnings.should.have.length(1);
+    now += 60000;
+    await inbox.store([revised(13, 10)]);
+    warnings.should.have.length(2); // a minute later: what went meanwhile, counted together
+    warnings[1].should.match(/^inbox: 6 assets' newest revisions forgotten/);
   });
 });
