@@ -1,4 +1,21 @@
 /**
+ * How long an asset's newest stored revision is kept once nothing of the asset is in the inbox.
+ * It keeps out a re-sent older entry: the server sends a callback again when a crash cut off its
+ * answer, retryCount times (default 3), 1 minute apart (spec section 3), so about 3 minutes after
+ * its first attempt, which came before any newer revision of the asset was stored. 10 minutes
+ * leaves room for slow attempts and a few more retries; past it no re-send can come, and a map
+ * kept for ever would grow by one number per asset ever seen (and be written into every compacted file).
+ */
+export const REVISION_HORIZON_MS = 10 * 60 * 1000;
+
+/**
+ * Most assets whose newest revision is kept within the horizon (about 117 MB of memory): a flood
+ * of new assets (over 1,700 a second for 10 minutes) must not grow the map until Node-RED runs out
+ * of memory. Past it the oldest acknowledged assets are forgotten early, said in a warning.
+ */
+export const REVISION_KEYS_MAX = 1_000_000;
+
+/**
  * Each key's newest stored revision and when it was stored, oldest first (InboxState.newest).
  *
  * A map from key to a place in a log kept as three plain arrays (keys, revisions, times): no
