@@ -134,7 +134,7 @@ describe('events: inbox newest revisions are forgotten after the retry horizon',
   });
 
   it('InboxState: a flood of new assets within the horizon holds the bound; the oldest acknowledged go first, assets in the inbox stay', function () {
-    REVISION_KEYS_MAX.should.be.aboveOrEqual(100000); // far above a day's changes of a busy repository within 10 minutes
+    REVISION_KEYS_MAX.should.be.aboveOrEqual(100000); // far above what a busy repository changes within the 10-minute horizon
     const state = new InboxState({ maxInFlight: 10, visibilityTimeoutMs: 1000, maxDeliveries: 3, backoffMs: 0, revisionKeysMax: 5 });
     state.add(newRecord(1, 'k0', { assetId: 0 }, 'x', undefined, 0)); // k0 has an entry in the inbox
     for (let i = 0; i < 12; i++) state.noteRevision(`k${i}`, i, 1000 + i);

@@ -96,7 +96,12 @@ export class InboxState {
   /** Parked records per key (the not-parked ones are in `lines`): a key with either is in the inbox. */
   private readonly parkedKeys = new Map<string, number>();
 
-  constructor(private readonly options: StateOptions) {}
+  /** Most newest revisions kept besides those of keys in the inbox (options.revisionKeysMax, or REVISION_KEYS_MAX). */
+  readonly revisionKeysMax: number;
+
+  constructor(private readonly options: StateOptions) {
+    this.revisionKeysMax = options.revisionKeysMax ?? REVISION_KEYS_MAX;
+  }
 
   get inFlight(): number { return this.flights.size; }
   get parked(): number { return this.parkedCount; }
@@ -122,7 +127,7 @@ export class InboxState {
    */
   forgetOldRevisions(now: number): number {
     const inInbox = this.lines.size + this.parkedKeys.size; // at least as many as kept below
-    const bound = (this.options.revisionKeysMax ?? REVISION_KEYS_MAX) + inInbox;
+    const bound = this.revisionKeysMax + inInbox;
     return this.newest.forget(now, REVISION_HORIZON_MS, (key) => this.lines.has(key) || this.parkedKeys.has(key), bound);
   }
 

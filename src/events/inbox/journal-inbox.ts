@@ -7,7 +7,7 @@
  * more delivery, never an entry.
  */
 import { JournalFile, encodeRecord } from './journal-file';
-import { InboxState, REVISION_HORIZON_MS, REVISION_KEYS_MAX, toDelivery, toParked, type StoredRecord } from './inbox-state';
+import { InboxState, REVISION_HORIZON_MS, toDelivery, toParked, type StoredRecord } from './inbox-state';
 import { replayRecords, snapshotText, storeRecords, type Rec } from './journal-records';
 import { InboxFullError, type Delivery, type Inbox, type InboxCounts, type InboxOptions, type NewEntry, type ParkedEntry, type Taken } from './types';
 
@@ -270,7 +270,7 @@ export class JournalInbox implements Inbox {
     this.forgottenEarly += this.state.forgetOldRevisions(now);
     if (this.forgottenEarly === 0 || now - this.warnedEarlyAt < EARLY_WARN_MS) return;
     this.options.warn?.(`inbox: ${this.forgottenEarly} assets' newest revisions forgotten before the ${REVISION_HORIZON_MS / 60000}-minute horizon `
-      + `(more than ${this.options.revisionKeysMax ?? REVISION_KEYS_MAX} assets within it): a re-sent older change of one of them would be taken as new`);
+      + `(more than ${this.state.revisionKeysMax} assets within it): a re-sent older change of one of them would be taken as new`);
     this.warnedEarlyAt = now;
     this.forgottenEarly = 0;
   }

@@ -106,7 +106,7 @@ export interface InboxOptions {
   backoffMs: number;
   /** Clock, for tests. Default Date.now. */
   now?: () => number;
-  /** The embedded inbox: most assets whose newest revision is kept within the horizon. Default REVISION_KEYS_MAX (inbox-state.ts). */
+  /** The embedded inbox: most assets whose newest revision is kept within the horizon. Default REVISION_KEYS_MAX (newest-revisions.ts). */
   revisionKeysMax?: number;
   /** Said in the log: the embedded inbox's newest revisions forgotten early; the Redis inbox's failed reads (each at most once a minute or 30 s). */
   warn?: (text: string) => void;
