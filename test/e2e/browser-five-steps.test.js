@@ -103,9 +103,14 @@ describe('README: a first flow in five steps, clicked through in Chromium', func
     }
   }
 
-  /** Opens a node's dialog with a double-click on it. */
+  /**
+   * Opens a node's dialog with a double-click on it. The editor counts a double-click only when its
+   * two mousedowns are at least 1 ms apart (view.js nodeMouseUp: `clickElapsed > 0`); Playwright's
+   * dblclick can send both in the same millisecond, which selects the node and opens nothing. The
+   * delay holds each press 20 ms, so the second mousedown comes 20 ms or more after the first.
+   */
   async function open(id) {
-    await page.locator(`[id="${id}"] .red-ui-flow-node`).first().dblclick();
+    await page.locator(`[id="${id}"] .red-ui-flow-node`).first().dblclick({ delay: 20 });
     await page.locator('#node-dialog-ok').waitFor({ state: 'visible' });
     await waitForTray();
   }
