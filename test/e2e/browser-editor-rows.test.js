@@ -73,6 +73,9 @@ describe('editor: the form rows of every dialog, and their values saved (Chromiu
     await page.locator('.red-ui-tray #dialog-form').waitFor({ state: 'visible' });
     // Ready once oneditprepare has run: the TypedInputs are built.
     await page.waitForFunction(() => $('.red-ui-tray #dialog-form .form-row').length > 0 && RED.editor.getEditStack().length > 0);
+    // And in place: the tray is built off screen and slides in (`right` from minus its width to 0
+    // over 0.25 s); a click on its Done button before it stops can land beside the button.
+    await page.waitForFunction(() => { const tray = $('.red-ui-tray').last()[0]; return !!tray && getComputedStyle(tray).right === '0px'; });
   }
 
   async function closeDialog(button) {
