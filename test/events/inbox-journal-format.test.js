@@ -100,6 +100,23 @@ describe('events: inbox journal format', function () {
     Number(inbox.remaining().pop().id).should.be.above(8); // ids are not handed out again
   });
 
+  it('a journal whose keys are asset:<n> text (before keys were numbers) holds the same assets as numeric keys: order and newest revision', async function () {
+    const file = path.join(dir, 'text-keys.journal');
+    const at = '2026-01-01T00:00:00.000Z';
+    fs.writeFileSync(file, [
+      { i: 1, q: 1, hk: ['asset:7', 'asset:x'], hv: [9, 4], ht: [now - 1000, now - 1000] },
+      { c: 1, k: ['asset:1', 'asset:2'], e: [{ assetId: 1, rrn: 2 }, { assetId: 2, rrn: 3 }], v: [2, 3], at }
+    ].map(encodeRecord).join(''));
+    const { inbox } = await open(file);
+    const numeric = (assetId, rrn) => ({ ...entry(assetId, rrn), key: assetId });
+    (await inbox.store([numeric(1, 5), numeric(7, 8)])).should.equal(1); // 7: older than the head's revision 9
+    (await inbox.store([{ ...entry('x', 3), key: 'asset:x' }])).should.equal(1); // a text key stays text
+    const first = await inbox.take(10);
+    first.deliveries.map((d) => [d.key, d.entry.rrn]).should.eql([[1, 2], [2, 3]]); // the new entry of asset 1 waits behind the old one
+    await inbox.acknowledge(first.deliveries[0].id, 1);
+    (await inbox.take(10)).deliveries.map((d) => [d.key, d.entry.rrn]).should.eql([[1, 5]]);
+  });
+
   it('compaction writes an untouched callback record as it was, the others entry by entry; what is left loads', async function () {
     const file = path.join(dir, 'compact.journal');
     const { inbox } = await open(file);

@@ -2,11 +2,28 @@
 // What asset-event-in's at-least-once delivery stores of a callback entry (src/nodes/asset-event-in/delivery.ts).
 require('should');
 const { inboxEntry } = require('../../dist/nodes/asset-event-in/delivery');
+const { orderKey, keyText, readKey, isAssetKey } = require('../../dist/events/inbox');
 
 describe('asset-event-in delivery: the inbox entry of a callback entry', function () {
   it('an entry with an asset id is ordered by it and carries its revision (rrn as a number or digits)', function () {
-    inboxEntry({ assetId: 7, rrn: 12, action: 'added' }, 'sub-00001', 't').should.containEql({ key: 'asset:7', revision: 12, subscriptionId: 'sub-00001' });
-    inboxEntry({ assetId: '7', rrn: '13' }, undefined, 't').should.containEql({ key: 'asset:7', revision: 13 });
+    inboxEntry({ assetId: 7, rrn: 12, action: 'added' }, 'sub-00001', 't').should.containEql({ key: 7, revision: 12, subscriptionId: 'sub-00001' });
+    inboxEntry({ assetId: '7', rrn: '13' }, undefined, 't').should.containEql({ key: 7, revision: 13 });
+    inboxEntry({ assetId: 'a7', rrn: 14 }, undefined, 't').should.containEql({ key: 'asset:a7', revision: 14 });
+  });
+
+  it('keys: a whole-number asset id is its number, any other asset:<id>; the text form reads back to the same key', function () {
+    for (const [assetId, key] of [[7, 7], ['7', 7], [-3, -3], [0, 0], ['007', 'asset:007'], [1.5, 'asset:1.5'], ['1.5', 'asset:1.5'],
+      [2 ** 53, 'asset:9007199254740992'], ['9007199254740993', 'asset:9007199254740993'], ['x', 'asset:x'], ['', 'asset:']]) {
+      const k = orderKey(assetId);
+      k.should.equal(key, `assetId ${JSON.stringify(assetId)}`);
+      readKey(keyText(k)).should.equal(k, `key ${JSON.stringify(k)} through its text`);
+      isAssetKey(k).should.be.true();
+    }
+    keyText(7).should.equal('asset:7');
+    readKey('asset:7').should.equal(7);
+    orderKey(undefined).should.startWith('none:');
+    isAssetKey(orderKey(null)).should.be.false();
+    readKey('none:ab').should.equal('none:ab');
   });
 
   it('an entry without an asset id has a key of its own and no revision (the inbox would keep one number per such entry for ever)', function () {

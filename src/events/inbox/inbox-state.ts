@@ -5,6 +5,7 @@
  * given by the caller, so tests move time instead of sleeping.
  */
 import { NewestRevisions, REVISION_HORIZON_MS, REVISION_KEYS_MAX } from './newest-revisions';
+import type { OrderKey } from './keys';
 import type { Delivery, NewEntry, ParkedEntry } from './types';
 
 export { REVISION_HORIZON_MS, REVISION_KEYS_MAX };
@@ -44,7 +45,7 @@ export interface StoreBatch { line: string | undefined; count: number; first: nu
  * records, no property added or deleted later (V8 then keeps them fast and allocates no
  * separate property store).
  */
-export function newRecord(id: number, key: string, entry: unknown, receivedAt: string, subscriptionId: string | undefined, revision: number | undefined): StoredRecord {
+export function newRecord(id: number, key: OrderKey, entry: unknown, receivedAt: string, subscriptionId: string | undefined, revision: number | undefined): StoredRecord {
   return {
     id, seq: id, key, entry, receivedAt, subscriptionId, revision, deliveries: 0, state: 'waiting', dueAt: 0, deadline: 0,
     parkReason: undefined, parkedAt: undefined, queued: false, batch: undefined, next: undefined, last: undefined
@@ -71,7 +72,7 @@ export interface StateOptions {
 export class InboxState {
   readonly records = new Map<number, StoredRecord>();
   /** The first not-parked record of each key; the others follow it through `next`, in order. Only the first may be in flight. */
-  private readonly lines = new Map<string, StoredRecord>();
+  private readonly lines = new Map<OrderKey, StoredRecord>();
   /**
    * First records of lines, due now, in the order they became due; read from `readyAt`. An array,
    * not a Set: V8 leaves deleted Set entries as holes that every walk from the start steps over.
@@ -94,7 +95,7 @@ export class InboxState {
    */
   readonly newest = new NewestRevisions();
   /** Parked records per key (the not-parked ones are in `lines`): a key with either is in the inbox. */
-  private readonly parkedKeys = new Map<string, number>();
+  private readonly parkedKeys = new Map<OrderKey, number>();
 
   /** Most newest revisions kept besides those of keys in the inbox (options.revisionKeysMax, or REVISION_KEYS_MAX). */
   readonly revisionKeysMax: number;
@@ -108,14 +109,14 @@ export class InboxState {
   get size(): number { return this.records.size; }
 
   /** True when an entry of `key` with a newer revision was stored already. */
-  isStale(key: string, revision: number | undefined): boolean {
+  isStale(key: OrderKey, revision: number | undefined): boolean {
     if (revision === undefined) return false;
     const newest = this.newest.revision(key);
     return newest !== undefined && revision < newest;
   }
 
   /** A revision of `key` stored at time `at`. */
-  noteRevision(key: string, revision: number | undefined, at: number): void {
+  noteRevision(key: OrderKey, revision: number | undefined, at: number): void {
     if (revision !== undefined) this.newest.note(key, revision, at);
   }
 
@@ -286,7 +287,7 @@ export class InboxState {
     return true;
   }
 
-  private countParked(key: string, change: 1 | -1): void {
+  private countParked(key: OrderKey, change: 1 | -1): void {
     this.parkedCount += change;
     const count = (this.parkedKeys.get(key) ?? 0) + change;
     if (count > 0) this.parkedKeys.set(key, count); else this.parkedKeys.delete(key);

@@ -3,9 +3,10 @@
  * them is replayed into an InboxState, and the snapshot a compaction writes.
  *
  * - `c` one callback's entries, stored together: ids `c`, `c`+1, ... (an entry's id is its place
- *   in line), keys `k`, revisions `v` (null: none), entries `e`, received at `at`, subscription
- *   `sub`. One record, so a torn last record drops that whole callback (never answered 2xx, the
- *   server sends it again), never an entry of an earlier one.
+ *   in line), keys `k` (keys.ts; older files hold `asset:<n>` text, read as the number), revisions
+ *   `v` (null: none), entries `e`, received at `at`, subscription `sub`. One record, so a torn
+ *   last record drops that whole callback (never answered 2xx, the server sends it again), never
+ *   an entry of an earlier one.
  * - `d`/`n`/`a` arrays: delivery counts (`d` ids, `n` counts) and acknowledgements (`a` ids)
  *   gathered until the journal's next write, applied in that order.
  * - `s` one entry (a compaction writes those of entries whose callback record is not reused:
@@ -17,11 +18,12 @@
  */
 import { encodeRecord } from './journal-file';
 import { entryOf, newRecord, type InboxState, type StoreBatch, type StoredRecord } from './inbox-state';
+import { readKey, type OrderKey } from './keys';
 import type { NewEntry } from './types';
 
 export type Rec =
-  | { c: number; k: string[]; e: unknown[]; v?: Array<number | null>; sub?: string; at: string }
-  | { s: number; k: string; e: unknown; v?: number; sub?: string; at: string; q?: number; n?: number; p?: string; pa?: string }
+  | { c: number; k: OrderKey[]; e: unknown[]; v?: Array<number | null>; sub?: string; at: string }
+  | { s: number; k: OrderKey; e: unknown; v?: number; sub?: string; at: string; q?: number; n?: number; p?: string; pa?: string }
   | { d: number[]; n: number[]; a: number[] }
   | { d: number; n: number }
   | { a: number }
@@ -31,7 +33,7 @@ export type Rec =
    * First record of a compacted file: newest revisions as keys `hk`, revisions `hv` and times `ht`
    * (files before: pairs `h`, without a time before the horizon).
    */
-  | { i: number; q: number; h?: Array<[string, number, number?]>; hk?: string[]; hv?: number[]; ht?: number[] };
+  | { i: number; q: number; h?: Array<[string, number, number?]>; hk?: OrderKey[]; hv?: number[]; ht?: number[] };
 
 /**
  * The records of entries stored together, and their `c` record (undefined when they differ in
@@ -51,7 +53,7 @@ export function storeRecords(entries: NewEntry[], firstId: number): { records: S
     for (const r of records) text += encodeRecord(entryRecord(r));
     return { records, text };
   }
-  const k: string[] = new Array(records.length);
+  const k: OrderKey[] = new Array(records.length);
   const e: unknown[] = new Array(records.length);
   let v: Array<number | null> | undefined;
   for (let i = 0; i < records.length; i++) {
@@ -84,7 +86,8 @@ function entryRecord(r: StoredRecord): Rec {
 /** Records as loaded, before they join the state (the state orders them by place). */
 export function replayRecords(records: Rec[], state: InboxState, now: number): StoredRecord[] {
   const byId = new Map<number, StoredRecord>();
-  const loaded = (id: number, key: string, entry: unknown, at: string, revision: number | null | undefined, sub: string | undefined): StoredRecord => {
+  const loaded = (id: number, text: OrderKey, entry: unknown, at: string, revision: number | null | undefined, sub: string | undefined): StoredRecord => {
+    const key = readKey(text); // files written before numbers were keys hold `asset:<n>`
     // Acknowledged ones too: a re-sent older entry stays out (until REVISION_HORIZON_MS after it arrived).
     if (typeof revision === 'number') state.noteRevision(key, revision, Date.parse(at) || now);
     const rec = newRecord(id, key, entry, at, sub, typeof revision === 'number' ? revision : undefined);
@@ -123,8 +126,8 @@ export function replayRecords(records: Rec[], state: InboxState, now: number): S
     } else if ('i' in r) {
       lastId = Math.max(lastId, r.i - 1);
       lastSeq = Math.max(lastSeq, r.q - 1);
-      for (const [key, revision, at] of r.h ?? []) state.noteRevision(key, revision, at ?? now);
-      if (r.hk && r.hv && r.ht) for (let i = 0; i < r.hk.length; i++) state.noteRevision(r.hk[i], r.hv[i], r.ht[i]);
+      for (const [key, revision, at] of r.h ?? []) state.noteRevision(readKey(key), revision, at ?? now);
+      if (r.hk && r.hv && r.ht) for (let i = 0; i < r.hk.length; i++) state.noteRevision(readKey(r.hk[i]), r.hv[i], r.ht[i]);
     }
   }
   // Ids and places are never reused, also those of acknowledged entries; one counter for both (InboxState.newPlace).

@@ -1,3 +1,5 @@
+import type { OrderKey } from './keys';
+
 /**
  * How long an asset's newest stored revision is kept once nothing of the asset is in the inbox.
  * It keeps out a re-sent older entry: the server sends a callback again when a crash cut off its
@@ -27,8 +29,8 @@ export const REVISION_KEYS_MAX = 1_000_000;
  */
 export class NewestRevisions {
   /** Key -> its place in the log (counted from the first place ever: `base` is the place of index 0). */
-  private readonly places = new Map<string, number>();
-  private keys: string[] = [];
+  private readonly places = new Map<OrderKey, number>();
+  private keys: OrderKey[] = [];
   private revisions: number[] = [];
   private times: number[] = [];
   private base = 0;
@@ -40,13 +42,13 @@ export class NewestRevisions {
   }
 
   /** The newest revision of `key`, if one is kept. */
-  revision(key: string): number | undefined {
+  revision(key: OrderKey): number | undefined {
     const place = this.places.get(key);
     return place === undefined ? undefined : this.revisions[place - this.base];
   }
 
   /** A revision of `key` stored at `at`; one older than the kept one changes nothing. */
-  note(key: string, revision: number, at: number): void {
+  note(key: OrderKey, revision: number, at: number): void {
     const place = this.places.get(key);
     if (place !== undefined) {
       const i = place - this.base;
@@ -62,8 +64,8 @@ export class NewestRevisions {
    * younger one once at most `bound` keys are kept; a key `keep` says to keep gets the time `now`
    * (looked at again a horizon later). Resolves how many younger keys went to hold the bound.
    */
-  forget(now: number, horizon: number, keep: (key: string) => boolean, bound = Infinity): number {
-    let kept: Array<[string, number]> | undefined;
+  forget(now: number, horizon: number, keep: (key: OrderKey) => boolean, bound = Infinity): number {
+    let kept: Array<[OrderKey, number]> | undefined;
     let early = 0;
     let i = this.head;
     for (; i < this.keys.length; i++) {
@@ -83,8 +85,8 @@ export class NewestRevisions {
   }
 
   /** Every kept key with its revision and time, oldest first, as three arrays (no array per key: a compaction writes them all). */
-  columns(): { keys: string[]; revisions: number[]; times: number[] } {
-    const keys: string[] = [];
+  columns(): { keys: OrderKey[]; revisions: number[]; times: number[] } {
+    const keys: OrderKey[] = [];
     const revisions: number[] = [];
     const times: number[] = [];
     for (let i = this.head; i < this.keys.length; i++) {
@@ -97,7 +99,7 @@ export class NewestRevisions {
     return { keys, revisions, times };
   }
 
-  private append(key: string, revision: number, at: number): void {
+  private append(key: OrderKey, revision: number, at: number): void {
     this.places.set(key, this.base + this.keys.length);
     this.keys.push(key);
     this.revisions.push(revision);

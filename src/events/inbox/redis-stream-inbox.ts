@@ -23,6 +23,7 @@ import { entryDigest } from '../entry-digest';
 import type { CallbackEntry } from '../../api/types';
 import { callWithin, type ConnectionState } from '../redis-within';
 import { STREAM_SCRIPTS } from './redis-stream-scripts';
+import { keyText } from './keys';
 import { REVISION_HORIZON_MS } from './inbox-state';
 import { InboxFullError, type Delivery, type Inbox, type InboxCounts, type InboxOptions, type NewEntry, type ParkedEntry, type Taken } from './types';
 
@@ -117,7 +118,7 @@ export class RedisStreamInbox implements Inbox {
       const key = this.options.windowMs > 0 && e.entry && typeof e.entry === 'object' ? entryKey(e.subscriptionId, e.entry as CallbackEntry) : undefined;
       const data: Data = { e: e.entry, at: e.receivedAt };
       if (e.subscriptionId !== undefined) data.s = e.subscriptionId;
-      args.push(key === undefined ? '' : entryDigest(key).toString('hex'), e.key, e.revision === undefined ? '' : String(e.revision), JSON.stringify(data));
+      args.push(key === undefined ? '' : entryDigest(key).toString('hex'), keyText(e.key), e.revision === undefined ? '' : String(e.revision), JSON.stringify(data));
     }
     const left = Number(await this.script('store', args));
     if (left < 0) throw new InboxFullError(this.options.maxEntries);

@@ -17,10 +17,12 @@
  *   `maxDeliveries` times without an acknowledgement is parked (kept, no longer delivered).
  */
 
+import type { OrderKey } from './keys';
+
 /** One entry as asset-event-in hands it to the inbox. */
 export interface NewEntry {
-  /** Ordering key: entries with the same key leave one at a time, in order (the asset id). */
-  key: string;
+  /** Ordering key: entries with the same key leave one at a time, in order (the asset: keys.ts). */
+  key: OrderKey;
   /** The callback entry (spec 2.3): any JSON value. */
   entry: unknown;
   /** The entry's revision (rrn), when it has one: an entry older than a stored one of its key is not stored (see store). */

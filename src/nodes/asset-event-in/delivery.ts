@@ -15,9 +15,8 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { randomBytes } from 'crypto';
 import type { CallbackEntry } from '../../api/types';
-import { InboxFullError, JournalInbox, type JournalInboxLoad, type Delivery, type Inbox, type InboxCounts, type NewEntry, type ParkedEntry } from '../../events/inbox';
+import { InboxFullError, JournalInbox, isAssetKey, orderKey, type JournalInboxLoad, type Delivery, type Inbox, type InboxCounts, type NewEntry, type ParkedEntry } from '../../events/inbox';
 import { SettingError, isBlankSetting, numberSetting } from '../shared';
 import type { NodeMessage } from '../shared/node-red';
 
@@ -78,22 +77,15 @@ export function inboxFile(userDir: string, nodeId: string): string {
   return path.join(userDir, INBOX_DIRECTORY, nodeId.replace(/[^A-Za-z0-9_.-]/g, '_') + '.journal');
 }
 
-const ASSET_KEY = 'asset:';
-
-/** The ordering key of an entry: its asset; an entry without one is ordered with nothing. */
-function orderKey(entry: CallbackEntry): string {
-  return entry && (typeof entry.assetId === 'number' || typeof entry.assetId === 'string') ? `${ASSET_KEY}${entry.assetId}` : `none:${randomBytes(6).toString('hex')}`;
-}
-
 /**
  * What the inbox stores of one callback entry. Only an entry with an asset id has a revision: the
  * inbox keeps the newest revision of each key (for REVISION_HORIZON_MS), and an asset-less key is new every time.
  */
 export function inboxEntry(entry: CallbackEntry, subscriptionId: string | undefined, receivedAt: string): NewEntry {
-  const key = orderKey(entry);
+  const key = orderKey(entry?.assetId);
   const item: NewEntry = { key, entry, receivedAt };
   const rrn = typeof entry?.rrn === 'string' && /^\d{1,15}$/.test(entry.rrn) ? Number(entry.rrn) : entry?.rrn;
-  if (key.startsWith(ASSET_KEY) && typeof rrn === 'number' && Number.isFinite(rrn)) item.revision = rrn;
+  if (isAssetKey(key) && typeof rrn === 'number' && Number.isFinite(rrn)) item.revision = rrn;
   if (subscriptionId !== undefined) item.subscriptionId = subscriptionId;
   return item;
 }
