@@ -15,6 +15,11 @@ import { randomBytes } from 'crypto';
 export type OrderKey = string | number;
 
 const ASSET = 'asset:';
+/**
+ * Stricter than values.ts's integer text (no spaces, no leading zeros): a number's text form must
+ * read back as that number and any other text stay as it is. Callback entries arrive normalised
+ * (payload.ts turns integer text into numbers), so this only sorts old journals' keys and odd ids.
+ */
 const WHOLE_NUMBER = /^(0|-?[1-9]\d{0,15})$/;
 
 /** The key of an entry with this asset id (the callback entry's assetId). */
