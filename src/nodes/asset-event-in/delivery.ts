@@ -19,6 +19,7 @@ import type { CallbackEntry } from '../../api/types';
 import { InboxFullError, JournalInbox, isAssetKey, orderKey, type JournalInboxLoad, type Delivery, type Inbox, type InboxCounts, type NewEntry, type ParkedEntry } from '../../events/inbox';
 import { SettingError, isBlankSetting, numberSetting } from '../shared';
 import type { NodeMessage } from '../shared/node-red';
+import { CallbackPacer, paceAbove } from './pacing';
 
 export const INBOX_DIRECTORY = 'dam-assets-inbox';
 
@@ -142,10 +143,17 @@ export class AtLeastOnceDelivery {
   /** When the timer fires (a new one only when this changes: a pump per acknowledgement must not churn timers). */
   private timerAt: number | undefined;
   private closed = false;
+  /** Holds callbacks while the flow is behind (pacing.ts). */
+  private readonly pacer: CallbackPacer;
 
   /** `source`: the journal file, or an opener of another inbox (inbox-choice.ts: the Redis Stream one). */
   constructor(readonly nodeId: string, source: string | InboxOpener, private readonly settings: DeliverySettings, private readonly hooks: DeliveryHooks) {
     running.set(nodeId, this);
+    const above = paceAbove(settings.maxInFlight, settings.maxEntries);
+    this.pacer = new CallbackPacer(() => {
+      const c = this.inbox?.counts();
+      return !!c && c.stored - c.inFlight - c.parked > above;
+    });
     const file = typeof source === 'string' ? source : 'Redis';
     this.opening = (typeof source === 'string' ? JournalInbox.open(source, { ...settings, warn: (text) => hooks.warn(text) }) : source()).then(({ inbox, load }) => {
       if (load.tornBytes > 0) hooks.warn(hooks.t('inbox.torn', 'inbox: the last record was cut off by a crash (__bytes__ bytes); it was never answered, the server sends it again', { bytes: load.tornBytes }));
@@ -162,6 +170,20 @@ export class AtLeastOnceDelivery {
       hooks.warn(this.problem);
       hooks.changed();
     });
+  }
+
+  /** Before a callback is filtered and stored: resolves once the flow is not too far behind (pacing.ts). */
+  paced(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    const held = this.pacer.holding;
+    const going = this.pacer.wait();
+    if (this.pacer.holding !== held) this.hooks.changed();
+    return going;
+  }
+
+  /** Callbacks held now (for the status). */
+  get holding(): number {
+    return this.pacer.holding;
   }
 
   /**
@@ -214,6 +236,7 @@ export class AtLeastOnceDelivery {
         if (this.closed) return;
         for (const p of parked) this.parked(p);
         for (const d of deliveries) this.deliver(d);
+        if (deliveries.length && this.pacer.holding) { this.pacer.release(); if (!this.pacer.holding) this.hooks.changed(); }
         if (parked.length) this.hooks.changed();
       } while (this.pumpAgain && !this.closed);
     };
@@ -307,6 +330,7 @@ export class AtLeastOnceDelivery {
   /** Stopped (redeploy, stop): the inbox stays. Removed from the flows: it goes, with a warning if it held entries. */
   async close(removed: boolean): Promise<void> {
     this.closed = true;
+    this.pacer.release(true); // they find the node closed: 503
     if (running.get(this.nodeId) === this) running.delete(this.nodeId);
     if (this.timer) { clearTimeout(this.timer); this.timer = undefined; }
     let inbox: Inbox;

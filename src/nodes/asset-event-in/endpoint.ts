@@ -96,6 +96,7 @@ export class EventInEndpoint {
     }
     const parked = this.delivery?.counts()?.parked;
     if (parked) parts.push(t('status.parked', '__count__ parked', { count: parked }));
+    if (this.delivery?.holding) parts.push(t('status.holding', 'flow behind: __count__ callbacks held', { count: this.delivery.holding }));
     if (this.subscription === 'registering') parts.push(t('status.registering', 'registering'));
     if (this.lastEventAt) parts.push(t('status.last', 'last event __time__', { time: clockTime(this.lastEventAt) }));
     if (this.duplicates) parts.push(t('status.duplicates', '__count__ dup dropped', { count: this.duplicates }));
@@ -279,8 +280,10 @@ export class EventInEndpoint {
     if (settings.checkId && settings.subscriptionId && parsed.id !== settings.subscriptionId) {
       return this.rejectCall(res, 400, 'id: does not match the subscription of this endpoint');
     }
+    // At least once, with the flow far behind: held a while, so that the server slows down (pacing.ts).
+    if (this.delivery) await this.delivery.paced();
     if (this.closed) {
-      // Redeployed while reading: the server will retry and reach the new node.
+      // Redeployed while reading (or held): the server will retry and reach the new node.
       this.replyClosing(res);
       return;
     }
