@@ -236,7 +236,8 @@ export class AtLeastOnceDelivery {
         if (this.closed) return;
         for (const p of parked) this.parked(p);
         for (const d of deliveries) this.deliver(d);
-        if (deliveries.length && this.pacer.holding) { this.pacer.release(); if (!this.pacer.holding) this.hooks.changed(); }
+        // Also after an empty take: acknowledgements written since (a pump follows each) are no longer counted as waiting.
+        if (this.pacer.holding) { this.pacer.release(); if (!this.pacer.holding) this.hooks.changed(); }
         if (parked.length) this.hooks.changed();
       } while (this.pumpAgain && !this.closed);
     };
