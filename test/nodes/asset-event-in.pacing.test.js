@@ -12,7 +12,10 @@ const request = require('supertest');
 const eventIn = require('../../nodes/asset-event-in.js');
 const eventAck = require('../../nodes/asset-event-ack.js');
 const { runningDelivery } = require('../../dist/nodes/asset-event-in/delivery');
-const { CallbackPacer, paceAbove, HOLD_MAX_MS, PACE_ABOVE_MIN } = require('../../dist/nodes/asset-event-in/pacing');
+const { CallbackPacer, paceAbove, PACE_ABOVE_MIN } = require('../../dist/nodes/asset-event-in/pacing');
+const { DELIVERY_DEFAULTS } = require('../../dist/nodes/asset-event-in/delivery');
+
+const HOLD_MAX_MS = DELIVERY_DEFAULTS.holdMaxS * 1000;
 
 helper.init(require.resolve('node-red'));
 
@@ -44,10 +47,10 @@ describe('asset-event-in "at least once": callbacks held while the flow is behin
   });
 
   // inboxMax 10: callbacks are held while more than 5 entries wait (paceAbove); one entry in flight at a time.
-  async function load(maxInFlight = 1) {
+  async function load(maxInFlight = 1, props = {}) {
     const flow = [
       { id: 'f1', type: 'tab' },
-      { id: 'n1', z: 'f1', type: 'asset-event-in', path: '/dam/paced', delivery: 'atLeastOnce', inboxMax: 10, maxInFlight, outputs: 2, wires: [['w1'], []] },
+      { id: 'n1', z: 'f1', type: 'asset-event-in', path: '/dam/paced', delivery: 'atLeastOnce', inboxMax: 10, maxInFlight, outputs: 2, wires: [['w1'], []], ...props },
       { id: 'w1', z: 'f1', type: 'helper', wires: [['a1']] },
       { id: 'a1', z: 'f1', type: 'asset-event-ack', action: 'ack', wires: [['done1']] },
       { id: 'done1', z: 'f1', type: 'helper' }
@@ -119,6 +122,27 @@ describe('asset-event-in "at least once": callbacks held while the flow is behin
     waited.should.be.aboveOrEqual(HOLD_MAX_MS - 50); // a timer never fires early; the margin is the clock's rounding
     runningDelivery('n1').counts().stored.should.equal(8);
     held.length.should.equal(1); // the flow did nothing meanwhile
+  });
+
+  it('Hold up to: the node\'s limit (1 s), and 0 never holds', async function () {
+    await load(1, { holdMax: 1 });
+    (await request(app).post('/dam/paced').send(payload(range(1, 7)))).status.should.equal(200);
+    await until(() => held.length === 1, 'the first delivery');
+    const started = Date.now();
+    (await request(app).post('/dam/paced').send(payload([8]))).status.should.equal(200);
+    (Date.now() - started).should.be.aboveOrEqual(950).and.below(HOLD_MAX_MS);
+    await helper.unload();
+    await load(1, { holdMax: 0 });
+    // The inbox is the same file: 7 entries wait behind the one in flight; nothing is held.
+    await until(() => held.length === 1, 'the first delivery again');
+    (await request(app).post('/dam/paced').send(payload([9]))).status.should.equal(200);
+    runningDelivery('n1').holding.should.equal(0);
+    runningDelivery('n1').counts().stored.should.equal(9);
+  });
+
+  it('refuses a Hold up to that is not 0 to 25 seconds, naming the field', async function () {
+    await load(1, { holdMax: 30 });
+    String(helper.getNode('n1').error.firstCall.args[0]).should.match(/holdMax: must be a number of seconds from 0 to 25/);
   });
 
   it('a node that closes answers the callbacks it holds 503 (the server sends them again), and stores none of them', async function () {

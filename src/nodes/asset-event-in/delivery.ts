@@ -37,6 +37,8 @@ export interface DeliveryConfig {
   maxDeliveries?: string | number;
   /** Seconds before a rejected entry is delivered again (doubling each time). Default 10. */
   rejectBackoff?: string | number;
+  /** Longest hold of a callback while the flow is behind (pacing.ts), seconds; 0: never held. Default 5. */
+  holdMax?: string | number;
 }
 
 export interface DeliverySettings {
@@ -45,9 +47,10 @@ export interface DeliverySettings {
   visibilityTimeoutMs: number;
   maxDeliveries: number;
   backoffMs: number;
+  holdMaxMs: number;
 }
 
-export const DELIVERY_DEFAULTS = { inboxMax: 10000, maxInFlight: 10, visibilityTimeoutS: 600, maxDeliveries: 5, rejectBackoffS: 10 } as const;
+export const DELIVERY_DEFAULTS = { inboxMax: 10000, maxInFlight: 10, visibilityTimeoutS: 600, maxDeliveries: 5, rejectBackoffS: 10, holdMaxS: 5 } as const;
 
 /** The handle on a msg from an at-least-once asset-event-in. */
 export interface InboxHandle { node: string; id: string; delivery: number }
@@ -65,7 +68,9 @@ export function readDeliverySettings(config: DeliveryConfig, method: string, per
     maxInFlight: numberSetting(config.maxInFlight, 'maxInFlight', DELIVERY_DEFAULTS.maxInFlight, whole(1), 'must be a whole number, 1 or more'),
     visibilityTimeoutMs: 1000 * numberSetting(config.visibilityTimeout, 'visibilityTimeout', DELIVERY_DEFAULTS.visibilityTimeoutS, (n) => n > 0, 'must be a number of seconds above 0'),
     maxDeliveries: numberSetting(config.maxDeliveries, 'maxDeliveries', DELIVERY_DEFAULTS.maxDeliveries, whole(1), 'must be a whole number, 1 or more'),
-    backoffMs: 1000 * numberSetting(config.rejectBackoff, 'rejectBackoff', DELIVERY_DEFAULTS.rejectBackoffS, (n) => n >= 0, 'must be a number of seconds, 0 or more')
+    backoffMs: 1000 * numberSetting(config.rejectBackoff, 'rejectBackoff', DELIVERY_DEFAULTS.rejectBackoffS, (n) => n >= 0, 'must be a number of seconds, 0 or more'),
+    // Below a server's callback timeout (the emulator's: 30 s), or the server gives the call up while it is held.
+    holdMaxMs: 1000 * numberSetting(config.holdMax, 'holdMax', DELIVERY_DEFAULTS.holdMaxS, (n) => n >= 0 && n <= 25, 'must be a number of seconds from 0 to 25')
   };
 }
 
@@ -153,7 +158,7 @@ export class AtLeastOnceDelivery {
     this.pacer = new CallbackPacer(() => {
       const c = this.inbox?.counts();
       return !!c && c.stored - c.inFlight - c.parked > above;
-    });
+    }, settings.holdMaxMs);
     const file = typeof source === 'string' ? source : 'Redis';
     this.opening = (typeof source === 'string' ? JournalInbox.open(source, { ...settings, warn: (text) => hooks.warn(text) }) : source()).then(({ inbox, load }) => {
       if (load.tornBytes > 0) hooks.warn(hooks.t('inbox.torn', 'inbox: the last record was cut off by a crash (__bytes__ bytes); it was never answered, the server sends it again', { bytes: load.tornBytes }));

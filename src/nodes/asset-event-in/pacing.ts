@@ -1,19 +1,17 @@
 /**
  * Backpressure for an at-least-once asset-event-in: while many entries wait in its inbox for the
  * flow, a new callback is held (before it is filtered and stored) until the flow has taken some, at
- * most HOLD_MAX_MS, then stored and answered as always.
+ * most for the node's *Hold up to* setting (default 5 s; 0: never held), then stored and answered as always.
  *
  * Why: the inbox answers once entries are stored, not once the flow is done, so a server can
  * send far faster than the flow works. Unpaced, the inbox fills to its bound and answers 503: the
  * server retries a minute later, and after its last retry (spec section 3) the change is lost for
  * good. Held, the answer comes later and the server's next call with it (it waits for the answer),
- * so the server slows to the flow's pace. The hold is short against a server's callback timeout
- * (the emulator's is 30 s); a flow that stays behind still fills the inbox, one hold at a time.
+ * so the server slows to the flow's pace. The hold must stay below the server's callback timeout
+ * (the emulator's is 30 s; the setting allows 25); a flow that stays behind still fills the inbox, one hold at a time.
  * Waiting entries also cost memory and garbage collection: a deep backlog slows the flow itself.
  */
 
-/** Longest hold of one callback. */
-export const HOLD_MAX_MS = 5000;
 /** Fewest waiting entries that hold callbacks (when the inbox's bound allows as many: see paceAbove). */
 export const PACE_ABOVE_MIN = 1000;
 
@@ -30,8 +28,8 @@ export class CallbackPacer {
   /** Held callbacks' releases, in arrival order. */
   private held: Array<() => void> = [];
 
-  /** `behind`: true while too many entries wait (checked on each callback and each `release`). */
-  constructor(private readonly behind: () => boolean, private readonly holdMaxMs = HOLD_MAX_MS) {}
+  /** `behind`: true while too many entries wait (checked on each callback and each `release`). `holdMaxMs` 0: never held. */
+  constructor(private readonly behind: () => boolean, private readonly holdMaxMs: number) {}
 
   /** Callbacks held now. */
   get holding(): number {
@@ -40,10 +38,10 @@ export class CallbackPacer {
 
   /**
    * Resolves at once unless the flow is behind or callbacks are held already (a callback never
-   * overtakes one held before it); else when `release` finds the flow caught up, or after the hold's limit.
+   * overtakes one held before it); else when `release` finds the flow caught up, or after `holdMaxMs`.
    */
   wait(): Promise<void> {
-    if (this.held.length === 0 && !this.behind()) return Promise.resolve();
+    if (this.holdMaxMs <= 0 || (this.held.length === 0 && !this.behind())) return Promise.resolve();
     return new Promise((resolve) => {
       const go = () => {
         clearTimeout(timer);
