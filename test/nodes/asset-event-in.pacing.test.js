@@ -8,6 +8,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const helper = require('node-red-node-test-helper');
+const http = require('http');
 const request = require('supertest');
 const eventIn = require('../../nodes/asset-event-in.js');
 const eventAck = require('../../nodes/asset-event-ack.js');
@@ -16,6 +17,9 @@ const { CallbackPacer, paceAbove, PACE_ABOVE_MIN } = require('../../dist/nodes/a
 const { DELIVERY_DEFAULTS } = require('../../dist/nodes/asset-event-in/delivery');
 
 const HOLD_MAX_MS = DELIVERY_DEFAULTS.holdMaxS * 1000;
+// Tests of a release by the flow hold up to 20 s: far from any release by the limit, also on a loaded machine.
+const LONG_HOLD = { holdMax: 20 };
+const LONG_HOLD_MS = 20000;
 
 helper.init(require.resolve('node-red'));
 
@@ -70,21 +74,23 @@ describe('asset-event-in "at least once": callbacks held while the flow is behin
 
   it('holds a callback while more entries wait than the mark, answers it once the flow takes some; order kept', async function () {
     paceAbove(1, 10).should.equal(5);
-    await load();
+    await load(1, LONG_HOLD);
     (await request(app).post('/dam/paced').send(payload(range(1, 8)))).status.should.equal(200); // 1 in flight, 7 waiting
     await until(() => held.length === 1, 'the first delivery');
     const second = post([9]);
     await until(() => runningDelivery('n1')?.holding === 1, 'the second callback held');
     const n1 = helper.getNode('n1');
-    await until(() => n1.status.args.some((a) => /flow behind: 1 callbacks held/.test(a[0].text || '')), 'the hold in the status');
+    await until(() => n1.status.args.some((a) => /flow behind: 1 held/.test(a[0].text || '')), 'the hold in the status');
     // 6 waiting after the next take: still held. The answer has not come (it waits for the flow, not for a time).
     ackNext();
     await until(() => held.length === 1 && acked.length === 1, 'the second delivery');
     (second.res === undefined).should.be.true();
     runningDelivery('n1').holding.should.equal(1);
+    const acknowledged = Date.now();
     ackNext(); // 5 wait now: the mark, no more than it
     const res = await second.done;
     res.status.should.equal(200);
+    (Date.now() - acknowledged).should.be.below(LONG_HOLD_MS / 2); // let go by the flow, not by the limit
     res.body.should.eql({ success: true, received: 1, stored: 1 });
     helper.getNode('w1').on('input', () => ackNext()); // the flow catches up: each entry acknowledged as it comes
     while (held.length) ackNext();
@@ -95,7 +101,7 @@ describe('asset-event-in "at least once": callbacks held while the flow is behin
   it('lets a held callback go once acknowledgements are written, with no delivery after them', async function () {
     // 3 in flight, 6 waiting: held. The 3 are acknowledged and the next 3 taken before those
     // acknowledgements are on disk (they still count as stored then); nothing is taken after the write.
-    await load(3);
+    await load(3, LONG_HOLD);
     (await request(app).post('/dam/paced').send(payload(range(1, 9)))).status.should.equal(200);
     await until(() => held.length === 3, 'the first three deliveries');
     const second = post([10]);
@@ -104,8 +110,8 @@ describe('asset-event-in "at least once": callbacks held while the flow is behin
     ackNext(); ackNext(); ackNext();
     const res = await second.done;
     res.status.should.equal(200);
-    // Long before the hold's limit (the commit before this test waited for it: 5 s); the margin is for a loaded machine.
-    (Date.now() - started).should.be.below(HOLD_MAX_MS / 2);
+    // Long before the hold's limit (the commit before this test waited for it: 5 s of 5); the margin is for a loaded machine.
+    (Date.now() - started).should.be.below(LONG_HOLD_MS / 2);
     await until(() => held.length === 3, 'the next three deliveries'); // and nothing else was acknowledged
     await until(() => acked.length === 3, 'their acknowledgements');
   });
@@ -135,7 +141,9 @@ describe('asset-event-in "at least once": callbacks held while the flow is behin
     await load(1, { holdMax: 0 });
     // The inbox is the same file: 7 entries wait behind the one in flight; nothing is held.
     await until(() => held.length === 1, 'the first delivery again');
+    const again = Date.now();
     (await request(app).post('/dam/paced').send(payload([9]))).status.should.equal(200);
+    (Date.now() - again).should.be.below(HOLD_MAX_MS / 2); // not held (a hold of the default would take 5 s)
     runningDelivery('n1').holding.should.equal(0);
     runningDelivery('n1').counts().stored.should.equal(9);
   });
@@ -145,8 +153,29 @@ describe('asset-event-in "at least once": callbacks held while the flow is behin
     String(helper.getNode('n1').error.firstCall.args[0]).should.match(/holdMax: must be a number of seconds from 0 to 25/);
   });
 
+  it('a callback whose caller went away during the hold is not stored (the server sends it again)', async function () {
+    await load(1, { holdMax: 1 });
+    (await request(app).post('/dam/paced').send(payload(range(1, 7)))).status.should.equal(200);
+    await until(() => held.length === 1, 'the first delivery');
+    // A server of its own for the route (as supertest makes one), so that the test can cut the connection.
+    const server = http.createServer(app).listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const { port } = server.address();
+    const body = JSON.stringify(payload([8]));
+    const gone = http.request({ host: '127.0.0.1', port, path: '/dam/paced', method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
+    gone.on('error', () => undefined);
+    gone.end(body);
+    await until(() => runningDelivery('n1')?.holding === 1, 'the callback held');
+    gone.destroy();
+    await until(() => runningDelivery('n1').holding === 0, 'the hold over');
+    // The next callback, held as long, is stored after it: only its entry counts.
+    (await request(app).post('/dam/paced').send(payload([9]))).status.should.equal(200);
+    runningDelivery('n1').counts().stored.should.equal(8);
+    server.close();
+  });
+
   it('a node that closes answers the callbacks it holds 503 (the server sends them again), and stores none of them', async function () {
-    await load();
+    await load(1, LONG_HOLD);
     (await request(app).post('/dam/paced').send(payload(range(1, 7)))).status.should.equal(200);
     await until(() => held.length === 1, 'the first delivery');
     const second = post([8]);

@@ -122,6 +122,7 @@ export class RedisStreamInbox implements Inbox {
     }
     const left = Number(await this.script('store', args));
     if (left < 0) throw new InboxFullError(this.options.maxEntries);
+    this.cached.stored += entries.length - left; // until the next take reads the stream's count (all copies')
     this.maybeNew = true;
     return left;
   }

@@ -96,7 +96,7 @@ export class EventInEndpoint {
     }
     const parked = this.delivery?.counts()?.parked;
     if (parked) parts.push(t('status.parked', '__count__ parked', { count: parked }));
-    if (this.delivery?.holding) parts.push(t('status.holding', 'flow behind: __count__ callbacks held', { count: this.delivery.holding }));
+    if (this.delivery?.holding) parts.push(t('status.holding', 'flow behind: __count__ held', { count: this.delivery.holding }));
     if (this.subscription === 'registering') parts.push(t('status.registering', 'registering'));
     if (this.lastEventAt) parts.push(t('status.last', 'last event __time__', { time: clockTime(this.lastEventAt) }));
     if (this.duplicates) parts.push(t('status.duplicates', '__count__ dup dropped', { count: this.duplicates }));
@@ -281,7 +281,11 @@ export class EventInEndpoint {
       return this.rejectCall(res, 400, 'id: does not match the subscription of this endpoint');
     }
     // At least once, with the flow far behind: held a while, so that the server slows down (pacing.ts).
-    if (this.delivery) await this.delivery.paced();
+    if (this.delivery && parsed.entries.length > 0) {
+      await this.delivery.paced();
+      // The server gave the call up while it was held (its timeout): it sends it again, so nothing is stored now.
+      if (req.socket.destroyed) return;
+    }
     if (this.closed) {
       // Redeployed while reading (or held): the server will retry and reach the new node.
       this.replyClosing(res);
