@@ -7,7 +7,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { JournalInbox, parseJournal, encodeRecord } = require('../../dist/events/inbox');
-const { NewestRevisions } = require('../../dist/events/inbox/newest-revisions');
+const { NewestRevisions, REVISION_HORIZON_MS } = require('../../dist/events/inbox/newest-revisions');
 
 describe('events: inbox journal format', function () {
   let dir;
@@ -98,6 +98,14 @@ describe('events: inbox journal format', function () {
     (await inbox.store([entry(7, 8)])).should.equal(1); // older than the pair's revision 9
     (await inbox.store([entry(9, 1)])).should.equal(0);
     Number(inbox.remaining().pop().id).should.be.above(8); // ids are not handed out again
+  });
+
+  it('a compacted file of before (newest revisions with whole times `ht`) loads: its revisions and times hold', async function () {
+    const file = path.join(dir, 'whole-times.journal');
+    fs.writeFileSync(file, encodeRecord({ i: 5, q: 5, hk: [8, 7], hv: [4, 9], ht: [now - REVISION_HORIZON_MS, now - 1000] }));
+    const { inbox } = await open(file);
+    (await inbox.store([{ ...entry(7, 8), key: 7 }])).should.equal(1); // older than 9, stored 1 s ago: kept out
+    (await inbox.store([{ ...entry(8, 3), key: 8 }])).should.equal(0); // its time is past the horizon: forgotten
   });
 
   it('a journal whose keys are asset:<n> text (before keys were numbers) holds the same assets as numeric keys: order and newest revision', async function () {
