@@ -65,6 +65,12 @@ describe('asset-event-in "at least once": callbacks held while the flow is behin
     helper.getNode('done1').on('input', (msg) => acked.push(msg));
   }
   const ackNext = () => helper.getNode('a1').receive(held.shift());
+  /** Stores entries 1..last (answered 200) and waits until the flow has the first `inFlight` of them: the rest wait. */
+  async function fallBehind(last, inFlight = 1) {
+    (await request(app).post('/dam/paced').send(payload(range(1, last)))).status.should.equal(200);
+    await until(() => held.length === inFlight, 'the first deliveries');
+  }
+  const oneHeld = () => until(() => runningDelivery('n1')?.holding === 1, 'a callback held');
   /** A callback whose answer is collected, not awaited. */
   function post(ids) {
     const call = { res: undefined };
@@ -75,10 +81,9 @@ describe('asset-event-in "at least once": callbacks held while the flow is behin
   it('holds a callback while more entries wait than the mark, answers it once the flow takes some; order kept', async function () {
     paceAbove(1, 10).should.equal(5);
     await load(1, LONG_HOLD);
-    (await request(app).post('/dam/paced').send(payload(range(1, 8)))).status.should.equal(200); // 1 in flight, 7 waiting
-    await until(() => held.length === 1, 'the first delivery');
+    await fallBehind(8); // 1 in flight, 7 waiting
     const second = post([9]);
-    await until(() => runningDelivery('n1')?.holding === 1, 'the second callback held');
+    await oneHeld();
     const n1 = helper.getNode('n1');
     await until(() => n1.status.args.some((a) => /flow behind: 1 held/.test(a[0].text || '')), 'the hold in the status');
     // 6 waiting after the next take: still held. The answer has not come (it waits for the flow, not for a time).
@@ -102,10 +107,9 @@ describe('asset-event-in "at least once": callbacks held while the flow is behin
     // 3 in flight, 6 waiting: held. The 3 are acknowledged and the next 3 taken before those
     // acknowledgements are on disk (they still count as stored then); nothing is taken after the write.
     await load(3, LONG_HOLD);
-    (await request(app).post('/dam/paced').send(payload(range(1, 9)))).status.should.equal(200);
-    await until(() => held.length === 3, 'the first three deliveries');
+    await fallBehind(9, 3);
     const second = post([10]);
-    await until(() => runningDelivery('n1')?.holding === 1, 'the second callback held');
+    await oneHeld();
     const started = Date.now();
     ackNext(); ackNext(); ackNext();
     const res = await second.done;
@@ -118,8 +122,7 @@ describe('asset-event-in "at least once": callbacks held while the flow is behin
 
   it('answers after the hold\'s limit when the flow stays behind: stored, not refused', async function () {
     await load();
-    (await request(app).post('/dam/paced').send(payload(range(1, 7)))).status.should.equal(200);
-    await until(() => held.length === 1, 'the first delivery');
+    await fallBehind(7);
     const started = Date.now();
     const res = await request(app).post('/dam/paced').send(payload([8]));
     const waited = Date.now() - started;
@@ -132,8 +135,7 @@ describe('asset-event-in "at least once": callbacks held while the flow is behin
 
   it('Hold up to: the node\'s limit (1 s), and 0 never holds', async function () {
     await load(1, { holdMax: 1 });
-    (await request(app).post('/dam/paced').send(payload(range(1, 7)))).status.should.equal(200);
-    await until(() => held.length === 1, 'the first delivery');
+    await fallBehind(7);
     const started = Date.now();
     (await request(app).post('/dam/paced').send(payload([8]))).status.should.equal(200);
     (Date.now() - started).should.be.aboveOrEqual(950).and.below(HOLD_MAX_MS);
@@ -155,8 +157,7 @@ describe('asset-event-in "at least once": callbacks held while the flow is behin
 
   it('a callback whose caller went away during the hold is not stored (the server sends it again)', async function () {
     await load(1, { holdMax: 1 });
-    (await request(app).post('/dam/paced').send(payload(range(1, 7)))).status.should.equal(200);
-    await until(() => held.length === 1, 'the first delivery');
+    await fallBehind(7);
     // A server of its own for the route (as supertest makes one), so that the test can cut the connection.
     const server = http.createServer(app).listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
@@ -165,7 +166,7 @@ describe('asset-event-in "at least once": callbacks held while the flow is behin
     const gone = http.request({ host: '127.0.0.1', port, path: '/dam/paced', method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
     gone.on('error', () => undefined);
     gone.end(body);
-    await until(() => runningDelivery('n1')?.holding === 1, 'the callback held');
+    await oneHeld();
     gone.destroy();
     await until(() => runningDelivery('n1').holding === 0, 'the hold over');
     // The next callback, held as long, is stored after it: only its entry counts.
@@ -176,10 +177,9 @@ describe('asset-event-in "at least once": callbacks held while the flow is behin
 
   it('a node that closes answers the callbacks it holds 503 (the server sends them again), and stores none of them', async function () {
     await load(1, LONG_HOLD);
-    (await request(app).post('/dam/paced').send(payload(range(1, 7)))).status.should.equal(200);
-    await until(() => held.length === 1, 'the first delivery');
+    await fallBehind(7);
     const second = post([8]);
-    await until(() => runningDelivery('n1')?.holding === 1, 'the second callback held');
+    await oneHeld();
     const delivery = runningDelivery('n1');
     await helper.unload();
     const res = await second.done;

@@ -1,7 +1,8 @@
 /**
  * Backpressure for an at-least-once asset-event-in: while many entries wait in its inbox for the
- * flow, a new callback is held (before it is filtered and stored) until the flow has taken some, at
- * most for the node's *Hold up to* setting (default 5 s; 0: never held), then stored and answered as always.
+ * flow, a new callback is held (before it is filtered and stored) until the flow is back at the mark
+ * (paceAbove), at most for the node's *Hold up to* setting (default 5 s; 0: never held), then stored
+ * and answered as always.
  *
  * Why: the inbox answers once entries are stored, not once the flow is done, so a server can
  * send far faster than the flow works. Unpaced, the inbox fills to its bound and answers 503: the
@@ -57,6 +58,8 @@ export class CallbackPacer {
   /** The flow took entries (or the node closes: `all`): the held callbacks go on, in order, unless it is still behind. */
   release(all = false): void {
     if (this.held.length === 0 || (!all && this.behind())) return;
-    for (const go of this.held.slice()) go();
+    const held = this.held;
+    this.held = []; // each `go` then finds itself gone: no search per callback
+    for (const go of held) go();
   }
 }
