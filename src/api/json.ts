@@ -16,8 +16,12 @@ const LONG_DIGIT_RUN = /\d{16}/;
  * decimal strings. Throws SyntaxError as JSON.parse does.
  */
 export function parseJsonKeepingBigInts(text: string): unknown {
-  if (!LONG_DIGIT_RUN.test(text)) return JSON.parse(text);
-  return JSON.parse(quoteUnsafeIntegers(text));
+  return JSON.parse(withExactIntegers(text));
+}
+
+/** `text` with integers beyond Number.MAX_SAFE_INTEGER quoted: JSON.parse then keeps them exact (the same text when it has none). */
+export function withExactIntegers(text: string): string {
+  return LONG_DIGIT_RUN.test(text) ? quoteUnsafeIntegers(text) : text;
 }
 
 /**

@@ -8,11 +8,12 @@
  * left in `req.body` is used instead.
  */
 import type { IncomingMessage } from 'http';
-import { parseJsonKeepingBigInts } from '../api/json';
+import { withExactIntegers } from '../api/json';
 import { containerCap, containersInText, entriesInText, tooManyContainers, tooManyEntries } from './entry-count';
 
 export type BodyOutcome =
-  | { ok: true; value: unknown }
+  /** `text`: the JSON text parsed (64-bit integers quoted, so JSON.parse reads it exactly), when the body was text (not an object a parser in front made). */
+  | { ok: true; value: unknown; text?: string }
   | { ok: false; status: 400 | 413; reason: string };
 
 /** Media types accepted as JSON. A missing Content-Type is accepted too (the spec says the data is JSON). */
@@ -117,7 +118,8 @@ function parseText(text: string, maxEntries: number): BodyOutcome {
   const maxContainers = containerCap(maxEntries);
   if (maxEntries !== Infinity && containersInText(trimmed, maxContainers) > maxContainers) return { ok: false, status: 413, reason: tooManyContainers(maxEntries) };
   try {
-    return { ok: true, value: parseJsonKeepingBigInts(trimmed) };
+    const json = withExactIntegers(trimmed);
+    return { ok: true, value: JSON.parse(json), text: json };
   } catch {
     return { ok: false, status: 400, reason: 'body is not valid JSON' };
   }

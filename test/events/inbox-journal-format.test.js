@@ -6,7 +6,9 @@ require('should');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { JournalInbox, parseJournal, encodeRecord } = require('../../dist/events/inbox');
+const { JournalInbox, parseJournal, encodeRecord, orderKey } = require('../../dist/events/inbox');
+const { parseCallbackPayload } = require('../../dist/events/payload');
+const { withExactIntegers } = require('../../dist/api/json');
 const { NewestRevisions, REVISION_HORIZON_MS } = require('../../dist/events/inbox/newest-revisions');
 
 describe('events: inbox journal format', function () {
@@ -55,6 +57,38 @@ describe('events: inbox journal format', function () {
     }
     const { inbox: intact } = await open(file);
     assets(intact).should.eql([2, 3, 10, 11, 12, 13]);
+  });
+
+  it('a callback stored with its text keeps the text (b) and the places of its entries (x); read back and torn like any record', async function () {
+    const file = path.join(dir, 'text.journal');
+    const { inbox } = await open(file);
+    // As asset-event-in hands them over: the text as body.ts read it, its entries as payload.ts read them.
+    const stored = async (text, places) => {
+      const json = withExactIntegers(text);
+      const all = parseCallbackPayload(JSON.parse(json)).entries;
+      const entries = places.map((i) => ({ key: orderKey(all[i].assetId), entry: all[i], revision: typeof all[i].rrn === 'number' ? all[i].rrn : undefined, receivedAt: '2026-01-01T00:00:00.000Z' }));
+      await inbox.store(entries, { body: json, indexes: places });
+      return places.map((i) => all[i]);
+    };
+    const first = await stored('{"success":true,"data":{"entry":[{"assetId":1,"rrn":5},{"assetId":"4","rrn":"9007199254740993"}]}}', [0, 1]);
+    first[1].rrn.should.equal('9007199254740993');
+    // Asset 1 at revision 3 is older than the stored 5: left out, so the record names the place of asset 2 only.
+    const second = await stored('{"success":true,\n"data":{"entry":[\n{"assetId":1,"rrn":3},\n{"assetId":2,"rrn":1,"x":"a\\nb"}]}}', [0, 1]);
+    await inbox.close();
+    const stores = records(file).filter((r) => r.c !== undefined);
+    stores.map((r) => [r.x, r.k]).should.eql([[undefined, [1, 4]], [[1], [2]]]);
+    stores.forEach((r) => (r.e === undefined).should.be.true());
+    const whole = fs.readFileSync(file);
+    const lastStart = whole.lastIndexOf(0x0a, whole.length - 2) + 1;
+    for (let cut = lastStart; cut < whole.length; cut++) {
+      const torn = path.join(dir, `cut-${cut}.journal`);
+      fs.writeFileSync(torn, whole.subarray(0, cut));
+      const { inbox: again } = await open(torn);
+      again.remaining().map((d) => d.entry).should.eql(first);
+      await again.close();
+    }
+    const { inbox: intact } = await open(file);
+    intact.remaining().map((d) => d.entry).should.eql([...first, second[1]]);
   });
 
   it('delivery counts and acknowledgements made while a write runs go out in one record', async function () {
@@ -125,25 +159,35 @@ describe('events: inbox journal format', function () {
     (await inbox.take(10)).deliveries.map((d) => [d.key, d.entry.rrn]).should.eql([[1, 5]]);
   });
 
-  it('compaction writes an untouched callback record as it was, the others entry by entry; what is left loads', async function () {
-    const file = path.join(dir, 'compact.journal');
-    const { inbox } = await open(file);
-    await inbox.store(callback(1, 600)); // acknowledged in part: its entries are written one by one
-    await inbox.store(callback(1000, 5)); // untouched (delivered once): its record is written again as it was
-    const first = await inbox.take(10000);
-    for (const d of first.deliveries) if (d.entry.assetId > 10 && d.entry.assetId < 1000) await inbox.acknowledge(d.id, d.delivery);
-    await inbox.store([entry(9999, 1)]);
-    await inbox.close();
-    const all = records(file);
-    const head = all.findIndex((r) => 'hk' in r);
-    head.should.be.aboveOrEqual(0); // compacted
-    const after = all.slice(head);
-    after.filter((r) => r.c !== undefined).map((r) => r.e.length).should.eql([5, 1]); // 1000..1004 as written, then 9999
-    after.filter((r) => r.s !== undefined).every((r) => r.e.assetId <= 600).should.be.true();
-    const { inbox: again } = await open(file);
-    assets(again).should.eql([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1000, 1001, 1002, 1003, 1004, 9999]);
-    (await again.take(100)).deliveries.map((d) => d.delivery).should.eql([...new Array(15).fill(2), 1]);
-  });
+  // Stored as entries (`e`), or with the callback's text (`b`, as asset-event-in stores them).
+  for (const withText of [false, true]) {
+    const size = (r) => r.k.length;
+    const store = (inbox, entries) => {
+      if (!withText) return inbox.store(entries);
+      const body = JSON.stringify({ success: true, data: { entry: entries.map((e) => e.entry) } });
+      return inbox.store(entries, { body, indexes: entries.map((_, i) => i) });
+    };
+    it(`compaction writes an untouched callback record as it was, the others entry by entry; what is left loads (${withText ? 'callback text' : 'entries'})`, async function () {
+      const file = path.join(dir, 'compact.journal');
+      const { inbox } = await open(file);
+      await store(inbox, callback(1, 600)); // acknowledged in part: its entries are written one by one
+      await store(inbox, callback(1000, 5)); // untouched (delivered once): its record is written again as it was
+      const first = await inbox.take(10000);
+      for (const d of first.deliveries) if (d.entry.assetId > 10 && d.entry.assetId < 1000) await inbox.acknowledge(d.id, d.delivery);
+      await store(inbox, [entry(9999, 1)]);
+      await inbox.close();
+      const all = records(file);
+      const head = all.findIndex((r) => 'hk' in r);
+      head.should.be.aboveOrEqual(0); // compacted
+      const after = all.slice(head);
+      after.filter((r) => r.c !== undefined).map(size).should.eql([5, 1]); // 1000..1004 as written, then 9999
+      after.filter((r) => r.c !== undefined).every((r) => (r.b !== undefined) === withText).should.be.true();
+      after.filter((r) => r.s !== undefined).every((r) => r.e.assetId <= 600).should.be.true();
+      const { inbox: again } = await open(file);
+      assets(again).should.eql([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1000, 1001, 1002, 1003, 1004, 9999]);
+      (await again.take(100)).deliveries.map((d) => d.delivery).should.eql([...new Array(15).fill(2), 1]);
+    });
+  }
 
   it('NewestRevisions: one place per key, in time order, through many notes of the same keys and forgetting', function () {
     const newest = new NewestRevisions();

@@ -98,7 +98,10 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
     res.status.should.equal(200);
     res.body.should.eql({ success: true, received: 2, stored: 2 });
     // On disk when the answer came.
-    journal().filter((r) => r.c !== undefined).flatMap((r) => r.e.map((e) => e.assetId)).should.eql([1, 2]); // one record per callback
+    const stores = journal().filter((r) => r.c !== undefined);
+    stores.length.should.equal(1); // one record per callback: the callback as it was sent
+    stores[0].k.should.eql([1, 2]);
+    stores[0].b.should.eql(payload([entry(1, 10), entry(2, 20)]));
     await until(() => held.length === 2, 'two deliveries');
     held.forEach((m) => {
       m.step.should.equal('changed');
@@ -113,6 +116,42 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
     helper.getNode('n1').status.lastCall; // status is throttled; the journal is the truth
     const records = journal();
     records.filter((r) => r.a !== undefined).length.should.equal(2);
+  });
+
+  it('the record keeps the callback\'s text: after a restart its entries are what at most once emits (64-bit rrn exact, duplicates left out, any layout)', async function () {
+    // Pretty-printed (line breaks between tokens, an escaped one in a string), an rrn beyond 2^53,
+    // numbers as text, and a vendor field; the second copy of asset 3 is a duplicate in the callback.
+    const text = '{\n  "success": "true",\n  "data": { "entry": [\n'
+      + '    { "assetId": 1, "rrn": 12345678901234567890, "path": "/a/x.txt", "note": "line\\nbreak" },\n'
+      + '    { "assetId": 3, "rrn": 8 },\n    { "assetId": 3, "rrn": 8 },\n'
+      + '    { "assetId": "2", "rrn": "7", "action": "added", "vendor": { "tags": [1, "two", null] } }\n  ] },\n  "id": "sub-inbox-0001"\n}';
+    const post = () => request(app).post('/dam/inbox').set('content-type', 'application/json').send(text);
+    // What "at most once" emits for the same text.
+    await load({ delivery: 'atMostOnce', outputs: 1, dedup: true });
+    await post().expect(200);
+    await until(() => seen.length === 3, 'at most once');
+    const expected = seen.map((m) => m.payload);
+    expected[0].rrn.should.equal('12345678901234567890');
+    expected[2].should.have.properties({ assetId: 2, rrn: 7 });
+    await helper.unload();
+    await load({ dedup: true });
+    holdWork.add(1).add(2).add(3);
+    const res = await post().expect(200);
+    res.body.should.eql({ success: true, received: 4, stored: 3 });
+    await until(() => held.length === 3, 'three deliveries');
+    held.map((m) => m.payload).should.eql(expected);
+    const lines = fs.readFileSync(inboxFile(userDir, 'n1'), 'utf8').split('\n').filter(Boolean);
+    const stores = journal().filter((r) => r.c !== undefined);
+    stores.length.should.equal(1);
+    lines.length.should.equal(journal().length); // the callback's line breaks did not split its record
+    stores[0].should.not.have.property('e');
+    stores[0].x.should.eql([0, 1, 3]); // the places of the entries stored in the callback's list
+    // A restart (all nodes) reads the entries back from the record.
+    await helper.setFlows(flow({ dedup: true }), 'full');
+    wireHelpers();
+    await until(() => held.length === 3, 'delivered again after the restart');
+    held.map((m) => m.payload).should.eql(expected);
+    held.forEach((m) => m.redelivered.should.equal(1));
   });
 
   it('keeps per-asset order: the next entry of an asset leaves only after the acknowledgement', async function () {

@@ -4,6 +4,7 @@
  * the last delivery. The journal inbox keeps its file in step with it; time comes from a clock
  * given by the caller, so tests move time instead of sleeping.
  */
+import { callbackEntries } from './callback-text';
 import { NewestRevisions, REVISION_HORIZON_MS, REVISION_KEYS_MAX } from './newest-revisions';
 import type { OrderKey } from './keys';
 import type { Delivery, NewEntry, ParkedEntry } from './types';
@@ -38,7 +39,12 @@ export interface StoredRecord extends NewEntry {
  * entries keep no objects of their own alive across the fsync and the queue, which the garbage
  * collector would copy and promote (an entry's `entry` is undefined until then).
  */
-export interface StoreBatch { line: string | undefined; count: number; first: number; text: string; entries?: unknown[] }
+export interface StoreBatch {
+  line: string | undefined; count: number; first: number; text: string;
+  /** The callback's text the record keeps (its `b`), and the places of the entries in its list (`x`). */
+  body?: string; indexes?: number[];
+  entries?: unknown[];
+}
 
 /**
  * A new waiting record with every field set (undefined where not known): one shape for all
@@ -56,7 +62,7 @@ export function newRecord(id: number, key: OrderKey, entry: unknown, receivedAt:
 export function entryOf(record: StoredRecord): unknown {
   const batch = record.batch;
   if (record.entry !== undefined || !batch) return record.entry;
-  batch.entries ??= (JSON.parse(batch.text.slice(9)) as { e: unknown[] }).e;
+  batch.entries ??= batch.body !== undefined ? callbackEntries(batch.body, batch.indexes, batch.count) : (JSON.parse(batch.text.slice(9)) as { e: unknown[] }).e;
   return batch.entries[record.id - batch.first];
 }
 

@@ -20,7 +20,11 @@ import * as path from 'path';
 import { crc32 } from 'zlib';
 
 export function encodeRecord(record: object): string {
-  const json = JSON.stringify(record);
+  return recordLine(JSON.stringify(record));
+}
+
+/** One record's line from its JSON text (one line: no raw line break). */
+export function recordLine(json: string): string {
   return crc32(json).toString(16).padStart(8, '0') + ' ' + json + '\n';
 }
 

@@ -9,7 +9,7 @@
 import { JournalFile, encodeRecord } from './journal-file';
 import { InboxState, REVISION_HORIZON_MS, toDelivery, toParked, type StoredRecord } from './inbox-state';
 import { replayRecords, snapshotText, storeRecords, type Rec } from './journal-records';
-import { InboxFullError, type Delivery, type Inbox, type InboxCounts, type InboxOptions, type NewEntry, type ParkedEntry, type Taken } from './types';
+import { InboxFullError, type CallbackText, type Delivery, type Inbox, type InboxCounts, type InboxOptions, type NewEntry, type ParkedEntry, type Taken } from './types';
 
 /** Compact once the journal holds this many entries' records more than a snapshot would (and twice as many). */
 const COMPACT_SLACK = 1000;
@@ -79,17 +79,24 @@ export class JournalInbox implements Inbox {
    * forgot them with the crash); stored again they would go behind the newer entries stored since,
    * and the flow would get an older revision after a newer one.
    */
-  async store(entries: NewEntry[]): Promise<number> {
+  async store(entries: NewEntry[], from?: CallbackText): Promise<number> {
     if (this.closed) throw new Error('inbox is closed');
     this.forgetOldRevisions();
-    const fresh = entries.filter((e) => !this.state.isStale(e.key, e.revision));
+    const fresh: NewEntry[] = [];
+    const indexes: number[] = [];
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i];
+      if (this.state.isStale(e.key, e.revision)) continue;
+      fresh.push(e);
+      if (from) indexes.push(from.indexes[i]);
+    }
     const stale = entries.length - fresh.length;
     if (fresh.length === 0) return stale;
     if (this.state.size + this.reserved + fresh.length > this.options.maxEntries) throw new InboxFullError(this.options.maxEntries);
     // Ids are places in line, consecutive within one store (its record names the first).
     const firstId = this.state.newPlace();
     for (let i = 1; i < fresh.length; i++) this.state.newPlace();
-    const { records, text } = storeRecords(fresh, firstId);
+    const { records, text } = storeRecords(fresh, firstId, from && { body: from.body, indexes });
     this.reserved += fresh.length;
     try {
       // In the state only once on disk: nothing is handed out that was not stored. The revisions

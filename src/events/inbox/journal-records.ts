@@ -4,9 +4,11 @@
  *
  * - `c` one callback's entries, stored together: ids `c`, `c`+1, ... (an entry's id is its place
  *   in line), keys `k` (keys.ts; older files hold `asset:<n>` text, read as the number), revisions
- *   `v` (null: none), entries `e`, received at `at`, subscription `sub`. One record, so a torn
- *   last record drops that whole callback (never answered 2xx, the server sends it again), never
- *   an entry of an earlier one.
+ *   `v` (null: none), received at `at`, subscription `sub`, and the entries: the callback's own
+ *   JSON text `b` as the server sent it, with `x` the places in its entry list of those stored (left
+ *   out: the first ones, as many as `k`), read back with callback-text.ts; or the entries `e` (a
+ *   body some parser in front had read already). One record, so a torn last record drops that
+ *   whole callback (never answered 2xx, the server sends it again), never an entry of an earlier one.
  * - `d`/`n`/`a` arrays: delivery counts (`d` ids, `n` counts) and acknowledgements (`a` ids)
  *   gathered until the journal's next write, applied in that order.
  * - `s` one entry (a compaction writes those of entries whose callback record is not reused:
@@ -16,13 +18,14 @@
  * - `p` parked, `u` delivered again (new place `q`); a compacted file starts with `i`: the ids and
  *   places used and each key's newest revision (`hk`/`hv`, times `hb` + `ho`; files before: `ht`, or `h`).
  */
-import { encodeRecord } from './journal-file';
+import { callbackEntries, inListOrder, oneLine } from './callback-text';
+import { encodeRecord, recordLine } from './journal-file';
 import { entryOf, newRecord, type InboxState, type StoreBatch, type StoredRecord } from './inbox-state';
 import { readKey, type OrderKey } from './keys';
-import type { NewEntry } from './types';
+import type { CallbackText, NewEntry } from './types';
 
 export type Rec =
-  | { c: number; k: OrderKey[]; e: unknown[]; v?: Array<number | null>; sub?: string; at: string }
+  | { c: number; k: OrderKey[]; e?: unknown[]; b?: unknown; x?: number[]; v?: Array<number | null>; sub?: string; at: string }
   | { s: number; k: OrderKey; e: unknown; v?: number; sub?: string; at: string; q?: number; n?: number; p?: string; pa?: string }
   | { d: number[]; n: number[]; a: number[] }
   | { d: number; n: number }
@@ -39,8 +42,10 @@ export type Rec =
 /**
  * The records of entries stored together, and their `c` record (undefined when they differ in
  * time or subscription: then one `s` record each). `firstId` is the id of the first; the others follow.
+ * With the callback's text (`from`) the record keeps that text instead of writing each entry out
+ * again: JSON.stringify of the entries was the largest part of storing them.
  */
-export function storeRecords(entries: NewEntry[], firstId: number): { records: StoredRecord[]; text: string } {
+export function storeRecords(entries: NewEntry[], firstId: number, from?: CallbackText): { records: StoredRecord[]; text: string } {
   const records: StoredRecord[] = [];
   const { receivedAt, subscriptionId } = entries[0];
   let shared = true;
@@ -55,20 +60,27 @@ export function storeRecords(entries: NewEntry[], firstId: number): { records: S
     return { records, text };
   }
   const k: OrderKey[] = new Array(records.length);
-  const e: unknown[] = new Array(records.length);
   let v: Array<number | null> | undefined;
   for (let i = 0; i < records.length; i++) {
     const r = records[i];
     k[i] = r.key;
-    e[i] = r.entry;
     if (r.revision !== undefined) (v ??= new Array(records.length).fill(null))[i] = r.revision;
   }
-  const rec: Rec = { c: firstId, k, e, at: receivedAt };
+  const rec: Rec = { c: firstId, k, at: receivedAt };
   if (v) rec.v = v;
   if (subscriptionId !== undefined) rec.sub = subscriptionId;
-  const text = encodeRecord(rec);
+  let text: string;
+  let body: string | undefined;
+  if (from) {
+    if (!inListOrder(from.indexes)) rec.x = from.indexes;
+    body = oneLine(from.body);
+    text = recordLine(JSON.stringify(rec).slice(0, -1) + ',"b":' + body + '}');
+  } else {
+    rec.e = records.map((r) => r.entry);
+    text = encodeRecord(rec);
+  }
   // Kept for compaction, which writes it again while all of them wait untouched (see snapshot).
-  const batch: StoreBatch = { line: text, count: records.length, first: firstId, text };
+  const batch: StoreBatch = { line: text, count: records.length, first: firstId, text, body, indexes: rec.x };
   for (const r of records) { r.batch = batch; r.entry = undefined; }
   return { records, text };
 }
@@ -99,8 +111,9 @@ export function replayRecords(records: Rec[], state: InboxState, now: number): S
   let lastSeq = 0;
   for (const r of records) {
     if ('c' in r) {
-      for (let i = 0; i < r.e.length; i++) loaded(r.c + i, r.k[i], r.e[i], r.at, r.v?.[i], r.sub);
-      lastId = Math.max(lastId, r.c + r.e.length - 1);
+      const entries = r.e ?? callbackEntries(r.b, r.x, r.k.length);
+      for (let i = 0; i < r.k.length; i++) loaded(r.c + i, r.k[i], entries[i], r.at, r.v?.[i], r.sub);
+      lastId = Math.max(lastId, r.c + r.k.length - 1);
     } else if ('s' in r) {
       const rec = loaded(r.s, r.k, r.e, r.at, r.v, r.sub);
       rec.seq = r.q ?? r.s;

@@ -32,6 +32,13 @@ export interface NewEntry {
   receivedAt: string;
 }
 
+/**
+ * A callback's JSON text and where each entry stored from it is in its entry list (`data.entry`),
+ * in the order of the entries: an inbox may keep the text the server sent instead of writing the
+ * entries out again (journal-records.ts).
+ */
+export interface CallbackText { body: string; indexes: number[] }
+
 /** An entry handed to the flow. `delivery` is 1 on the first delivery. */
 export interface Delivery extends NewEntry {
   id: string;
@@ -68,8 +75,9 @@ export interface Inbox {
   /**
    * Stores the entries durably, all or none. Rejects with InboxFullError when they do not fit.
    * Resolves with how many were not stored because their revision is older than a stored one of their key.
+   * `from`: the callback they came from, as text (all entries of one callback).
    */
-  store(entries: NewEntry[]): Promise<number>;
+  store(entries: NewEntry[], from?: CallbackText): Promise<number>;
   /** Up to `limit` entries due now (also capped by the in-flight bound), keeping each key's order. */
   take(limit: number): Promise<Taken>;
   /** Done: the entry goes. False when the entry is unknown, parked, or in flight with another delivery. */

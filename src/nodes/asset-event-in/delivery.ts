@@ -96,6 +96,18 @@ export function inboxEntry(entry: CallbackEntry, subscriptionId: string | undefi
   return item;
 }
 
+/** Where each of `some` (taken from `all` in order: the filters only leave entries out) is in `all`; undefined if one is not. */
+function placesIn(all: readonly unknown[], some: readonly unknown[]): number[] | undefined {
+  const places: number[] = new Array(some.length);
+  let at = 0;
+  for (let i = 0; i < some.length; i++) {
+    while (at < all.length && all[at] !== some[i]) at++;
+    if (at === all.length) return undefined;
+    places[i] = at++;
+  }
+  return places;
+}
+
 /** The msg of an entry, as at-most-once sends it, plus the handle and the delivery count. */
 export function entryMessage(entry: unknown, subscriptionId: string | undefined, receivedAt: string): NodeMessage {
   const msg: NodeMessage = { payload: entry, receivedAt };
@@ -194,8 +206,10 @@ export class AtLeastOnceDelivery {
   /**
    * Stores one callback's entries durably; rejects with InboxRefusal when it cannot (answer 503).
    * Resolves with how many were left out as repeats: older than a stored revision of their asset.
+   * `callback`: its JSON text and all its entries as read from it (`entries` are some of them, in order).
    */
-  async store(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<number> {
+  async store(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string,
+    callback?: { text: string; entries: CallbackEntry[] }): Promise<number> {
     let inbox: Inbox;
     try {
       inbox = await this.opening;
@@ -205,7 +219,8 @@ export class AtLeastOnceDelivery {
     const items = entries.map((entry) => inboxEntry(entry, subscriptionId, receivedAt));
     let stale: number;
     try {
-      stale = await inbox.store(items);
+      const indexes = callback && placesIn(callback.entries, entries);
+      stale = await inbox.store(items, indexes && { body: callback!.text, indexes });
     } catch (err) {
       const full = err instanceof InboxFullError;
       const text = full

@@ -147,7 +147,8 @@ export class EventInEndpoint {
    * confirmation without an answer (Redis gone) may have landed: that chunk is handed on anyway,
    * as undoing it could lose it (the retry would find it emitted); the status turns red.
    */
-  private async emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string): Promise<Emitted> {
+  /** `text`: the callback's JSON text, when it was read as text (the inbox may keep it instead of the entries). */
+  private async emitEntries(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string, text?: string): Promise<Emitted> {
     const { stats } = this;
     const cut = await cutAndClaim(entries, subscriptionId, this.filter, { emitEmpty: this.settings.emitEmpty, oneChunk: this.settings.perCallback || !!this.delivery });
     for (let i = 0; i < cut.empties; i++) { this.empties++; stats.empty(); }
@@ -163,7 +164,7 @@ export class EventInEndpoint {
       // Stored before the answer; the inbox sends them. A failed store lets the claims go, so that the retry is not a duplicate.
       let stale: number;
       try {
-        stale = await this.delivery.store(kept, subscriptionId, receivedAt);
+        stale = await this.delivery.store(kept, subscriptionId, receivedAt, text === undefined ? undefined : { text, entries });
       } catch (err) {
         if (claim) await claim.undo().catch(() => undefined);
         throw err;
@@ -293,7 +294,7 @@ export class EventInEndpoint {
     }
     let outcome: Emitted;
     try {
-      outcome = await this.emitEntries(parsed.entries, parsed.id ?? settings.subscriptionId, receivedAt.toISOString());
+      outcome = await this.emitEntries(parsed.entries, parsed.id ?? settings.subscriptionId, receivedAt.toISOString(), body.text);
     } catch (err) {
       if (err instanceof InboxRefusal) {
         reply(res, 503, { success: false, error: `${err.message}; send again later` });
