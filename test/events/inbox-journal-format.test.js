@@ -189,6 +189,45 @@ describe('events: inbox journal format', function () {
     });
   }
 
+  it('NewestRevisions: a store reserves a key\'s place at once and its revision counts once settled; one never settled changes nothing', function () {
+    const newest = new NewestRevisions();
+    newest.note('a', 5, 1);
+    const a = newest.reserve('a', newest.placeOf('a'), 2);
+    const b = newest.reserve('b', newest.placeOf('b'), 2);
+    (newest.revision('a') === 5).should.be.true(); // not on disk yet: what was kept
+    (newest.revision('b') === undefined).should.be.true();
+    newest.columns().keys.should.eql(['a']); // a compaction writes only revisions on disk
+    newest.settle('a', a, 7, 3);
+    newest.settle('b', b, 1, 3);
+    newest.revision('a').should.equal(7);
+    newest.revision('b').should.equal(1);
+    // Two stores of one key under way at once settle to the newest, in either order.
+    for (const order of [[0, 1], [1, 0]]) {
+      const places = [9, 8].map(() => newest.reserve('c', newest.placeOf('c'), 4));
+      order.forEach((i) => newest.settle('c', places[i], [9, 8][i], 5));
+      newest.revision('c').should.equal(9);
+    }
+    // A store that failed (never settled) leaves the key as it was; the log is rewritten meanwhile.
+    newest.reserve('a', newest.placeOf('a'), 6);
+    const late = newest.reserve('d', newest.placeOf('d'), 6);
+    for (let t = 0; t < 10000; t++) newest.note(`k${t % 10}`, t, 7); // rewrites the log: places renumbered
+    newest.revision('a').should.equal(7);
+    newest.settle('d', late, 2, 8); // moved by the rewrite: settled as a note
+    newest.revision('d').should.equal(2);
+    newest.columns().keys.should.containDeep(['a', 'b', 'c', 'd']);
+  });
+
+  it('a store whose write fails leaves the newest revisions as they were: the server\'s retry is stored', async function () {
+    const file = path.join(dir, 'failed.journal');
+    const { inbox } = await open(file);
+    await inbox.store([entry(1, 5)]);
+    await inbox.journal.handle.close(); // the next write fails
+    await inbox.store([entry(1, 7), entry(2, 1)]).should.be.rejected();
+    inbox.state.isStale('1', 6).should.be.false();
+    inbox.state.isStale('2', 0).should.be.false();
+    inbox.state.isStale('1', 4).should.be.true();
+  });
+
   it('NewestRevisions: one place per key, in time order, through many notes of the same keys and forgetting', function () {
     const newest = new NewestRevisions();
     for (let t = 0; t < 20000; t++) newest.note(`k${t % 10}`, t, t); // 2000 notes each: the log is rewritten on the way

@@ -35,16 +35,12 @@ export interface StoredRecord extends NewEntry {
 
 /**
  * The store record of entries stored together, shared by them; `line` goes once one of them was
- * touched. Their entries are read back from `text` (the same record) when first needed: waiting
- * entries keep no objects of their own alive across the fsync and the queue, which the garbage
- * collector would copy and promote (an entry's `entry` is undefined until then).
+ * touched. Their entries are read back from the callback's text the record keeps (`body`, with the
+ * places `indexes` of the entries in its list), or else from `text` (the record), when first needed:
+ * waiting entries keep no objects of their own alive across the fsync and the queue, which the
+ * garbage collector would copy and promote (an entry's `entry` is undefined until then).
  */
-export interface StoreBatch {
-  line: string | undefined; count: number; first: number; text: string;
-  /** The callback's text the record keeps (its `b`), and the places of the entries in its list (`x`). */
-  body?: string; indexes?: number[];
-  entries?: unknown[];
-}
+export interface StoreBatch { line: string | undefined; count: number; first: number; text: string; entries?: unknown[]; body?: string; indexes?: number[] }
 
 /**
  * A new waiting record with every field set (undefined where not known): one shape for all

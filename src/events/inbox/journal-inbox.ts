@@ -83,11 +83,16 @@ export class JournalInbox implements Inbox {
     if (this.closed) throw new Error('inbox is closed');
     this.forgetOldRevisions();
     const fresh: NewEntry[] = [];
+    const reserved: number[] = [];
     const indexes: number[] = [];
+    const at = this.now();
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i];
-      if (this.state.isStale(e.key, e.revision)) continue;
+      // One without a revision is never a re-send; one with gets its place among the newest revisions at once.
+      const place = e.revision === undefined ? -1 : this.state.newest.admit(e.key, e.revision, at);
+      if (place === undefined) continue; // stale
       fresh.push(e);
+      reserved.push(place);
       if (from) indexes.push(from.indexes[i]);
     }
     const stale = entries.length - fresh.length;
@@ -102,8 +107,12 @@ export class JournalInbox implements Inbox {
       // In the state only once on disk: nothing is handed out that was not stored. The revisions
       // count only then too: a callback that failed to store must be stored when it comes again.
       await this.writeText(text, fresh.length, () => {
-        const at = this.now();
-        for (const r of records) { this.state.add(r); this.state.noteRevision(r.key, r.revision, at); }
+        const now = this.now();
+        for (let i = 0; i < records.length; i++) {
+          const r = records[i];
+          this.state.add(r);
+          if (r.revision !== undefined) this.state.newest.settle(r.key, reserved[i], r.revision, now);
+        }
       });
     } finally {
       this.reserved -= fresh.length;
