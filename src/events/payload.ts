@@ -26,9 +26,9 @@ export function readInteger(v: unknown): unknown {
   return isIntegerText(v) ? exactInteger(v) : v;
 }
 
-/** Normalises one entry; keeps fields the spec does not list. */
-export function normaliseEntry(raw: Record<string, unknown>): CallbackEntry {
-  const entry: Record<string, unknown> = { ...raw };
+/** Normalises one entry (a copy, or `raw` itself when `inPlace`); keeps fields the spec does not list. */
+export function normaliseEntry(raw: Record<string, unknown>, inPlace = false): CallbackEntry {
+  const entry: Record<string, unknown> = inPlace ? raw : { ...raw };
   if ('assetId' in entry) entry.assetId = readInteger(entry.assetId);
   if ('rrn' in entry) entry.rrn = readInteger(entry.rrn);
   return entry as CallbackEntry;
@@ -38,8 +38,11 @@ export function isEmptyEntry(entry: CallbackEntry): boolean {
   return Object.keys(entry).length === 0;
 }
 
-/** Checks the 2.3 shape of an already parsed JSON body and returns its entries (413 past `maxEntries`). */
-export function parseCallbackPayload(body: unknown, maxEntries = Infinity): ParsedCallback {
+/**
+ * Checks the 2.3 shape of an already parsed JSON body and returns its entries (413 past `maxEntries`).
+ * `own`: the body was parsed for this call alone, so its entries are normalised in place, not copied.
+ */
+export function parseCallbackPayload(body: unknown, maxEntries = Infinity, own = false): ParsedCallback {
   if (!isPlainObject(body)) return { ok: false, reason: 'body: must be a JSON object (spec 2.3)' };
 
   const success = readBooleanFlag(body.success);
@@ -63,7 +66,7 @@ export function parseCallbackPayload(body: unknown, maxEntries = Infinity): Pars
   for (let i = 0; i < list.length; i++) {
     const item = list[i];
     if (!isPlainObject(item)) return { ok: false, reason: `data.entry[${i}]: must be an object` };
-    entries.push(normaliseEntry(item));
+    entries.push(normaliseEntry(item, own));
   }
   const result: ParsedCallback = { ok: true, entries };
   if (id !== undefined) result.id = id;

@@ -10,7 +10,8 @@ import { parseCallbackPayload } from '../payload';
  * text or, in a record loaded from the file, its parsed value.
  */
 export function callbackEntries(body: unknown, indexes: number[] | undefined, count: number): unknown[] {
-  const parsed = parseCallbackPayload(typeof body === 'string' ? JSON.parse(body) : body);
+  // Parsed here (or loaded from the file) for this alone: normalised in place.
+  const parsed = parseCallbackPayload(typeof body === 'string' ? JSON.parse(body) : body, Infinity, true);
   if (!parsed.ok) throw new Error(`inbox record: the callback text kept cannot be read again (${parsed.reason})`);
   const all = parsed.entries;
   if (!indexes) return all.length === count ? all : all.slice(0, count);
