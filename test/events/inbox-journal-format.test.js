@@ -215,6 +215,13 @@ describe('events: inbox journal format', function () {
     newest.settle('d', late, 2, 8); // moved by the rewrite: settled as a note
     newest.revision('d').should.equal(2);
     newest.columns().keys.should.containDeep(['a', 'b', 'c', 'd']);
+    // A log where every key has one place (columns are slices of it): a reserved new key is still left out.
+    const fresh = new NewestRevisions();
+    for (const k of ['k1', 'k2', 'k3']) fresh.note(k, 1, 1);
+    const k4 = fresh.reserve('k4', fresh.placeOf('k4'), 2);
+    fresh.columns().should.eql({ keys: ['k1', 'k2', 'k3'], revisions: [1, 1, 1], times: [1, 1, 1] });
+    fresh.settle('k4', k4, 3, 2);
+    fresh.columns().should.eql({ keys: ['k1', 'k2', 'k3', 'k4'], revisions: [1, 1, 1, 3], times: [1, 1, 1, 2] });
   });
 
   it('a store whose write fails leaves the newest revisions as they were: the server\'s retry is stored', async function () {

@@ -142,6 +142,11 @@ export class NewestRevisions {
    * compaction writes them all); with `reserved`, also the keys reserved with no revision kept yet.
    */
   columns(reserved = false): { keys: OrderKey[]; revisions: number[]; times: number[] } {
+    // Every place live (the usual case: each key has one place, and none reserved without a revision):
+    // slices of the log, several times faster than copying place by place (a compaction writes them all).
+    if (this.keys.length - this.head === this.places.size && (reserved || !this.anyReservedWithout())) {
+      return { keys: this.keys.slice(this.head), revisions: this.revisions.slice(this.head), times: this.times.slice(this.head) };
+    }
     const keys: OrderKey[] = [];
     const revisions: number[] = [];
     const times: number[] = [];
@@ -153,6 +158,13 @@ export class NewestRevisions {
       times.push(at);
     }
     return { keys, revisions, times };
+  }
+
+  /** A place reserved by a store of a key with no revision kept before (NaN), not yet settled. */
+  private anyReservedWithout(): boolean {
+    const revisions = this.revisions;
+    for (let i = this.head; i < revisions.length; i++) if (Number.isNaN(revisions[i])) return true;
+    return false;
   }
 
   private append(key: OrderKey, revision: number, at: number): void {
