@@ -64,7 +64,8 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number, max
 /** An already parsed body's entries are counted by parseCallbackPayload. */
 function fromParsedBody(body: unknown, maxEntries: number): BodyOutcome {
   if (Buffer.isBuffer(body)) return parseText(body.toString('utf8'), maxEntries);
-  if (typeof body === 'string') return parseText(body, maxEntries);
+  // No `text`: a string made by other code may hold lone surrogates, which a journal line would not keep.
+  if (typeof body === 'string') { const parsed = parseText(body, maxEntries); return parsed.ok ? { ok: true, value: parsed.value } : parsed; }
   if (body === undefined || (typeof body === 'object' && body !== null && Object.keys(body).length === 0)) {
     return { ok: false, status: 400, reason: 'body is empty' };
   }

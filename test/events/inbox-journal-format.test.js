@@ -67,7 +67,7 @@ describe('events: inbox journal format', function () {
       const json = withExactIntegers(text);
       const all = parseCallbackPayload(JSON.parse(json)).entries;
       const entries = places.map((i) => ({ key: orderKey(all[i].assetId), entry: all[i], revision: typeof all[i].rrn === 'number' ? all[i].rrn : undefined, receivedAt: '2026-01-01T00:00:00.000Z' }));
-      await inbox.store(entries, { body: json, indexes: places });
+      await inbox.store(entries, { body: json, indexes: places, total: all.length });
       return places.map((i) => all[i]);
     };
     const first = await stored('{"success":true,"data":{"entry":[{"assetId":1,"rrn":5},{"assetId":"4","rrn":"9007199254740993"}]}}', [0, 1]);
@@ -165,7 +165,7 @@ describe('events: inbox journal format', function () {
     const store = (inbox, entries) => {
       if (!withText) return inbox.store(entries);
       const body = JSON.stringify({ success: true, data: { entry: entries.map((e) => e.entry) } });
-      return inbox.store(entries, { body, indexes: entries.map((_, i) => i) });
+      return inbox.store(entries, { body, indexes: entries.map((_, i) => i), total: entries.length });
     };
     it(`compaction writes an untouched callback record as it was, the others entry by entry; what is left loads (${withText ? 'callback text' : 'entries'})`, async function () {
       const file = path.join(dir, 'compact.journal');
@@ -222,6 +222,31 @@ describe('events: inbox journal format', function () {
     fresh.columns().should.eql({ keys: ['k1', 'k2', 'k3'], revisions: [1, 1, 1], times: [1, 1, 1] });
     fresh.settle('k4', k4, 3, 2);
     fresh.columns().should.eql({ keys: ['k1', 'k2', 'k3', 'k4'], revisions: [1, 1, 1, 3], times: [1, 1, 1, 2] });
+  });
+
+  it('a callback of which few entries are stored (a large retry) is stored as entries, not as its whole text', async function () {
+    const file = path.join(dir, 'few.journal');
+    const { inbox } = await open(file);
+    const json = JSON.stringify({ success: true, data: { entry: [1, 2, 3, 4].map((a) => ({ assetId: a, rrn: 1 })) } });
+    const all = parseCallbackPayload(JSON.parse(json)).entries;
+    const stored = (places) => inbox.store(places.map((i) => entry(all[i].assetId, 1)).map((e, n) => ({ ...e, entry: all[places[n]] })), { body: json, indexes: places, total: 4 });
+    await stored([3]); // 1 of 4
+    await stored([0, 1]); // 2 of 4: the text
+    await inbox.close();
+    const stores = records(file).filter((r) => r.c !== undefined);
+    stores.map((r) => [r.e !== undefined, r.b !== undefined, r.x]).should.eql([[true, false, undefined], [false, true, undefined]]);
+    const { inbox: again } = await open(file);
+    again.remaining().map((d) => d.entry).should.eql([all[3], all[0], all[1]]);
+  });
+
+  it('a refused callback (inbox full) leaves the newest revisions as they were', async function () {
+    const file = path.join(dir, 'full.journal');
+    const { inbox } = await open(file, { maxEntries: 2 });
+    await inbox.store([entry(1, 5)]);
+    const before = inbox.state.newest.size;
+    await inbox.store([entry(2, 1), entry(3, 1)]).should.be.rejectedWith(/inbox full/);
+    inbox.state.newest.size.should.equal(before);
+    inbox.state.newest.columns().should.eql(inbox.state.newest.columns(true)); // nothing reserved left behind
   });
 
   it('a store whose write fails leaves the newest revisions as they were: the server\'s retry is stored', async function () {

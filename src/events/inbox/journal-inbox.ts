@@ -83,25 +83,27 @@ export class JournalInbox implements Inbox {
     if (this.closed) throw new Error('inbox is closed');
     this.forgetOldRevisions();
     const fresh: NewEntry[] = [];
-    const reserved: number[] = [];
     const indexes: number[] = [];
-    const at = this.now();
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i];
-      // One without a revision is never a re-send; one with gets its place among the newest revisions at once.
-      const place = e.revision === undefined ? -1 : this.state.newest.admit(e.key, e.revision, at);
-      if (place === undefined) continue; // stale
+      if (this.state.isStale(e.key, e.revision)) continue;
       fresh.push(e);
-      reserved.push(place);
       if (from) indexes.push(from.indexes[i]);
     }
     const stale = entries.length - fresh.length;
     if (fresh.length === 0) return stale;
     if (this.state.size + this.reserved + fresh.length > this.options.maxEntries) throw new InboxFullError(this.options.maxEntries);
+    // Each revision's place among the newest revisions, taken now while the map's entry is in the
+    // cache (just looked up), filled once on disk (settle). Not before the bound is checked: a refused
+    // callback leaves the map as it was. (Stale is checked again: the same asset twice in one callback.)
+    const at = this.now();
+    const reserved = fresh.map((e) => (e.revision === undefined ? -1 : this.state.newest.admit(e.key, e.revision, at) ?? -1));
     // Ids are places in line, consecutive within one store (its record names the first).
     const firstId = this.state.newPlace();
     for (let i = 1; i < fresh.length; i++) this.state.newPlace();
-    const { records, text } = storeRecords(fresh, firstId, from && { body: from.body, indexes });
+    // The callback's text is kept when it is mostly what is stored (not a large retry of which one entry was new).
+    const keepText = from && fresh.length * 2 >= from.total;
+    const { records, text } = storeRecords(fresh, firstId, keepText ? { body: from.body, indexes, total: from.total } : undefined);
     this.reserved += fresh.length;
     try {
       // In the state only once on disk: nothing is handed out that was not stored. The revisions

@@ -33,11 +33,11 @@ export interface NewEntry {
 }
 
 /**
- * A callback's JSON text and where each entry stored from it is in its entry list (`data.entry`),
- * in the order of the entries: an inbox may keep the text the server sent instead of writing the
- * entries out again (journal-records.ts).
+ * A callback's JSON text, where each entry stored from it is in its entry list (`data.entry`), in
+ * the order of the entries, and how many entries the list holds: an inbox may keep the text the
+ * server sent instead of writing the entries out again (journal-records.ts).
  */
-export interface CallbackText { body: string; indexes: number[] }
+export interface CallbackText { body: string; indexes: number[]; total: number }
 
 /** An entry handed to the flow. `delivery` is 1 on the first delivery. */
 export interface Delivery extends NewEntry {

@@ -33,7 +33,7 @@ export function readHandle(value: unknown): InboxHandle | string {
   if (typeof h !== 'object' || typeof h.node !== 'string' || typeof h.id !== 'string' || !Number.isInteger(h.delivery)) {
     return 'msg._inbox: must be the object { node, id, delivery } set by asset-event-in; it was changed';
   }
-  return h as unknown as InboxHandle; // read at once by the acknowledgement (no copy per msg)
+  return h as unknown as InboxHandle; // no copy per msg: nothing changes it while this node holds the msg
 }
 
 export default function register(RED: NodeAPI): void {

@@ -220,7 +220,7 @@ export class AtLeastOnceDelivery {
     let stale: number;
     try {
       const indexes = callback && placesIn(callback.entries, entries);
-      stale = await inbox.store(items, indexes && { body: callback!.text, indexes });
+      stale = await inbox.store(items, indexes && { body: callback!.text, indexes, total: callback!.entries.length });
     } catch (err) {
       const full = err instanceof InboxFullError;
       const text = full
