@@ -95,7 +95,8 @@ export class JournalInbox implements Inbox {
     if (this.state.size + this.reserved + fresh.length > this.options.maxEntries) throw new InboxFullError(this.options.maxEntries);
     // Each revision's place among the newest revisions, taken now while the map's entry is in the
     // cache (just looked up), filled once on disk (settle). Not before the bound is checked: a refused
-    // callback leaves the map as it was. (Stale is checked again: the same asset twice in one callback.)
+    // callback leaves the map as it was. (admit finds none stale here: a reservation keeps what was
+    // kept before; -1 would only make settle note it the usual way.)
     const at = this.now();
     const reserved = fresh.map((e) => (e.revision === undefined ? -1 : this.state.newest.admit(e.key, e.revision, at) ?? -1));
     // Ids are places in line, consecutive within one store (its record names the first).
