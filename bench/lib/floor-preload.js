@@ -37,7 +37,10 @@ if (parts.has('nojournal')) {
 
 if (parts.has('norevision')) {
   const { InboxState } = require(path.join(DIST, 'inbox-state'));
-  InboxState.prototype.isStale = () => false;
+  const { NewestRevisions } = require(path.join(DIST, 'newest-revisions'));
+  NewestRevisions.prototype.isOlder = () => false;
+  NewestRevisions.prototype.reserve = () => -1;
+  NewestRevisions.prototype.settle = () => undefined;
   InboxState.prototype.noteRevision = () => undefined;
 }
 

@@ -192,8 +192,8 @@ describe('events: inbox journal format', function () {
   it('NewestRevisions: a store reserves a key\'s place at once and its revision counts once settled; one never settled changes nothing', function () {
     const newest = new NewestRevisions();
     newest.note('a', 5, 1);
-    const a = newest.reserve('a', newest.placeOf('a'), 2);
-    const b = newest.reserve('b', newest.placeOf('b'), 2);
+    const a = newest.reserve('a', 2);
+    const b = newest.reserve('b', 2);
     (newest.revision('a') === 5).should.be.true(); // not on disk yet: what was kept
     (newest.revision('b') === undefined).should.be.true();
     newest.columns().keys.should.eql(['a']); // a compaction writes only revisions on disk
@@ -203,13 +203,13 @@ describe('events: inbox journal format', function () {
     newest.revision('b').should.equal(1);
     // Two stores of one key under way at once settle to the newest, in either order.
     for (const order of [[0, 1], [1, 0]]) {
-      const places = [9, 8].map(() => newest.reserve('c', newest.placeOf('c'), 4));
+      const places = [9, 8].map(() => newest.reserve('c', 4));
       order.forEach((i) => newest.settle('c', places[i], [9, 8][i], 5));
       newest.revision('c').should.equal(9);
     }
     // A store that failed (never settled) leaves the key as it was; the log is rewritten meanwhile.
-    newest.reserve('a', newest.placeOf('a'), 6);
-    const late = newest.reserve('d', newest.placeOf('d'), 6);
+    newest.reserve('a', 6);
+    const late = newest.reserve('d', 6);
     for (let t = 0; t < 10000; t++) newest.note(`k${t % 10}`, t, 7); // rewrites the log: places renumbered
     newest.revision('a').should.equal(7);
     newest.settle('d', late, 2, 8); // moved by the rewrite: settled as a note
@@ -218,7 +218,7 @@ describe('events: inbox journal format', function () {
     // A log where every key has one place (columns are slices of it): a reserved new key is still left out.
     const fresh = new NewestRevisions();
     for (const k of ['k1', 'k2', 'k3']) fresh.note(k, 1, 1);
-    const k4 = fresh.reserve('k4', fresh.placeOf('k4'), 2);
+    const k4 = fresh.reserve('k4', 2);
     fresh.columns().should.eql({ keys: ['k1', 'k2', 'k3'], revisions: [1, 1, 1], times: [1, 1, 1] });
     fresh.settle('k4', k4, 3, 2);
     fresh.columns().should.eql({ keys: ['k1', 'k2', 'k3', 'k4'], revisions: [1, 1, 1, 3], times: [1, 1, 1, 2] });
@@ -255,9 +255,9 @@ describe('events: inbox journal format', function () {
     await inbox.store([entry(1, 5)]);
     await inbox.journal.handle.close(); // the next write fails
     await inbox.store([entry(1, 7), entry(2, 1)]).should.be.rejected();
-    inbox.state.isStale('1', 6).should.be.false();
-    inbox.state.isStale('2', 0).should.be.false();
-    inbox.state.isStale('1', 4).should.be.true();
+    inbox.state.newest.isOlder('1', 6).should.be.false();
+    inbox.state.newest.isOlder('2', 0).should.be.false();
+    inbox.state.newest.isOlder('1', 4).should.be.true();
   });
 
   it('NewestRevisions: one place per key, in time order, through many notes of the same keys and forgetting', function () {

@@ -127,9 +127,9 @@ describe('events: inbox newest revisions are forgotten after the retry horizon',
     state.noteRevision('k0', 7, 20000); // newer revision stored later: moves to the young end
     state.forgetOldRevisions(H + 5000); // keys stored at 0..5000 are H old
     state.newest.size.should.equal(10000 - 5000); // k1..k5000 forgotten; k0 kept (stored at 20000)
-    state.isStale('k0', 6).should.be.true();
-    state.isStale('k1', 0).should.be.false();
-    state.isStale('k9999', 9998).should.be.true();
+    state.newest.isOlder('k0', 6).should.be.true();
+    state.newest.isOlder('k1', 0).should.be.false();
+    state.newest.isOlder('k9999', 9998).should.be.true();
     state.forgetOldRevisions(H + 20000);
     state.newest.size.should.equal(0);
   });
@@ -141,9 +141,9 @@ describe('events: inbox newest revisions are forgotten after the retry horizon',
     for (let i = 0; i < 12; i++) state.noteRevision(`k${i}`, i, 1000 + i);
     state.forgetOldRevisions(2000).should.equal(6); // all young: 12 keys, 5 + 1 (in the inbox) kept
     state.newest.size.should.equal(6);
-    state.isStale('k0', -1).should.be.true(); // in the inbox: kept, though the oldest
-    for (let i = 1; i <= 6; i++) state.isStale(`k${i}`, -1).should.be.false();
-    for (let i = 7; i < 12; i++) state.isStale(`k${i}`, -1).should.be.true();
+    state.newest.isOlder('k0', -1).should.be.true(); // in the inbox: kept, though the oldest
+    for (let i = 1; i <= 6; i++) state.newest.isOlder(`k${i}`, -1).should.be.false();
+    for (let i = 7; i < 12; i++) state.newest.isOlder(`k${i}`, -1).should.be.true();
     state.forgetOldRevisions(2000).should.equal(0);
   });
 

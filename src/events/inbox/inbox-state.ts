@@ -110,13 +110,6 @@ export class InboxState {
   get parked(): number { return this.parkedCount; }
   get size(): number { return this.records.size; }
 
-  /** True when an entry of `key` with a newer revision was stored already. */
-  isStale(key: OrderKey, revision: number | undefined): boolean {
-    if (revision === undefined) return false;
-    const newest = this.newest.revision(key);
-    return newest !== undefined && revision < newest;
-  }
-
   /** A revision of `key` stored at time `at`. */
   noteRevision(key: OrderKey, revision: number | undefined, at: number): void {
     if (revision !== undefined) this.newest.note(key, revision, at);

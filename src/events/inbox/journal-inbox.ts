@@ -86,7 +86,7 @@ export class JournalInbox implements Inbox {
     const indexes: number[] = [];
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i];
-      if (this.state.isStale(e.key, e.revision)) continue;
+      if (e.revision !== undefined && this.state.newest.isOlder(e.key, e.revision)) continue;
       fresh.push(e);
       if (from) indexes.push(from.indexes[i]);
     }
@@ -95,16 +95,16 @@ export class JournalInbox implements Inbox {
     if (this.state.size + this.reserved + fresh.length > this.options.maxEntries) throw new InboxFullError(this.options.maxEntries);
     // Each revision's place among the newest revisions, taken now while the map's entry is in the
     // cache (just looked up), filled once on disk (settle). Not before the bound is checked: a refused
-    // callback leaves the map as it was. (admit finds none stale here: a reservation keeps what was
-    // kept before; -1 would only make settle note it the usual way.)
+    // callback leaves the map as it was.
     const at = this.now();
-    const reserved = fresh.map((e) => (e.revision === undefined ? -1 : this.state.newest.admit(e.key, e.revision, at) ?? -1));
+    const newest = this.state.newest;
+    const reserved = fresh.map((e) => (e.revision === undefined ? -1 : newest.reserve(e.key, at)));
     // Ids are places in line, consecutive within one store (its record names the first).
     const firstId = this.state.newPlace();
     for (let i = 1; i < fresh.length; i++) this.state.newPlace();
     // The callback's text is kept when it is mostly what is stored (not a large retry of which one entry was new).
     const keepText = from && fresh.length * 2 >= from.total;
-    const { records, text } = storeRecords(fresh, firstId, keepText ? { body: from.body, indexes, total: from.total } : undefined);
+    const { records, text } = storeRecords(fresh, firstId, keepText ? { body: from.body, indexes } : undefined);
     this.reserved += fresh.length;
     try {
       // In the state only once on disk: nothing is handed out that was not stored. The revisions

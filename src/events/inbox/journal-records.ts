@@ -45,7 +45,7 @@ export type Rec =
  * With the callback's text (`from`) the record keeps that text instead of writing each entry out
  * again: JSON.stringify of the entries was the largest part of storing them.
  */
-export function storeRecords(entries: NewEntry[], firstId: number, from?: CallbackText): { records: StoredRecord[]; text: string } {
+export function storeRecords(entries: NewEntry[], firstId: number, from?: Omit<CallbackText, 'total'>): { records: StoredRecord[]; text: string } {
   const records: StoredRecord[] = [];
   const { receivedAt, subscriptionId } = entries[0];
   let shared = true;

@@ -43,39 +43,30 @@ export class NewestRevisions {
 
   /** The newest revision of `key`, if one is kept. */
   revision(key: OrderKey): number | undefined {
-    return this.revisionAt(this.places.get(key));
-  }
-
-  /** The place of `key` (for revisionAt and reserve: one look-up in the map for both). */
-  placeOf(key: OrderKey): number | undefined {
-    return this.places.get(key);
-  }
-
-  /** The revision kept at a place from placeOf; undefined for none (NaN: a place reserved by a store with none kept before). */
-  revisionAt(place: number | undefined): number | undefined {
+    const place = this.places.get(key);
     if (place === undefined) return undefined;
     const revision = this.revisions[place - this.base];
-    return Number.isNaN(revision) ? undefined : revision;
+    return Number.isNaN(revision) ? undefined : revision; // NaN: reserved by a store, none kept before
   }
 
   /**
-   * At store time, with one look-up: undefined when `revision` is older than the one kept for `key`
-   * (the entry is a re-send: left out); else the place reserved for it (reserve).
+   * True when `revision` is older than the one kept for `key`: an entry of it is a re-send (the
+   * server sends a callback again when a crash cut off the answer after its entries were written).
    */
-  admit(key: OrderKey, revision: number, at: number): number | undefined {
-    const place = this.places.get(key);
-    const kept = this.revisionAt(place);
-    return kept !== undefined && revision < kept ? undefined : this.reserve(key, place, at);
+  isOlder(key: OrderKey, revision: number): boolean {
+    const kept = this.revision(key);
+    return kept !== undefined && revision < kept;
   }
 
   /**
-   * A store under way: `key` (at `place`, from placeOf just before) moves to a new place at the end
+   * A store under way: `key` moves from its place (if it has one) to a new place at the end
    * with what its old place held (or no revision), and the new place is returned for `settle`. The
    * map is then touched once per entry while its line is still in the cache: a note after the store's
    * fsync missed the cache (the bench's map of up to a million assets: 0.7 us per entry).
    * Until settled, the key's newest revision is what it was: a store that fails changes nothing.
    */
-  reserve(key: OrderKey, place: number | undefined, at: number): number {
+  reserve(key: OrderKey, at: number): number {
+    const place = this.places.get(key);
     let revision = NaN;
     if (place !== undefined) {
       const i = place - this.base;
