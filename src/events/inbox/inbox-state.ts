@@ -35,12 +35,13 @@ export interface StoredRecord extends NewEntry {
 
 /**
  * The store record of entries stored together, shared by them; `line` goes once one of them was
- * touched. Their entries are read back from the callback's text the record keeps (`body`, with the
- * places `indexes` of the entries in its list), or else from `text` (the record), when first needed:
- * waiting entries keep no objects of their own alive across the fsync and the queue, which the
- * garbage collector would copy and promote (an entry's `entry` is undefined until then).
+ * touched. Their entries are read back from the record's text `text` when first needed: from the
+ * callback's own text in it (from `bodyAt` to the record's closing brace; `indexes`, the places of
+ * the entries in its list), or else its entries `e`. Waiting entries keep no objects of their own
+ * alive across the fsync and the queue, which the garbage collector would copy and promote (an
+ * entry's `entry` is undefined until then), and the callback's text is kept once, inside the record.
  */
-export interface StoreBatch { line: string | undefined; count: number; first: number; text: string; entries?: unknown[]; body?: string; indexes?: number[] }
+export interface StoreBatch { line: string | undefined; count: number; first: number; text: string; entries?: unknown[]; bodyAt?: number; indexes?: number[] }
 
 /**
  * A new waiting record with every field set (undefined where not known): one shape for all
@@ -58,7 +59,9 @@ export function newRecord(id: number, key: OrderKey, entry: unknown, receivedAt:
 export function entryOf(record: StoredRecord): unknown {
   const batch = record.batch;
   if (record.entry !== undefined || !batch) return record.entry;
-  batch.entries ??= batch.body !== undefined ? callbackEntries(batch.body, batch.indexes, batch.count) : (JSON.parse(batch.text.slice(9)) as { e: unknown[] }).e;
+  batch.entries ??= batch.bodyAt !== undefined
+    ? callbackEntries(batch.text.slice(batch.bodyAt, -2), batch.indexes, batch.count)
+    : (JSON.parse(batch.text.slice(9)) as { e: unknown[] }).e;
   return batch.entries[record.id - batch.first];
 }
 

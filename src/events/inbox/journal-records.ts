@@ -70,17 +70,17 @@ export function storeRecords(entries: NewEntry[], firstId: number, from?: Omit<C
   if (v) rec.v = v;
   if (subscriptionId !== undefined) rec.sub = subscriptionId;
   let text: string;
-  let body: string | undefined;
+  let bodyAt: number | undefined;
   if (from) {
     if (!inListOrder(from.indexes)) rec.x = from.indexes;
-    body = oneLine(from.body);
-    text = recordLine(JSON.stringify(rec).slice(0, -1) + ',"b":' + body + '}');
+    text = recordLine(JSON.stringify(rec).slice(0, -1) + ',"b":' + oneLine(from.body) + '}');
+    bodyAt = text.length - from.body.length - 2; // before '}' and the line's end
   } else {
     rec.e = records.map((r) => r.entry);
     text = encodeRecord(rec);
   }
   // Kept for compaction, which writes it again while all of them wait untouched (see snapshot).
-  const batch: StoreBatch = { line: text, count: records.length, first: firstId, text, body, indexes: rec.x };
+  const batch: StoreBatch = { line: text, count: records.length, first: firstId, text, bodyAt, indexes: rec.x };
   for (const r of records) { r.batch = batch; r.entry = undefined; }
   return { records, text };
 }
