@@ -29,14 +29,15 @@ function nvp(line) {
   const { buildFlows } = require('./lib/flows');
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'events-gc-'));
   let current; // the variant whose burst is under way: its GC lines count for it
-  const totals = Object.fromEntries(VARIANTS.map((v) => [v, { entries: 0, scavenges: 0, scavengeMs: 0, promoted: 0, majors: 0, majorMs: 0, rates: [] }]));
+  const totals = Object.fromEntries(VARIANTS.map((v) => [v, { entries: 0, scavenges: 0, scavengeMs: 0, promoted: 0, majors: 0, majorMs: 0, other: 0, rates: [] }]));
   const nr = await startNodeRed({
     userDir: path.join(tmp, 'nr'),
     log: (line) => {
       if (!current || !line.includes('pause=')) return;
       const f = nvp(line);
       const t = totals[current];
-      if (f.gc === 's') { t.scavenges++; t.scavengeMs += Number(f.pause); t.promoted += Number(f.promoted || 0); } else { t.majors++; t.majorMs += Number(f.pause); }
+      // s: a scavenge, mc: a full mark-compact (Node 20's V8); any other kind is counted apart.
+      if (f.gc === 's') { t.scavenges++; t.scavengeMs += Number(f.pause); t.promoted += Number(f.promoted || 0); } else if (f.gc === 'mc') { t.majors++; t.majorMs += Number(f.pause); } else t.other++;
     }
   });
   try {
@@ -59,8 +60,9 @@ function nvp(line) {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
   for (const [v, t] of Object.entries(totals)) {
+    if (t.entries === 0) { console.log(`${v} ${n}/callback: no entry counted`); continue; }
     const per1000 = (x) => (x / t.entries * 1000).toFixed(2);
     console.log(`${v} ${n}/callback: ${t.entries} entries; per 1000 entries ${per1000(t.scavenges)} scavenges, ${per1000(t.scavengeMs)} ms; ` +
-      `${Math.round(t.promoted / t.entries)} B/entry promoted; ${t.majors} major GCs (${Math.round(t.majorMs)} ms); entries/s ${t.rates.join(' ')}`);
+      `${Math.round(t.promoted / t.entries)} B/entry promoted; ${t.majors} major GCs (${Math.round(t.majorMs)} ms)${t.other ? `, ${t.other} of another kind` : ''}; entries/s ${t.rates.join(' ')}`);
   }
 })().catch((err) => { console.error(err); process.exit(1); });

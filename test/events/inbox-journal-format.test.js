@@ -59,6 +59,19 @@ describe('events: inbox journal format', function () {
     assets(intact).should.eql([2, 3, 10, 11, 12, 13]);
   });
 
+  it('a callback stored with its text is read back from its record line in the same process: line breaks, non-ASCII text, surrogate pairs', async function () {
+    const { inbox } = await open(path.join(dir, 'line.journal'));
+    const text = '{"success":true,\r\n"data":{"entry":[\n{"assetId":1,"rrn":2,"n":"\u00e9\ud83d\ude00 \u2028x"},\n' +
+      '{"assetId":2,"rrn":3,"n":"a\\nb"},{"assetId":3,"rrn":4,"n":"' + '\u00fc'.repeat(50) + '"}]}}';
+    const all = parseCallbackPayload(JSON.parse(text)).entries;
+    const places = [0, 2]; // the second one left out (as a filter would): the record names the places
+    const entries = places.map((i) => ({ key: all[i].assetId, entry: all[i], revision: all[i].rrn, receivedAt: '2026-01-01T00:00:00.000Z' }));
+    await inbox.store(entries, { body: text, indexes: places, total: all.length });
+    const taken = await inbox.take(10);
+    taken.deliveries.map((d) => d.entry).should.eql(places.map((i) => all[i]));
+    taken.deliveries[0].entry.n.should.equal('\u00e9\ud83d\ude00 \u2028x');
+  });
+
   it('a callback stored with its text keeps the text (b) and the places of its entries (x); read back and torn like any record', async function () {
     const file = path.join(dir, 'text.journal');
     const { inbox } = await open(file);
@@ -189,7 +202,7 @@ describe('events: inbox journal format', function () {
     });
   }
 
-  it('NewestRevisions: a store reserves a key\'s place at once and its revision counts once settled; one never settled changes nothing', function () {
+  it('NewestRevisions: a store reserves a key\'s place at once and its revision counts once settled; one never settled leaves the revision as it was', function () {
     const newest = new NewestRevisions();
     newest.note('a', 5, 1);
     const a = newest.reserve('a', 2);
@@ -249,7 +262,7 @@ describe('events: inbox journal format', function () {
     inbox.state.newest.columns().should.eql(inbox.state.newest.columns(true)); // nothing reserved left behind
   });
 
-  it('a store whose write fails leaves the newest revisions as they were: the server\'s retry is stored', async function () {
+  it('a store whose write fails leaves the newest revisions\' values as they were: the server\'s retry is stored', async function () {
     const file = path.join(dir, 'failed.journal');
     const { inbox } = await open(file);
     await inbox.store([entry(1, 5)]);

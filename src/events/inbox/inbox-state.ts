@@ -5,6 +5,7 @@
  * given by the caller, so tests move time instead of sleeping.
  */
 import { callbackEntries } from './callback-text';
+import { RECORD_JSON_AT } from './journal-file';
 import { NewestRevisions, REVISION_HORIZON_MS, REVISION_KEYS_MAX } from './newest-revisions';
 import type { OrderKey } from './keys';
 import type { Delivery, NewEntry, ParkedEntry } from './types';
@@ -61,7 +62,7 @@ export function entryOf(record: StoredRecord): unknown {
   if (record.entry !== undefined || !batch) return record.entry;
   batch.entries ??= batch.bodyAt !== undefined
     ? callbackEntries(batch.text.slice(batch.bodyAt, -2), batch.indexes, batch.count)
-    : (JSON.parse(batch.text.slice(9)) as { e: unknown[] }).e;
+    : (JSON.parse(batch.text.slice(RECORD_JSON_AT)) as { e: unknown[] }).e;
   return batch.entries[record.id - batch.first];
 }
 

@@ -23,6 +23,9 @@ export function encodeRecord(record: object): string {
   return recordLine(JSON.stringify(record));
 }
 
+/** Where a record line's JSON starts: after its checksum (8 hex digits) and a space. */
+export const RECORD_JSON_AT = 9;
+
 /** One record's line from its JSON text (one line: no raw line break). */
 export function recordLine(json: string): string {
   return crc32(json).toString(16).padStart(8, '0') + ' ' + json + '\n';
@@ -62,8 +65,8 @@ export function parseJournal<T = Record<string, unknown>>(buf: Buffer): ParsedJo
 }
 
 function decodeLine<T>(line: string): T | undefined {
-  if (line.length < 10 || line[8] !== ' ') return undefined;
-  const json = line.slice(9);
+  if (line.length < RECORD_JSON_AT + 1 || line[8] !== ' ') return undefined;
+  const json = line.slice(RECORD_JSON_AT);
   if (crc32(json).toString(16).padStart(8, '0') !== line.slice(0, 8)) return undefined;
   try {
     const value = JSON.parse(json);

@@ -19,7 +19,7 @@
  *   places used and each key's newest revision (`hk`/`hv`, times `hb` + `ho`; files before: `ht`, or `h`).
  */
 import { callbackEntries, inListOrder, oneLine } from './callback-text';
-import { encodeRecord, recordLine } from './journal-file';
+import { encodeRecord, RECORD_JSON_AT, recordLine } from './journal-file';
 import { entryOf, newRecord, type InboxState, type StoreBatch, type StoredRecord } from './inbox-state';
 import { readKey, type OrderKey } from './keys';
 import type { CallbackText, NewEntry } from './types';
@@ -73,8 +73,9 @@ export function storeRecords(entries: NewEntry[], firstId: number, from?: Omit<C
   let bodyAt: number | undefined;
   if (from) {
     if (!inListOrder(from.indexes)) rec.x = from.indexes;
-    text = recordLine(JSON.stringify(rec).slice(0, -1) + ',"b":' + oneLine(from.body) + '}');
-    bodyAt = text.length - from.body.length - 2; // before '}' and the line's end
+    const head = JSON.stringify(rec).slice(0, -1) + ',"b":';
+    text = recordLine(head + oneLine(from.body) + '}');
+    bodyAt = RECORD_JSON_AT + head.length;
   } else {
     rec.e = records.map((r) => r.entry);
     text = encodeRecord(rec);

@@ -63,7 +63,8 @@ export class NewestRevisions {
    * with what its old place held (or no revision), and the new place is returned for `settle`. The
    * map is then touched once per entry while its line is still in the cache: a note after the store's
    * fsync missed the cache (the bench's map of up to a million assets: 0.7 us per entry).
-   * Until settled, the key's newest revision is what it was: a store that fails changes nothing.
+   * Until settled, the key's newest revision is what it was: after a store that fails, the key has
+   * moved (a new key holds a place with no revision until forgotten), its revision is unchanged.
    */
   reserve(key: OrderKey, at: number): number {
     const place = this.places.get(key);
