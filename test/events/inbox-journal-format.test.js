@@ -180,6 +180,27 @@ describe('events: inbox journal format', function () {
       const body = JSON.stringify({ success: true, data: { entry: entries.map((e) => e.entry) } });
       return inbox.store(entries, { body, indexes: entries.map((_, i) => i), total: entries.length });
     };
+    it(`an entry the flow changed is delivered again, listed and compacted as stored, not as changed (${withText ? 'callback text' : 'entries'})`, async function () {
+      const file = path.join(dir, 'owned.journal');
+      const { inbox } = await open(file);
+      await store(inbox, callback(1, 600));
+      const first = await inbox.take(10000);
+      // A flow changes its msg.payload in place (a change node does): the inbox's copy must not change with it.
+      for (const d of first.deliveries) { d.entry.rrn = 'changed'; d.entry.added = true; }
+      (await inbox.reject(first.deliveries[0].id, 1, 'failed')).should.equal('again');
+      const again = await inbox.take(10);
+      again.deliveries.map((d) => d.entry).should.eql([{ assetId: 1, rrn: 1 }]);
+      again.deliveries[0].entry.rrn = 'changed again';
+      inbox.remaining().slice(0, 2).map((d) => d.entry).should.eql([{ assetId: 1, rrn: 1 }, { assetId: 2, rrn: 1 }]);
+      // Acknowledged in part, so compaction writes the others entry by entry: as stored.
+      for (const d of first.deliveries) if (d.entry.assetId > 10) await inbox.acknowledge(d.id, d.delivery);
+      await store(inbox, [entry(9999, 1)]);
+      await inbox.close();
+      records(file).some((r) => 'hk' in r).should.be.true(); // compacted
+      const { inbox: reopened } = await open(file);
+      reopened.remaining().map((d) => d.entry).should.eql([...callback(1, 10), entry(9999, 1)].map((e) => e.entry));
+    });
+
     it(`compaction writes an untouched callback record as it was, the others entry by entry; what is left loads (${withText ? 'callback text' : 'entries'})`, async function () {
       const file = path.join(dir, 'compact.journal');
       const { inbox } = await open(file);

@@ -187,6 +187,26 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
     await until(() => n1.status.args.some((a) => /1 parked/.test(a[0].text || '')), 'the parked count in the status');
   });
 
+  it('a change node that changes msg.payload in place does not change the stored entry: delivered again as the server sent it', async function () {
+    // c2 gets the msg itself (first wire) and changes its payload; h0 gets Node-RED's copy made at
+    // send time: what the inbox handed out. The work (w2) rejects the first delivery, acks the second.
+    const deliveries = [];
+    await helper.load([(RED) => { app = RED.httpNode; return eventIn(RED); }, eventAck, ...coreNodes], addXY([
+      { id: 'f1', type: 'tab' },
+      { id: 'n1', z: 'f1', type: 'asset-event-in', path: '/dam/inbox', delivery: 'atLeastOnce', rejectBackoff: 0, outputs: 2, wires: [['c2', 'h0'], []] },
+      { id: 'c2', z: 'f1', type: 'change', rules: [{ t: 'set', p: 'payload.rrn', pt: 'msg', to: 'changed', tot: 'str' }], wires: [['w2']] },
+      { id: 'h0', z: 'f1', type: 'helper' },
+      { id: 'w2', z: 'f1', type: 'helper' },
+      { id: 'a1', z: 'f1', type: 'asset-event-ack', action: 'ack', wires: [] },
+      { id: 'r1', z: 'f1', type: 'asset-event-ack', action: 'reject', wires: [] }
+    ]));
+    helper.getNode('h0').on('input', (msg) => deliveries.push(msg.payload));
+    helper.getNode('w2').on('input', (msg) => helper.getNode(msg.redelivered ? 'a1' : 'r1').receive(msg));
+    await request(app).post('/dam/inbox').send(payload([entry(7, 3)])).expect(200);
+    await until(() => deliveries.length === 2, 'a delivery, and the one after the rejection');
+    deliveries.should.eql([entry(7, 3), entry(7, 3)]);
+  });
+
   it('a msg without the handle, or whose node is gone, ends in an error naming msg._inbox', async function () {
     await load();
     const a1 = helper.getNode('a1');

@@ -4,8 +4,7 @@
  * the last delivery. The journal inbox keeps its file in step with it; time comes from a clock
  * given by the caller, so tests move time instead of sleeping.
  */
-import { callbackEntries } from './callback-text';
-import { RECORD_JSON_AT } from './journal-file';
+import { takeEntry, type StoreBatch } from './entry-copies';
 import { NewestRevisions, REVISION_HORIZON_MS, REVISION_KEYS_MAX } from './newest-revisions';
 import type { OrderKey } from './keys';
 import type { Delivery, NewEntry, ParkedEntry } from './types';
@@ -35,16 +34,6 @@ export interface StoredRecord extends NewEntry {
 }
 
 /**
- * The store record of entries stored together, shared by them; `line` goes once one of them was
- * touched. Their entries are read back from the record's text `text` when first needed: from the
- * callback's own text in it (from `bodyAt` to the record's closing brace; `indexes`, the places of
- * the entries in its list), or else its entries `e`. Waiting entries keep no objects of their own
- * alive across the fsync and the queue, which the garbage collector would copy and promote (an
- * entry's `entry` is undefined until then), and the callback's text is kept once, inside the record.
- */
-export interface StoreBatch { line: string | undefined; count: number; first: number; text: string; entries?: unknown[]; bodyAt?: number; indexes?: number[] }
-
-/**
  * A new waiting record with every field set (undefined where not known): one shape for all
  * records, no property added or deleted later (V8 then keeps them fast and allocates no
  * separate property store).
@@ -54,16 +43,6 @@ export function newRecord(id: number, key: OrderKey, entry: unknown, receivedAt:
     id, seq: id, key, entry, receivedAt, subscriptionId, revision, deliveries: 0, state: 'waiting', dueAt: 0, deadline: 0,
     parkReason: undefined, parkedAt: undefined, queued: false, batch: undefined, next: undefined, last: undefined
   };
-}
-
-/** A record's entry (read back from its store record when it was stored with others). */
-export function entryOf(record: StoredRecord): unknown {
-  const batch = record.batch;
-  if (record.entry !== undefined || !batch) return record.entry;
-  batch.entries ??= batch.bodyAt !== undefined
-    ? callbackEntries(batch.text.slice(batch.bodyAt, -2), batch.indexes, batch.count)
-    : (JSON.parse(batch.text.slice(RECORD_JSON_AT)) as { e: unknown[] }).e;
-  return batch.entries[record.id - batch.first];
 }
 
 export interface StateOptions {
@@ -379,14 +358,14 @@ export class InboxState {
 }
 
 export function toDelivery(record: StoredRecord): Delivery {
-  const delivery: Delivery = { id: String(record.id), key: record.key, entry: entryOf(record), receivedAt: record.receivedAt, delivery: record.deliveries };
+  const delivery: Delivery = { id: String(record.id), key: record.key, entry: takeEntry(record), receivedAt: record.receivedAt, delivery: record.deliveries };
   if (record.subscriptionId !== undefined) delivery.subscriptionId = record.subscriptionId;
   return delivery;
 }
 
 export function toParked(record: StoredRecord): ParkedEntry {
   const parked: ParkedEntry = {
-    id: String(record.id), key: record.key, entry: entryOf(record), receivedAt: record.receivedAt,
+    id: String(record.id), key: record.key, entry: takeEntry(record), receivedAt: record.receivedAt,
     deliveries: record.deliveries, reason: record.parkReason ?? '', parkedAt: record.parkedAt ?? ''
   };
   if (record.subscriptionId !== undefined) parked.subscriptionId = record.subscriptionId;

@@ -11,6 +11,12 @@ import { InboxState, REVISION_HORIZON_MS, toDelivery, toParked, type StoredRecor
 import { replayRecords, snapshotText, storeRecords, type Rec } from './journal-records';
 import { InboxFullError, type CallbackText, type Delivery, type Inbox, type InboxCounts, type InboxOptions, type NewEntry, type ParkedEntry, type Taken } from './types';
 
+/**
+ * Most entries waiting with the objects asset-event-in read (handed out as they are, not parsed
+ * again from the callback's text): a few MB at most. Past it, a backlog keeps only its text.
+ */
+const PARSED_WAITING_MAX = 10_000;
+
 /** Compact once the journal holds this many entries' records more than a snapshot would (and twice as many). */
 const COMPACT_SLACK = 1000;
 /** Newest revisions forgotten before the horizon are said at most this often. */
@@ -104,7 +110,9 @@ export class JournalInbox implements Inbox {
     for (let i = 1; i < fresh.length; i++) this.state.newPlace();
     // The callback's text is kept when it is mostly what is stored (not a large retry of which one entry was new).
     const keepText = from && fresh.length * 2 >= from.total;
-    const { records, text } = storeRecords(fresh, firstId, keepText ? { body: from.body, indexes } : undefined);
+    // As read on arrival while few wait (no second parse when handed out); a backlog keeps only the text.
+    const keepParsed = this.state.size + fresh.length <= PARSED_WAITING_MAX;
+    const { records, text } = storeRecords(fresh, firstId, keepText ? { body: from.body, indexes } : undefined, keepParsed);
     this.reserved += fresh.length;
     try {
       // In the state only once on disk: nothing is handed out that was not stored. The revisions

@@ -20,7 +20,8 @@
  */
 import { callbackEntries, inListOrder, oneLine } from './callback-text';
 import { encodeRecord, RECORD_JSON_AT, recordLine } from './journal-file';
-import { entryOf, newRecord, type InboxState, type StoreBatch, type StoredRecord } from './inbox-state';
+import { peekEntry, type StoreBatch } from './entry-copies';
+import { newRecord, type InboxState, type StoredRecord } from './inbox-state';
 import { readKey, type OrderKey } from './keys';
 import type { CallbackText, NewEntry } from './types';
 
@@ -45,7 +46,7 @@ export type Rec =
  * With the callback's text (`from`) the record keeps that text instead of writing each entry out
  * again: JSON.stringify of the entries was the largest part of storing them.
  */
-export function storeRecords(entries: NewEntry[], firstId: number, from?: Omit<CallbackText, 'total'>): { records: StoredRecord[]; text: string } {
+export function storeRecords(entries: NewEntry[], firstId: number, from?: Omit<CallbackText, 'total'>, keepParsed = false): { records: StoredRecord[]; text: string } {
   const records: StoredRecord[] = [];
   const { receivedAt, subscriptionId } = entries[0];
   let shared = true;
@@ -81,14 +82,14 @@ export function storeRecords(entries: NewEntry[], firstId: number, from?: Omit<C
     text = encodeRecord(rec);
   }
   // Kept for compaction, which writes it again while all of them wait untouched (see snapshot).
-  const batch: StoreBatch = { line: text, count: records.length, first: firstId, text, bodyAt, indexes: rec.x };
+  const batch: StoreBatch = { line: text, count: records.length, first: firstId, text, entries: keepParsed ? records.map((r) => r.entry) : undefined, bodyAt, indexes: rec.x };
   for (const r of records) { r.batch = batch; r.entry = undefined; }
   return { records, text };
 }
 
 /** One entry's `s` record with its place, deliveries and parking. */
 function entryRecord(r: StoredRecord): Rec {
-  const line: Rec = { s: r.id, k: r.key, e: entryOf(r), at: r.receivedAt };
+  const line: Rec = { s: r.id, k: r.key, e: peekEntry(r), at: r.receivedAt };
   if (r.revision !== undefined) line.v = r.revision;
   if (r.subscriptionId !== undefined) line.sub = r.subscriptionId;
   if (r.seq !== r.id) line.q = r.seq;
@@ -175,7 +176,7 @@ export function snapshotText(state: InboxState): string {
       if (r.deliveries > 0) { d.push(r.id); n.push(r.deliveries); }
       continue;
     }
-    if (r.batch) { r.entry = entryOf(r); r.batch = undefined; } // its own record from now on
+    if (r.batch) { r.entry = peekEntry(r); r.batch = undefined; } // its own record from now on
     text += encodeRecord(entryRecord(r));
   }
   if (d.length) text += encodeRecord({ d, n, a: [] });
