@@ -21,7 +21,7 @@ export interface StoreBatch { line: string | undefined; count: number; first: nu
 /** A record's entry to hand out: an object the inbox keeps no reference to. */
 export function takeEntry(record: StoredRecord): unknown {
   const batch = record.batch;
-  if (!batch) return structuredClone(record.entry); // its own record: the inbox keeps the original (rare: after a restart or a compaction)
+  if (!batch) return structuredClone(record.entry); // its own record: the inbox keeps the original (after a restart, a compaction, or entries stored one record each)
   const entries = unhanded(batch, record.id - batch.first);
   const entry = entries[record.id - batch.first];
   entries[record.id - batch.first] = undefined;

@@ -13,7 +13,7 @@ import { InboxFullError, type CallbackText, type Delivery, type Inbox, type Inbo
 
 /**
  * Most entries waiting with the objects asset-event-in read (handed out as they are, not parsed
- * again from the callback's text): a few MB at most. Past it, a backlog keeps only its text.
+ * again from the callback's text). Past it (an inbox set to hold more), a backlog keeps only its text.
  */
 const PARSED_WAITING_MAX = 10_000;
 
@@ -111,7 +111,8 @@ export class JournalInbox implements Inbox {
     // The callback's text is kept when it is mostly what is stored (not a large retry of which one entry was new).
     const keepText = from && fresh.length * 2 >= from.total;
     // As read on arrival while few wait (no second parse when handed out); a backlog keeps only the text.
-    const keepParsed = this.state.size + fresh.length <= PARSED_WAITING_MAX;
+    // Only objects this inbox's own parse of the text made (keepText): a parser in front may share them.
+    const keepParsed = !!keepText && this.state.size + this.reserved + fresh.length <= PARSED_WAITING_MAX;
     const { records, text } = storeRecords(fresh, firstId, keepText ? { body: from.body, indexes } : undefined, keepParsed);
     this.reserved += fresh.length;
     try {
