@@ -22,16 +22,19 @@ export interface StoreBatch { line: string | undefined; count: number; first: nu
 export function takeEntry(record: StoredRecord): unknown {
   const batch = record.batch;
   if (!batch) return structuredClone(record.entry); // its own record: the inbox keeps the original (after a restart, a compaction, or entries stored one record each)
-  const entries = unhanded(batch, record.id - batch.first);
-  const entry = entries[record.id - batch.first];
-  entries[record.id - batch.first] = undefined;
+  const i = record.id - batch.first;
+  const entries = unhanded(batch, i);
+  const entry = entries[i];
+  entries[i] = undefined;
   return entry;
 }
 
 /** A record's entry to read, not to hand out (compaction writes it). */
 export function peekEntry(record: StoredRecord): unknown {
   const batch = record.batch;
-  return batch ? unhanded(batch, record.id - batch.first)[record.id - batch.first] : record.entry;
+  if (!batch) return record.entry;
+  const i = record.id - batch.first;
+  return unhanded(batch, i)[i];
 }
 
 /** The batch's entries, with the one at `index` not handed out: read from the text again when it was. */

@@ -28,7 +28,12 @@ export const RECORD_JSON_AT = 9;
 
 /** One record's line from its JSON text (one line: no raw line break). */
 export function recordLine(json: string): string {
-  return crc32(json).toString(16).padStart(8, '0') + ' ' + json + '\n';
+  return checksum(json) + ' ' + json + '\n';
+}
+
+/** A record's checksum as its line starts with it: crc32 of the JSON text, 8 hex digits. */
+function checksum(json: string): string {
+  return crc32(json).toString(16).padStart(RECORD_JSON_AT - 1, '0');
 }
 
 export interface ParsedJournal<T> {
@@ -65,9 +70,9 @@ export function parseJournal<T = Record<string, unknown>>(buf: Buffer): ParsedJo
 }
 
 function decodeLine<T>(line: string): T | undefined {
-  if (line.length < RECORD_JSON_AT + 1 || line[8] !== ' ') return undefined;
+  if (line.length < RECORD_JSON_AT + 1 || line[RECORD_JSON_AT - 1] !== ' ') return undefined;
   const json = line.slice(RECORD_JSON_AT);
-  if (crc32(json).toString(16).padStart(8, '0') !== line.slice(0, 8)) return undefined;
+  if (checksum(json) !== line.slice(0, RECORD_JSON_AT - 1)) return undefined;
   try {
     const value = JSON.parse(json);
     return value !== null && typeof value === 'object' ? value as T : undefined;
