@@ -16,7 +16,7 @@ export function openRoute(RED: NodeAPI, method: 'post' | 'get', path: string, ha
   const middleware = typeof configured === 'function' || Array.isArray(configured) ? [configured] : [];
   RED.httpNode[method](path, ...middleware, handler);
   const releaseGuard = method === 'post'
-    ? guardBody(RED.httpNode, (RED.settings.httpNodeRoot || '/') + path)
+    ? guardBody(RED.httpNode, RED.settings.httpNodeRoot || '/', routeLayer(RED.httpNode, handler))
     : () => undefined;
   return () => {
     removeRoute(RED.httpNode, handler);
@@ -36,15 +36,27 @@ export function reply(res: ServerResponse, status: number, body: Record<string, 
 /** An express route handler. */
 export type RouteHandler = (req: any, res: any, next: (err?: unknown) => void) => void;
 
-/** Removes every route of `app` whose handlers include `handler` (express 4 `_router`, express 5 `router`). */
+/** The router stack of an express app (express 4 `_router`, express 5 `router`). */
+function routerStack(app: any): any[] | undefined {
+  const stack = app && (app._router || app.router)?.stack;
+  return Array.isArray(stack) ? stack : undefined;
+}
+
+function routesTo(layer: any, handler: RouteHandler): boolean {
+  const route = layer && layer.route;
+  return !!route && Array.isArray(route.stack) && route.stack.some((l: any) => l.handle === handler);
+}
+
+/** Removes every route of `app` whose handlers include `handler`. */
 function removeRoute(app: any, handler: RouteHandler): void {
-  const router = app && (app._router || app.router);
-  const stack: any[] | undefined = router && router.stack;
-  if (!Array.isArray(stack)) return;
-  for (let i = stack.length - 1; i >= 0; i--) {
-    const route = stack[i] && stack[i].route;
-    if (route && Array.isArray(route.stack) && route.stack.some((layer: any) => layer.handle === handler)) stack.splice(i, 1);
-  }
+  const stack = routerStack(app);
+  if (!stack) return;
+  for (let i = stack.length - 1; i >= 0; i--) if (routesTo(stack[i], handler)) stack.splice(i, 1);
+}
+
+/** The router layer of the route whose handlers include `handler` (its `match(path)` is express's own). */
+function routeLayer(app: any, handler: RouteHandler): any {
+  return routerStack(app)?.find((layer) => routesTo(layer, handler));
 }
 
 /**
@@ -54,9 +66,13 @@ function removeRoute(app: any, handler: RouteHandler): void {
  * apply, a big rrn would be rounded, and a deep body parsed. Core http in (4.1+) meets the same
  * stack for its raw-body option with a middleware moved to the top of the root app; so does this
  * guard, which only marks requests to our POST routes as read (`_body`, so parsers skip them) and
- * as ours (READ_OWN_BODY, so readJsonBody reads the stream). Nothing is read here.
+ * as ours (READ_OWN_BODY, so readJsonBody reads the stream). Nothing is read here. A request is
+ * ours when our route's own layer matches its path under httpNodeRoot, as express will route it
+ * (case, trailing slash, and `:parameters` in the path alike).
  */
-const guardedPaths = new WeakMap<object, Map<string, number>>();
+interface GuardedRoute { mount: string; layer: { match(path: string): boolean } }
+
+const guardedRoutes = new WeakMap<object, Set<GuardedRoute>>();
 
 function rootAppOf(app: any): any {
   let root = app;
@@ -64,40 +80,49 @@ function rootAppOf(app: any): any {
   return root;
 }
 
-/** `POST /a/b`: method and full path, slashes collapsed, no trailing slash, case-insensitive as express routes. */
-function guardKey(method: string, fullPath: string): string {
-  return `${method.toUpperCase()} ${fullPath.replace(/\/{2,}/g, '/').replace(/(.)\/$/, '$1').toLowerCase()}`;
+/** `pathname` as httpNode's router sees it (httpNodeRoot taken off, as express's mount does: any case), or undefined when outside it. */
+function underMount(pathname: string, mount: string): string | undefined {
+  if (mount === '') return pathname;
+  const lower = pathname.toLowerCase();
+  if (lower === mount) return '/';
+  return lower.startsWith(mount + '/') ? pathname.slice(mount.length) : undefined;
 }
 
-/** Guards POST `fullPath`; returns the function that stops guarding it. */
-function guardBody(app: any, fullPath: string): () => void {
+function isOurs(routes: Set<GuardedRoute>, pathname: string): boolean {
+  for (const { mount, layer } of routes) {
+    const path = underMount(pathname, mount);
+    try {
+      if (path !== undefined && layer.match(path)) return true;
+    } catch {
+      // A parameter that is not valid URI encoding: express answers it 400 itself.
+    }
+  }
+  return false;
+}
+
+/** Guards POST requests to the route of `layer` (on an app mounted at `nodeRoot`); returns the function that stops guarding it. */
+function guardBody(app: any, nodeRoot: string, layer: any): () => void {
   const root = rootAppOf(app);
-  if (!root || typeof root.use !== 'function') return () => undefined;
-  let paths = guardedPaths.get(root);
-  if (!paths) {
-    const known = new Map<string, number>();
-    paths = known;
-    guardedPaths.set(root, known);
+  if (!root || typeof root.use !== 'function' || !layer || typeof layer.match !== 'function') return () => undefined;
+  let routes = guardedRoutes.get(root);
+  if (!routes) {
+    const known = new Set<GuardedRoute>();
+    routes = known;
+    guardedRoutes.set(root, known);
     const guard = (req: any, _res: unknown, next: () => void) => {
-      if (known.size && known.has(guardKey(req.method || '', String(req.originalUrl || req.url || '').split('?')[0]))) {
+      if (known.size && req.method === 'POST' && isOurs(known, String(req.originalUrl || req.url || '').split('?')[0])) {
         req._body = true;
         req[READ_OWN_BODY] = true;
       }
       next();
     };
     root.use(guard);
-    const stack: any[] | undefined = (root._router || root.router)?.stack;
-    const at = Array.isArray(stack) ? stack.findIndex((layer) => layer && layer.handle === guard) : -1;
+    const stack = routerStack(root);
+    const at = stack ? stack.findIndex((l) => l && l.handle === guard) : -1;
     if (at > 0) stack!.unshift(stack!.splice(at, 1)[0]);
   }
-  const key = guardKey('POST', fullPath);
-  paths.set(key, (paths.get(key) || 0) + 1);
-  const counts = paths;
-  let released = false;
-  return () => {
-    if (released) return;
-    released = true;
-    const n = (counts.get(key) || 1) - 1;
-    if (n > 0) counts.set(key, n); else counts.delete(key);
-  };
+  const route: GuardedRoute = { mount: nodeRoot.replace(/\/+$/, '').toLowerCase(), layer };
+  routes.add(route);
+  const guarded = routes;
+  return () => { guarded.delete(route); };
 }
