@@ -258,7 +258,8 @@
         if (httpAdminRoot === false || httpNodeRoot === false) { return undefined; }
         var adminRoot = normaliseRoutePath(httpAdminRoot || "/");
         var full = normaliseRoutePath((httpNodeRoot || "/") + "/" + path);
-        var prefix = adminRoot === "/" ? "/" : adminRoot + "/";
+        var prefix = adminRoot === "/" ? "/" : adminRoot + "/", pattern = full.search(/[:*(?+]/);
+        if (pattern >= 0 && pattern < prefix.length && adminRoot.indexOf(full.slice(0, pattern)) === 0) { return adminRoot + " (the editor)"; }
         if (full !== adminRoot && full.indexOf(prefix) !== 0) { return undefined; }
         var first = full.slice(prefix.length).split("/")[0];
         if (first === "") { return adminRoot + " (the editor)"; }

@@ -170,7 +170,8 @@ describe('editor rules: asset-event-in paths on the editor\'s routes (issue 22 i
   const PATHS = ['/auth/token', 'auth/login', '/AUTH/Token/', '/flows', '/flows/', '//flows', '/flows/state', '/flow/abc', '/nodes', '/context/global',
     '/settings', '/settings/user', '/plugins/messages', '/diagnostics', '/icons', '/resources/x/y', '/theme', '/projects', '/locales/editor',
     '/library/a/b', '/credentials/t/i', '/red/main.js', '/vendor/x', '/types/x', '/favicon.ico', '/comms', '/inject/1', '/debug/view',
-    '/udp-ports/1', '/dam-assets/overview', '/', '', '/:id', '/*', '/dam/events', '/flowsx', '/hook/flows', '/admin/flows', '/api/auth/token'];
+    '/udp-ports/1', '/dam-assets/overview', '/', '', '/:id', '/*', '/dam/events', '/flowsx', '/hook/flows', '/admin/flows', '/api/auth/token',
+    '/:a/:b', '/:a/*', '/x/:a', '/adm*', '/admin/:a', '/api/:a'];
   const ROOTS = [['/', '/'], [undefined, undefined], ['/', '/admin'], ['/admin', '/admin/'], ['/api', '/'], ['/', false], [false, '/'], ['/api/', '/api/x']];
 
   it('the same list of route segments', function () {
@@ -194,6 +195,17 @@ describe('editor rules: asset-event-in paths on the editor\'s routes (issue 22 i
     adminRouteClash('/flows', '/admin', '/admin/').should.equal('/admin/flows');
     adminRouteClash('/admin/flows', '/', '/admin').should.equal('/admin/flows');
     should(adminRouteClash('/flows', '/', false)).be.undefined();
+  });
+
+  it('refuses a parameter or pattern above the admin root too: it would match every editor route', function () {
+    adminRouteClash('/:a/:b', '/', '/admin/').should.equal('/admin (the editor)');
+    adminRouteClash('/:a/*', '/', '/admin').should.equal('/admin (the editor)');
+    adminRouteClash('/*', '/', '/admin').should.equal('/admin (the editor)');
+    adminRouteClash('/adm*', '/', '/admin').should.equal('/admin (the editor)');
+    adminRouteClash('/:a', '/api', '/api/x').should.equal('/api/x (the editor)');
+    adminRouteClash('/admin/:a', '/', '/admin').should.equal('/admin/:a');
+    should(adminRouteClash('/x/:a', '/', '/admin')).be.undefined();
+    should(adminRouteClash('/:a', '/api', '/admin')).be.undefined();
   });
 
   it('the asset-event-in editor marks such a path, naming the route', function () {

@@ -104,15 +104,15 @@ describe(`reliability 8: the webhook endpoint under hostile input (${LONG ? 'lon
       id: next(), type: 'asset-event-in', z: tab.id, name: 'plain', method: 'post', path: '/dam/plain', dedup: true,
       wires: [[monitor.counter]]
     };
-    // A route with a parameter, and a core http in flow on the path just above it (its body must still be parsed for it).
+    // A route with a parameter, and a core http in route it would match, started before it (express routes to the first): its body must still be parsed for it.
     const withParameter = {
       id: next(), type: 'asset-event-in', z: tab.id, name: 'parameter', method: 'post', path: '/dam/param/:source', dedup: true,
       wires: [[monitor.counter]]
     };
-    const coreIn = { id: next(), type: 'http in', z: tab.id, url: '/dam/param', method: 'post', upload: false, wires: [['b8-echo']] };
+    const coreIn = { id: next(), type: 'http in', z: tab.id, url: '/dam/param/ping', method: 'post', upload: false, wires: [['b8-echo']] };
     const echo = { id: 'b8-echo', type: 'function', z: tab.id, func: 'msg.payload = { parsed: typeof msg.payload, payload: msg.payload }; return msg;', outputs: 1, wires: [['b8-res']] };
     const respond = { id: 'b8-res', type: 'http response', z: tab.id, statusCode: '', headers: {}, wires: [] };
-    await rig.deploy([tab, guarded, plain, withParameter, coreIn, echo, respond, ...monitor.nodes]);
+    await rig.deploy([tab, coreIn, echo, respond, guarded, plain, withParameter, ...monitor.nodes]);
     hook = `${rig.url}/dam/guarded`;
     open = `${rig.url}/dam/plain`;
   });
@@ -285,13 +285,13 @@ describe(`reliability 8: the webhook endpoint under hostile input (${LONG ? 'lon
       (await monitorStats(rig)).last.should.eql({ assetId: 9, rrn: '18446744073709551615', action: 'added' });
     });
 
-    it('keeps an rrn beyond 2^53 exact on a route with a parameter (/dam/param/:source); a core http in route beside it still gets its body parsed', async function () {
+    it('keeps an rrn beyond 2^53 exact on a route with a parameter (/dam/param/:source); a core http in route at /dam/param/ping, first in line, still gets its body parsed', async function () {
       await monitorReset(rig);
       const body = '{"success":true,"id":"x","data":{"entry":[{"assetId":10,"rrn":18446744073709551615,"action":"added"}]}}';
       (await send(`${rig.url}/dam/param/DAM-1`, { body })).status.should.equal(200);
       await counted(1);
       (await monitorStats(rig)).last.should.eql({ assetId: 10, rrn: '18446744073709551615', action: 'added' });
-      const core = await send(`${rig.url}/dam/param`, { body: '{"a":1}' });
+      const core = await send(`${rig.url}/dam/param/ping`, { body: '{"a":1}' });
       core.status.should.equal(200);
       core.json.should.eql({ parsed: 'object', payload: { a: 1 } });
     });

@@ -31,14 +31,17 @@ function normalise(path: string): string {
 
 /**
  * The admin route `path` (under httpNodeRoot) would collide with, as `httpAdminRoot` + segment;
- * undefined when none. httpAdminRoot false: no editor, no clash. A path whose first segment under
- * the admin root is a parameter or pattern (`:x`, `*`, `(`) would match them all.
+ * undefined when none. httpAdminRoot false: no editor, no clash. A path with a parameter or pattern
+ * (`:x`, `*`, `(`) in its first segment under the admin root, or in one above it, would match them all.
  */
 export function adminRouteClash(path: string, httpNodeRoot: string | false | undefined, httpAdminRoot: string | false | undefined): string | undefined {
   if (httpAdminRoot === false || httpNodeRoot === false) return undefined;
   const adminRoot = normalise(httpAdminRoot || '/');
   const full = normalise(`${httpNodeRoot || '/'}/${path}`);
   const prefix = adminRoot === '/' ? '/' : `${adminRoot}/`;
+  // A pattern before the end of the admin root may match it: then every editor route.
+  const pattern = full.search(/[:*(?+]/);
+  if (pattern >= 0 && pattern < prefix.length && adminRoot.startsWith(full.slice(0, pattern))) return `${adminRoot} (the editor)`;
   if (full !== adminRoot && !full.startsWith(prefix)) return undefined;
   const first = full.slice(prefix.length).split('/')[0];
   if (first === '') return `${adminRoot} (the editor)`;

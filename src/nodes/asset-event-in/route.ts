@@ -16,7 +16,7 @@ export function openRoute(RED: NodeAPI, method: 'post' | 'get', path: string, ha
   const middleware = typeof configured === 'function' || Array.isArray(configured) ? [configured] : [];
   RED.httpNode[method](path, ...middleware, handler);
   const releaseGuard = method === 'post'
-    ? guardBody(RED.httpNode, RED.settings.httpNodeRoot || '/', routeLayer(RED.httpNode, handler))
+    ? guardBody(RED.httpNode, RED.settings.httpNodeRoot || '/', handler)
     : () => undefined;
   return () => {
     removeRoute(RED.httpNode, handler);
@@ -54,11 +54,6 @@ function removeRoute(app: any, handler: RouteHandler): void {
   for (let i = stack.length - 1; i >= 0; i--) if (routesTo(stack[i], handler)) stack.splice(i, 1);
 }
 
-/** The router layer of the route whose handlers include `handler` (its `match(path)` is express's own). */
-function routeLayer(app: any, handler: RouteHandler): any {
-  return routerStack(app)?.find((layer) => routesTo(layer, handler));
-}
-
 /**
  * Body guard. With httpAdminRoot and httpNodeRoot the same (Node-RED's default, `/`), the editor
  * API's JSON body parser (limit apiMaxLength, 5 MB) reads every application/json request before
@@ -66,13 +61,15 @@ function routeLayer(app: any, handler: RouteHandler): any {
  * apply, a big rrn would be rounded, and a deep body parsed. Core http in (4.1+) meets the same
  * stack for its raw-body option with a middleware moved to the top of the root app; so does this
  * guard, which only marks requests to our POST routes as read (`_body`, so parsers skip them) and
- * as ours (READ_OWN_BODY, so readJsonBody reads the stream). Nothing is read here. A request is
- * ours when our route's own layer matches its path under httpNodeRoot, as express will route it
- * (case, trailing slash, and `:parameters` in the path alike).
+ * as ours (READ_OWN_BODY, so readJsonBody reads the stream). Nothing is read here.
+ * A request is ours when express will route it to one of our handlers: the first POST route of
+ * httpNode whose own layer matches its path under httpNode's mount is ours (case, trailing slash
+ * and `:parameters` as express matches them; an http in route before ours keeps its body).
  */
-interface GuardedRoute { mount: string; layer: { match(path: string): boolean } }
+interface GuardedApp { nodeRoot: string; handlers: Set<RouteHandler> }
 
-const guardedRoutes = new WeakMap<object, Set<GuardedRoute>>();
+/** Per root app: the apps (RED.httpNode) with guarded POST routes, and our handlers on each. */
+const guardedApps = new WeakMap<object, Map<any, GuardedApp>>();
 
 function rootAppOf(app: any): any {
   let root = app;
@@ -80,37 +77,69 @@ function rootAppOf(app: any): any {
   return root;
 }
 
-/** `pathname` as httpNode's router sees it (httpNodeRoot taken off, as express's mount does: any case), or undefined when outside it. */
-function underMount(pathname: string, mount: string): string | undefined {
-  if (mount === '') return pathname;
-  const lower = pathname.toLowerCase();
-  if (lower === mount) return '/';
-  return lower.startsWith(mount + '/') ? pathname.slice(mount.length) : undefined;
+/** The path express routes: without the scheme and host of an absolute-form target, without the query. */
+function requestPath(url: string): string {
+  let path = url;
+  if (path[0] !== '/') {
+    const scheme = path.indexOf('://');
+    const slash = scheme < 0 ? -1 : path.indexOf('/', scheme + 3);
+    path = slash < 0 ? '/' : path.slice(slash);
+  }
+  const query = path.indexOf('?');
+  return query < 0 ? path : path.slice(0, query);
 }
 
-function isOurs(routes: Set<GuardedRoute>, pathname: string): boolean {
-  for (const { mount, layer } of routes) {
-    const path = underMount(pathname, mount);
+/** Where `app` is mounted, without a trailing slash ('' for `/`): express's own `app.path()`, else httpNodeRoot. */
+function mountOf(app: any, nodeRoot: string): string {
+  const mounted = typeof app.path === 'function' ? app.path() : undefined;
+  return (typeof mounted === 'string' ? mounted : nodeRoot).replace(/\/+$/, '');
+}
+
+/** `path` as the mounted app's router sees it, or undefined outside the mount (express takes one slash after the mount with it). */
+function underMount(path: string, mount: string, caseSensitive: boolean): string | undefined {
+  if (mount === '') return path;
+  const head = path.slice(0, mount.length);
+  if (caseSensitive ? head !== mount : head.toLowerCase() !== mount.toLowerCase()) return undefined;
+  const rest = path.slice(mount.length);
+  if (rest === '') return '/';
+  if (rest[0] !== '/') return undefined;
+  return rest.startsWith('//') ? rest.slice(1) : rest;
+}
+
+/** The first route of `app` that a POST to `path` goes to (express tries them in order), or undefined. */
+function firstPostRoute(app: any, path: string): any {
+  for (const layer of routerStack(app) ?? []) {
+    const methods = layer?.route?.methods;
+    if (!methods || !(methods.post || methods._all)) continue;
     try {
-      if (path !== undefined && layer.match(path)) return true;
+      if (layer.match(path)) return layer.route;
     } catch {
-      // A parameter that is not valid URI encoding: express answers it 400 itself.
+      return undefined; // a parameter that is not valid URI encoding: express answers 400 itself
     }
+  }
+  return undefined;
+}
+
+function isOurs(apps: Map<any, GuardedApp>, path: string, caseSensitive: boolean): boolean {
+  for (const [app, { nodeRoot, handlers }] of apps) {
+    const under = underMount(path, mountOf(app, nodeRoot), caseSensitive);
+    const route = under === undefined ? undefined : firstPostRoute(app, under);
+    if (route && Array.isArray(route.stack) && route.stack.some((layer: any) => handlers.has(layer.handle))) return true;
   }
   return false;
 }
 
-/** Guards POST requests to the route of `layer` (on an app mounted at `nodeRoot`); returns the function that stops guarding it. */
-function guardBody(app: any, nodeRoot: string, layer: any): () => void {
+/** Guards POST requests routed to `handler` on `app` (mounted at `nodeRoot`); returns the function that stops guarding it. */
+function guardBody(app: any, nodeRoot: string, handler: RouteHandler): () => void {
   const root = rootAppOf(app);
-  if (!root || typeof root.use !== 'function' || !layer || typeof layer.match !== 'function') return () => undefined;
-  let routes = guardedRoutes.get(root);
-  if (!routes) {
-    const known = new Set<GuardedRoute>();
-    routes = known;
-    guardedRoutes.set(root, known);
+  if (!root || typeof root.use !== 'function') return () => undefined;
+  let apps = guardedApps.get(root);
+  if (!apps) {
+    const known = new Map<any, GuardedApp>();
+    apps = known;
+    guardedApps.set(root, known);
     const guard = (req: any, _res: unknown, next: () => void) => {
-      if (known.size && req.method === 'POST' && isOurs(known, String(req.originalUrl || req.url || '').split('?')[0])) {
+      if (known.size && req.method === 'POST' && isOurs(known, requestPath(String(req.url || '')), !!(root._router || root.router)?.caseSensitive)) {
         req._body = true;
         req[READ_OWN_BODY] = true;
       }
@@ -121,8 +150,13 @@ function guardBody(app: any, nodeRoot: string, layer: any): () => void {
     const at = stack ? stack.findIndex((l) => l && l.handle === guard) : -1;
     if (at > 0) stack!.unshift(stack!.splice(at, 1)[0]);
   }
-  const route: GuardedRoute = { mount: nodeRoot.replace(/\/+$/, '').toLowerCase(), layer };
-  routes.add(route);
-  const guarded = routes;
-  return () => { guarded.delete(route); };
+  let entry = apps.get(app);
+  if (!entry) { entry = { nodeRoot, handlers: new Set() }; apps.set(app, entry); }
+  entry.handlers.add(handler);
+  const guarded = entry;
+  const known = apps;
+  return () => {
+    guarded.handlers.delete(handler);
+    if (guarded.handlers.size === 0 && known.get(app) === guarded) known.delete(app);
+  };
 }
