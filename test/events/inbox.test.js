@@ -294,6 +294,76 @@ describe('events: at-least-once inbox (journal)', function () {
     (await drain(third)).should.eql(['1/1940']);
   });
 
+  it('an older revision re-sent while a newer one\'s store is still being written is left out, not delivered after it', async function () {
+    const file = path.join(dir, 'resent-during-write.journal');
+    const { inbox } = await open(file);
+    await inbox.store([revised(7, 4)]);
+    (await drain(inbox)).should.eql(['7/4']);
+    await inbox.close();
+    const { inbox: restarted } = await open(file); // the duplicate filter forgot 7/4 with the restart
+    const newer = restarted.store([revised(7, 5)]); // its write is under way...
+    const resent = restarted.store([revised(7, 4)]); // ...when the server's retry of 7/4 comes
+    (await newer).should.equal(0);
+    (await resent).should.equal(1);
+    (await drain(restarted)).should.eql(['7/5']);
+  });
+
+  it('a compaction whose new file cannot be opened again: nothing goes to the old, unlinked file; stores after it are on disk', async function () {
+    const fsp = require('fs/promises');
+    const file = path.join(dir, 'reopen.journal');
+    const { inbox } = await open(file, { maxEntries: 5000, maxInFlight: 5000 });
+    await inbox.store(Array.from({ length: 1100 }, (_, i) => entry(i + 1, 1)));
+    const { deliveries } = await inbox.take(1100);
+    const realOpen = fsp.open;
+    let refused = 0;
+    fsp.open = async (p, flags, ...rest) => {
+      if (p === file && flags === 'a' && refused < 2) { refused++; throw Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' }); }
+      return realOpen(p, flags, ...rest);
+    };
+    try {
+      // Acknowledgements until the journal compacts: its rename goes through, the new file cannot be opened (twice).
+      const acked = [];
+      for (const d of deliveries) {
+        if (refused === 2) break;
+        acked.push(d);
+        await inbox.acknowledge(d.id, d.delivery).catch(() => false);
+      }
+      refused.should.equal(2);
+      (await inbox.store([entry(5000, 1)])).should.equal(0); // opened again: on disk
+    } finally {
+      fsp.open = realOpen;
+    }
+    const copy = path.join(dir, 'reopen-killed.journal');
+    fs.copyFileSync(file, copy); // SIGKILL now: the file is all a restart sees
+    const { inbox: again } = await open(copy, { maxEntries: 5000, maxInFlight: 5000 });
+    const left = again.remaining().map((d) => d.entry.assetId);
+    left.should.containEql(5000);
+    left.length.should.equal(inbox.counts().stored);
+    left.should.eql(inbox.remaining().map((d) => d.entry.assetId));
+  });
+
+  it('discard and deliver again whose write fails change nothing: the entry stays parked, in memory and on disk', async function () {
+    const file = path.join(dir, 'admin-fails.journal');
+    const { inbox } = await open(file, { maxDeliveries: 1 });
+    await inbox.store([entry(1, 1)]);
+    const d = (await inbox.take(10)).deliveries[0];
+    (await inbox.reject(d.id, d.delivery, 'failed')).should.have.property('id'); // parked
+    const handle = inbox.journal.handle;
+    const appendFile = handle.appendFile;
+    handle.appendFile = async () => { throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' }); };
+    await inbox.discard(d.id).should.be.rejectedWith(/ENOSPC/);
+    await inbox.deliverAgain(d.id).should.be.rejectedWith(/ENOSPC/);
+    handle.appendFile = appendFile;
+    (await inbox.parked()).map((p) => p.id).should.eql([d.id]);
+    (await inbox.take(10)).deliveries.should.eql([]);
+    await inbox.close();
+    const { inbox: again } = await open(file, { maxDeliveries: 1 });
+    (await again.parked()).map((p) => p.id).should.eql([d.id]);
+    (await again.deliverAgain(d.id)).should.be.true();
+    (await again.discard(d.id)).should.be.false(); // not parked any more
+    ids(await again.take(10)).should.eql(['1/1']);
+  });
+
   it('destroy removes the file and says how many entries were not acknowledged', async function () {
     const file = path.join(dir, 'gone.journal');
     const { inbox } = await open(file);

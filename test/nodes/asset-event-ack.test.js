@@ -289,6 +289,21 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
     await until(() => !fs.existsSync(inboxFile(userDir, 'n1')), 'the inbox file removed');
   });
 
+  it('switched to "at most once" and back at once: the leftovers of the first switch do not remove the new inbox', async function () {
+    await load();
+    holdWork.add(1).add(2);
+    await request(app).post('/dam/inbox').send(payload([entry(1, 1), entry(2, 1)])).expect(200);
+    await until(() => held.length === 2, 'deliveries');
+    await helper.setFlows(flow({ delivery: 'atMostOnce', outputs: 1 }), 'full'); // its leftovers start
+    await helper.setFlows(flow(), 'full'); // at once back to at least once: a new inbox on the same file
+    wireHelpers();
+    holdWork.add(3);
+    await request(app).post('/dam/inbox').send(payload([entry(3, 1)])).expect(200);
+    await until(() => held.length >= 1 && held.some((m) => m.payload.assetId === 3), 'the new entry delivered');
+    fs.existsSync(inboxFile(userDir, 'n1')).should.be.true('the inbox file is there');
+    journal().filter((r) => r.c !== undefined).flatMap((r) => r.k).should.containEql(3);
+  });
+
   it('refuses "at least once" with GET or one msg per callback, naming the field', async function () {
     await load({ method: 'get' });
     const n1 = helper.getNode('n1');

@@ -232,15 +232,19 @@ export class InboxState {
     this.countParked(record.key, 1);
   }
 
-  /** A parked record back in line, at the back of its key's line, deliveries from 0. */
-  unpark(id: number): StoredRecord | undefined {
+  isParked(id: number): boolean {
+    return this.records.get(id)?.state === 'parked';
+  }
+
+  /** A parked record back in line at `place` (newPlace: the back of its key's line), deliveries from 0. */
+  unpark(id: number, place: number): StoredRecord | undefined {
     const record = this.records.get(id);
     if (!record || record.state !== 'parked') return undefined;
     this.countParked(record.key, -1);
     record.state = 'waiting';
     record.deliveries = 0;
     record.dueAt = 0;
-    record.seq = this.newPlace();
+    record.seq = place;
     record.parkReason = record.parkedAt = undefined;
     this.joinLine(record);
     return record;

@@ -99,7 +99,17 @@ export class JournalFile {
   private broken: Error | undefined;
   private closed = false;
 
-  private constructor(readonly file: string, private handle: fsp.FileHandle, private size: number) {}
+  /**
+   * Undefined after a compaction renamed its file over this one and the new file could not be
+   * opened (or its directory synced): an append then must not go to the old handle, whose file
+   * is gone; the next batch opens it again, or fails (and its callbacks are answered 503).
+   */
+  private handle: fsp.FileHandle | undefined;
+  private directoryUnsynced = false;
+
+  private constructor(readonly file: string, handle: fsp.FileHandle, private size: number) {
+    this.handle = handle;
+  }
 
   /** Opens (creating it and its directory if needed) and reads the journal; a torn tail is cut off. */
   static async open<T>(file: string): Promise<{ journal: JournalFile; loaded: ParsedJournal<T> }> {
@@ -170,8 +180,9 @@ export class JournalFile {
       this.batch = [];
       this.waiters = [];
       try {
-        await this.handle.appendFile(text);
-        await this.handle.datasync();
+        const handle = await this.openHandle();
+        await handle.appendFile(text);
+        await handle.datasync();
         this.size += Buffer.byteLength(text);
       } catch (err) {
         await this.undoPartialWrite(err as Error);
@@ -194,8 +205,10 @@ export class JournalFile {
   /** A write that failed may have left part of its records: cut the file back; if that fails too, stop writing. */
   private async undoPartialWrite(cause: Error): Promise<void> {
     try {
-      await this.handle.truncate(this.size);
-      await this.handle.datasync();
+      if (this.handle) {
+        await this.handle.truncate(this.size);
+        await this.handle.datasync();
+      } // else nothing was written: the file could not be opened
     } catch {
       this.broken = new Error(`inbox journal cannot be written: ${cause.message}`);
     }
@@ -211,11 +224,24 @@ export class JournalFile {
       await handle.close();
     }
     await fsp.rename(temporary, this.file);
-    await syncDirectory(path.dirname(this.file));
+    // From here on the old handle's file is gone: appends go to the new one, opened by openHandle.
     const old = this.handle;
-    this.handle = await fsp.open(this.file, 'a');
+    this.handle = undefined;
+    this.directoryUnsynced = true;
     this.size = Buffer.byteLength(text);
-    await old.close().catch(() => undefined);
+    await old?.close().catch(() => undefined);
+    await this.openHandle();
+  }
+
+  /** The handle appends go to: opened again (and the rename made durable) after a compaction that could not. */
+  private async openHandle(): Promise<fsp.FileHandle> {
+    // Until the rename is on disk a crash could bring the old file back without what is appended now.
+    if (this.directoryUnsynced) {
+      await syncDirectory(path.dirname(this.file));
+      this.directoryUnsynced = false;
+    }
+    this.handle ??= await fsp.open(this.file, 'a');
+    return this.handle;
   }
 
   /** Waits for the writes under way, then closes the file. */
@@ -224,7 +250,7 @@ export class JournalFile {
     this.closed = true;
     this.snapshot = undefined;
     while (this.running) await this.running;
-    await this.handle.close().catch(() => undefined);
+    await this.handle?.close().catch(() => undefined);
   }
 
   /** Closes and removes the file. */

@@ -45,6 +45,8 @@ export class JournalInbox implements Inbox {
   private fileRecords = 0;
   /** Open for more until its record is written; undefined once it is (or a record went after it). */
   private gathering: Gathered | undefined;
+  /** The sidebar's last action on a parked entry (deliverAgain, discard): the next waits for it. */
+  private parkedActions: Promise<boolean> = Promise.resolve(false);
   private closed = false;
   /** Newest revisions forgotten before the horizon (the map held its bound) since the last warning, and when that was. */
   private forgottenEarly = 0;
@@ -100,11 +102,17 @@ export class JournalInbox implements Inbox {
     if (fresh.length === 0) return stale;
     if (this.state.size + this.reserved + fresh.length > this.options.maxEntries) throw new InboxFullError(this.options.maxEntries);
     // Each revision's place among the newest revisions, taken now while the map's entry is in the
-    // cache (just looked up), filled once on disk (settle). Not before the bound is checked: a refused
-    // callback leaves the map as it was.
+    // cache (just looked up): it counts at once (an older re-send during the write stays out), settled
+    // once on disk, undone if the write fails. Not before the bound is checked: a refused callback
+    // leaves the map as it was.
     const at = this.now();
     const newest = this.state.newest;
-    const reserved = fresh.map((e) => (e.revision === undefined ? -1 : newest.reserve(e.key, at)));
+    const reserved: number[] = new Array(fresh.length);
+    const before: number[] = [];
+    for (let i = 0; i < fresh.length; i++) {
+      const e = fresh[i];
+      reserved[i] = e.revision === undefined ? -1 : newest.reserve(e.key, at, e.revision, before);
+    }
     // Ids are places in line, consecutive within one store (its record names the first).
     const firstId = this.state.newPlace();
     for (let i = 1; i < fresh.length; i++) this.state.newPlace();
@@ -126,6 +134,9 @@ export class JournalInbox implements Inbox {
           if (r.revision !== undefined) this.state.newest.settle(r.key, reserved[i], r.revision, now);
         }
       });
+    } catch (err) {
+      for (let i = 0, b = 0; i < fresh.length; i++) if (reserved[i] >= 0) newest.unreserve(fresh[i].key, reserved[i], before[b++]);
+      throw err;
     } finally {
       this.reserved -= fresh.length;
     }
@@ -198,20 +209,31 @@ export class JournalInbox implements Inbox {
     return this.state.all().filter((r) => r.state === 'parked').map(toParked);
   }
 
-  async deliverAgain(id: string): Promise<boolean> {
-    if (this.closed) return false;
-    const record = this.state.unpark(Number(id));
-    if (!record) return false;
-    await this.write({ u: record.id, q: record.seq });
-    return true;
+  /**
+   * The sidebar's actions on a parked entry: written first, then done in memory (a write that fails
+   * changes nothing: the entry stays parked, here and on disk), one at a time (the entry is still
+   * parked when its record is written).
+   */
+  deliverAgain(id: string): Promise<boolean> {
+    return this.parkedAction(Number(id), async (n) => {
+      const place = this.state.newPlace();
+      await this.write({ u: n, q: place });
+      return !!this.state.unpark(n, place);
+    });
   }
 
-  async discard(id: string): Promise<boolean> {
-    if (this.closed) return false;
-    const n = Number(id);
-    if (!this.state.discard(n)) return false;
-    await this.write({ a: n });
-    return true;
+  discard(id: string): Promise<boolean> {
+    return this.parkedAction(Number(id), async (n) => {
+      await this.write({ a: n });
+      return this.state.discard(n);
+    });
+  }
+
+  private parkedAction(n: number, action: (n: number) => Promise<boolean>): Promise<boolean> {
+    const run = async () => (this.closed || !this.state.isParked(n) ? false : action(n));
+    const result = this.parkedActions.then(run, run);
+    this.parkedActions = result.catch(() => false);
+    return result;
   }
 
   counts(): InboxCounts {

@@ -59,24 +59,35 @@ export class NewestRevisions {
   }
 
   /**
-   * A store under way: `key` moves from its place (if it has one) to a new place at the end
-   * with what its old place held (or no revision), and the new place is returned for `settle`. The
-   * map is then touched once per entry while its line is still in the cache: a note after the store's
-   * fsync missed the cache (the bench's map of up to a million assets: 0.7 us per entry).
-   * Until settled, the key's newest revision is what it was: after a store that fails, the key has
-   * moved (a new key holds a place with no revision until forgotten), its revision is unchanged.
+   * A store under way: `key` moves from its place (if it has one) to a new place at the end, where
+   * `revision` counts at once: an older entry of the key arriving while the store's write is under
+   * way (a re-send) is left out, as it would go behind this one. Returns the new place, for `settle`,
+   * and pushes the revision the key held before (NaN: none) on `before`, for `unreserve`. The map is
+   * touched once per entry while its line is still in the cache: a note after the store's fsync
+   * missed the cache (the bench's map of up to a million assets: 0.7 us per entry).
    */
-  reserve(key: OrderKey, at: number): number {
+  reserve(key: OrderKey, at: number, revision: number, before: number[]): number {
     const place = this.places.get(key);
-    let revision = NaN;
+    let kept = NaN;
     if (place !== undefined) {
       const i = place - this.base;
-      revision = this.revisions[i];
+      kept = this.revisions[i];
       if (this.times[i] > at) at = this.times[i];
       this.times[i] = NaN; // skipped from now on
     }
-    this.append(key, revision, at);
+    before.push(kept);
+    this.append(key, kept >= revision ? kept : revision, at);
     return this.base + this.keys.length - 1;
+  }
+
+  /**
+   * The store failed: the key's place gets back the revision it held before (when the key is still
+   * there), so that the server's retry of an older entry is not left out. A key new to the map keeps
+   * its place with no revision until forgotten.
+   */
+  unreserve(key: OrderKey, reserved: number, before: number): void {
+    const i = reserved - this.base;
+    if (i >= 0 && i < this.keys.length && this.keys[i] === key && !Number.isNaN(this.times[i])) this.revisions[i] = before;
   }
 
   /**

@@ -375,12 +375,15 @@ async function warnKept(kept: Promise<{ count: number; keys: string }>, hooks: D
 
 /**
  * A node in "at most once" mode whose inbox file is still there (it was "at least once" before):
- * what it holds is sent once, in the order stored, then the file goes.
+ * what it holds is sent once, in the order stored, then the file goes. A node closed meanwhile
+ * (`closed()`: redeployed, perhaps back to "at least once", whose new inbox opens the same file
+ * once this resolves) keeps the file: sent or not, its entries go out again with the next start.
  */
 export async function deliverLeftovers(file: string, send: (msg: NodeMessage) => void, warn: (text: string) => void,
-  t: DeliveryHooks['t']): Promise<number> {
+  t: DeliveryHooks['t'], closed: () => boolean = () => false): Promise<number> {
   if (!fs.existsSync(file)) return 0;
   const { inbox } = await JournalInbox.open(file, { maxEntries: Number.MAX_SAFE_INTEGER, maxInFlight: 1, visibilityTimeoutMs: 1, maxDeliveries: Number.MAX_SAFE_INTEGER, backoffMs: 0 });
+  if (closed()) { await inbox.close(); return 0; }
   const left = inbox.remaining();
   for (const d of left) {
     const msg = entryMessage(d.entry, d.subscriptionId, d.receivedAt);
@@ -389,6 +392,7 @@ export async function deliverLeftovers(file: string, send: (msg: NodeMessage) =>
   }
   // After Node-RED's turn that hands the messages on (as at-most-once answers a callback).
   await new Promise((resolve) => setImmediate(resolve));
+  if (closed()) { await inbox.close(); return 0; }
   await inbox.destroy();
   if (left.length > 0) warn(t('inbox.leftovers', 'delivery is "at most once" now: the __count__ entries left in the inbox were sent once and the inbox removed', { count: left.length }));
   return left.length;

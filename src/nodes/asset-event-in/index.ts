@@ -80,6 +80,7 @@ export default function register(RED: NodeAPI): void {
     }
     const stats = eventInStats.open(node.id); // live counters for the editor's DAM sidebar
     let streamLeftovers: ReturnType<typeof deliverStreamLeftovers> | undefined;
+    let fileLeftovers: Promise<unknown> = Promise.resolve(); // closing waits for it: a new node may open the same file
     const endpoint = new EventInEndpoint(node, settings, filter, stats, secret, t);
     // Delivery "at least once": the entries go through this node's inbox (delivery.ts).
     if (deliverySettings && inbox) {
@@ -91,7 +92,10 @@ export default function register(RED: NodeAPI): void {
       });
     } else {
       // Switched back to "at most once": what the inbox (file or Redis Stream) still holds is sent once.
-      if (userDir) deliverLeftovers(inboxFile(userDir, node.id), (msg) => node.send(msg), (text) => node.warn(text), t).catch((err: Error) => node.warn(err.message));
+      if (userDir) {
+        fileLeftovers = deliverLeftovers(inboxFile(userDir, node.id), (msg) => node.send(msg), (text) => node.warn(text), t, () => endpoint.closed)
+          .catch((err: Error) => node.warn(err.message));
+      }
       const redis = usableRedis(RED, config.redis);
       if (redis) streamLeftovers = deliverStreamLeftovers({ redis, nodeId: node.id, visibilityTimeout: config.visibilityTimeout, send: (msg) => node.send(msg), warn: (text) => node.warn(text), t });
     }
@@ -167,7 +171,7 @@ export default function register(RED: NodeAPI): void {
       endpoint.stopStatusTimer();
       closeRoute();
       node.status({});
-      const closingInbox = endpoint.delivery ? endpoint.delivery.close(removed).catch((err: Error) => node.warn(err.message)) : Promise.resolve();
+      const closingInbox = endpoint.delivery ? endpoint.delivery.close(removed).catch((err: Error) => node.warn(err.message)) : fileLeftovers;
       if (!owner) { closingInbox.then(() => done(), () => done()); return; }
       const closing = owner;
       closing.close(removed).then(async (failure) => {
