@@ -223,43 +223,70 @@ describe('events: inbox journal format', function () {
     });
   }
 
-  it('NewestRevisions: a store reserves a key\'s place and its revision counts at once; settled once on disk, or undone when the store fails', function () {
+  it('NewestRevisions: a store reserves a key\'s place at once and its revision counts once settled; one never settled leaves the revision as it was', function () {
     const newest = new NewestRevisions();
     newest.note('a', 5, 1);
-    const before = [];
-    const a = newest.reserve('a', 2, 7, before);
-    const b = newest.reserve('b', 2, 1, before);
-    before.should.eql([5, NaN]);
-    newest.revision('a').should.equal(7); // an older re-send arriving during the write stays out
-    newest.revision('b').should.equal(1);
-    newest.isOlder('a', 6).should.be.true();
-    newest.columns().keys.should.eql(['a', 'b']);
+    const a = newest.reserve('a', 2, 7);
+    const b = newest.reserve('b', 2, 1);
+    (newest.revision('a') === 5).should.be.true(); // not on disk yet: what was kept
+    (newest.revision('b') === undefined).should.be.true();
+    newest.isOlder('a', 6).should.be.true(); // 7 under way: an older re-send stays out
+    newest.isOlder('b', 0).should.be.true();
+    newest.isOlder('b', 1).should.be.false(); // a repeat of the same revision is stored
+    newest.columns().keys.should.eql(['a']); // a compaction writes only revisions on disk
     newest.settle('a', a, 7, 3);
     newest.settle('b', b, 1, 3);
     newest.revision('a').should.equal(7);
     newest.revision('b').should.equal(1);
-    // Two stores of one key under way at once count and settle to the newest, in either order.
+    // Two stores of one key under way at once settle to the newest, in either order.
     for (const order of [[0, 1], [1, 0]]) {
-      const places = [9, 8].map((revision) => newest.reserve('c', 4, revision, []));
-      newest.revision('c').should.equal(9);
+      const places = [9, 8].map((revision) => newest.reserve('c', 4, revision));
       order.forEach((i) => newest.settle('c', places[i], [9, 8][i], 5));
       newest.revision('c').should.equal(9);
     }
-    // A store that failed is undone: the key's revision as it was, a new key with none (left out of a compaction).
-    const failed = [];
-    const a2 = newest.reserve('a', 6, 11, failed);
-    const e = newest.reserve('e', 6, 3, failed);
-    newest.unreserve('a', a2, failed[0]);
-    newest.unreserve('e', e, failed[1]);
+    // A store that failed (never settled) leaves the key as it was; the log is rewritten meanwhile.
+    newest.reserve('a', 6, 11);
+    newest.release('a', 11);
+    const late = newest.reserve('d', 6, 2);
+    for (let t = 0; t < 10000; t++) newest.note(`k${t % 10}`, t, 7); // rewrites the log: places renumbered
     newest.revision('a').should.equal(7);
-    (newest.revision('e') === undefined).should.be.true();
-    newest.columns().keys.should.not.containEql('e');
-    // Settled after the log was rewritten (places renumbered): as a note.
-    const late = newest.reserve('d', 6, 2, []);
-    for (let t = 0; t < 10000; t++) newest.note(`k${t % 10}`, t, 7);
-    newest.settle('d', late, 2, 8);
+    newest.settle('d', late, 2, 8); // moved by the rewrite: settled as a note
     newest.revision('d').should.equal(2);
     newest.columns().keys.should.containDeep(['a', 'b', 'c', 'd']);
+    // A log where every key has one place (columns are slices of it): a reserved new key is still left out.
+    const fresh = new NewestRevisions();
+    for (const k of ['k1', 'k2', 'k3']) fresh.note(k, 1, 1);
+    const k4 = fresh.reserve('k4', 2, 3);
+    fresh.columns().should.eql({ keys: ['k1', 'k2', 'k3'], revisions: [1, 1, 1], times: [1, 1, 1] });
+    fresh.settle('k4', k4, 3, 2);
+    fresh.columns().should.eql({ keys: ['k1', 'k2', 'k3', 'k4'], revisions: [1, 1, 1, 3], times: [1, 1, 1, 2] });
+  });
+
+  it('NewestRevisions: revisions under way count for isOlder until settled or released, also when stores of a key overlap or fail', function () {
+    const newest = new NewestRevisions();
+    newest.note(7, 4, 1);
+    newest.reserve(7, 2, 5);
+    newest.reserve(7, 2, 6); // a second store of the key, under way at once
+    newest.isOlder(7, 5).should.be.true();
+    newest.release(7, 6); // its write failed
+    newest.isOlder(7, 5).should.be.false();
+    newest.isOlder(7, 4).should.be.true();
+    newest.release(7, 5); // failed too: back to what is on disk
+    newest.isOlder(7, 4).should.be.false();
+    newest.revision(7).should.equal(4);
+    // One callback with two entries of a new key, failed: nothing of them counts.
+    newest.reserve(8, 3, 2);
+    newest.reserve(8, 3, 3);
+    newest.release(8, 2);
+    newest.release(8, 3);
+    newest.isOlder(8, 1).should.be.false();
+    (newest.revision(8) === undefined).should.be.true();
+    // Settled after the log was rewritten during the write: as a note, and no longer under way.
+    const nine = newest.reserve(9, 4, 9);
+    for (let t = 0; t < 10000; t++) newest.note(`k${t % 10}`, t, 5);
+    newest.settle(9, nine, 9, 6);
+    newest.revision(9).should.equal(9);
+    newest.isOlder(9, 9).should.be.false();
   });
 
   it('a callback of which few entries are stored (a large retry) is stored as entries, not as its whole text', async function () {

@@ -364,6 +364,27 @@ describe('events: at-least-once inbox (journal)', function () {
     ids(await again.take(10)).should.eql(['1/1']);
   });
 
+  it('discard and deliver again followed at once by a compaction: the compacted file has them done', async function () {
+    const file = path.join(dir, 'admin-compacted.journal');
+    const { inbox } = await open(file, { maxDeliveries: 1 });
+    await inbox.store([entry(1, 1), entry(2, 1)]);
+    for (const d of (await inbox.take(10)).deliveries) await inbox.reject(d.id, d.delivery, 'failed');
+    const [one, two] = (await inbox.parked()).map((p) => p.id);
+    const afterCrash = async (name) => { // the file as a restart sees it, once the compaction is done
+      await inbox.journal.running;
+      fs.copyFileSync(file, path.join(dir, name));
+      return (await open(path.join(dir, name), { maxDeliveries: 1 })).inbox;
+    };
+    inbox.fileRecords = 5000; // the action's own record makes the journal compact right after it
+    (await inbox.discard(one)).should.be.true();
+    (await (await afterCrash('after-discard.journal')).parked()).map((p) => p.id).should.eql([two]);
+    inbox.fileRecords = 5000;
+    (await inbox.deliverAgain(two)).should.be.true();
+    const again = await afterCrash('after-deliver-again.journal');
+    (await again.parked()).should.eql([]);
+    ids(await again.take(10)).should.eql(['2/1']);
+  });
+
   it('destroy removes the file and says how many entries were not acknowledged', async function () {
     const file = path.join(dir, 'gone.journal');
     const { inbox } = await open(file);

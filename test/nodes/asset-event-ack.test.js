@@ -304,6 +304,18 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
     journal().filter((r) => r.c !== undefined).flatMap((r) => r.k).should.containEql(3);
   });
 
+  it('switched to "at most once" and removed at once: the inbox file goes, with the removal\'s warning', async function () {
+    await load();
+    holdWork.add(1);
+    await request(app).post('/dam/inbox').send(payload([entry(1, 1)])).expect(200);
+    await until(() => held.length === 1, 'the delivery');
+    await helper.setFlows(flow({ delivery: 'atMostOnce', outputs: 1 }), 'full'); // its leftovers start
+    const n1 = helper.getNode('n1');
+    await helper.setFlows(flow().filter((n) => n.id !== 'n1'), 'full'); // removed while they are sent
+    fs.existsSync(inboxFile(userDir, 'n1')).should.be.false('the inbox file is gone');
+    n1.warn.args.map((a) => String(a[0])).join('\n').should.match(/inbox/);
+  });
+
   it('refuses "at least once" with GET or one msg per callback, naming the field', async function () {
     await load({ method: 'get' });
     const n1 = helper.getNode('n1');

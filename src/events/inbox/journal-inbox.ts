@@ -102,17 +102,12 @@ export class JournalInbox implements Inbox {
     if (fresh.length === 0) return stale;
     if (this.state.size + this.reserved + fresh.length > this.options.maxEntries) throw new InboxFullError(this.options.maxEntries);
     // Each revision's place among the newest revisions, taken now while the map's entry is in the
-    // cache (just looked up): it counts at once (an older re-send during the write stays out), settled
-    // once on disk, undone if the write fails. Not before the bound is checked: a refused callback
-    // leaves the map as it was.
+    // cache (just looked up), filled once on disk (settle); until then it counts as under way (an
+    // older re-send arriving during the write stays out), and no longer if the write fails (release).
+    // Not before the bound is checked: a refused callback leaves the map as it was.
     const at = this.now();
     const newest = this.state.newest;
-    const reserved: number[] = new Array(fresh.length);
-    const before: number[] = [];
-    for (let i = 0; i < fresh.length; i++) {
-      const e = fresh[i];
-      reserved[i] = e.revision === undefined ? -1 : newest.reserve(e.key, at, e.revision, before);
-    }
+    const reserved = fresh.map((e) => (e.revision === undefined ? -1 : newest.reserve(e.key, at, e.revision)));
     // Ids are places in line, consecutive within one store (its record names the first).
     const firstId = this.state.newPlace();
     for (let i = 1; i < fresh.length; i++) this.state.newPlace();
@@ -124,8 +119,8 @@ export class JournalInbox implements Inbox {
     const { records, text } = storeRecords(fresh, firstId, keepText ? { body: from.body, indexes } : undefined, keepParsed);
     this.reserved += fresh.length;
     try {
-      // In the state only once on disk: nothing is handed out that was not stored. The revisions
-      // count only then too: a callback that failed to store must be stored when it comes again.
+      // In the state only once on disk: nothing is handed out that was not stored. The revisions are
+      // settled only then too: a callback that failed to store must be stored when it comes again.
       await this.writeText(text, fresh.length, () => {
         const now = this.now();
         for (let i = 0; i < records.length; i++) {
@@ -135,7 +130,7 @@ export class JournalInbox implements Inbox {
         }
       });
     } catch (err) {
-      for (let i = 0, b = 0; i < fresh.length; i++) if (reserved[i] >= 0) newest.unreserve(fresh[i].key, reserved[i], before[b++]);
+      for (let i = 0; i < fresh.length; i++) if (reserved[i] >= 0) newest.release(fresh[i].key, fresh[i].revision!);
       throw err;
     } finally {
       this.reserved -= fresh.length;
@@ -210,22 +205,24 @@ export class JournalInbox implements Inbox {
   }
 
   /**
-   * The sidebar's actions on a parked entry: written first, then done in memory (a write that fails
-   * changes nothing: the entry stays parked, here and on disk), one at a time (the entry is still
-   * parked when its record is written).
+   * The sidebar's actions on a parked entry: done in memory once their record is on disk, before
+   * a compaction can follow it (a write that fails changes nothing: the entry stays parked, here
+   * and on disk), one at a time (the entry is still parked when its record is written).
    */
   deliverAgain(id: string): Promise<boolean> {
     return this.parkedAction(Number(id), async (n) => {
       const place = this.state.newPlace();
-      await this.write({ u: n, q: place });
-      return !!this.state.unpark(n, place);
+      let done = false;
+      await this.write({ u: n, q: place }, () => { done = !!this.state.unpark(n, place); });
+      return done;
     });
   }
 
   discard(id: string): Promise<boolean> {
     return this.parkedAction(Number(id), async (n) => {
-      await this.write({ a: n });
-      return this.state.discard(n);
+      let done = false;
+      await this.write({ a: n }, () => { done = this.state.discard(n); });
+      return done;
     });
   }
 

@@ -36,6 +36,8 @@ export class NewestRevisions {
   private base = 0;
   /** Index of the first place not yet forgotten. */
   private head = 0;
+  /** Revisions of stores under way (reserved, not yet settled or released), per key: one, or a list when stores of the key overlap. */
+  private readonly underWay = new Map<OrderKey, number | number[]>();
 
   get size(): number {
     return this.places.size;
@@ -50,23 +52,29 @@ export class NewestRevisions {
   }
 
   /**
-   * True when `revision` is older than the one kept for `key`: an entry of it is a re-send (the
-   * server sends a callback again when a crash cut off the answer after its entries were written).
+   * True when `revision` is older than the one kept for `key`, or than one of it being stored: an
+   * entry of it is a re-send (the server sends a callback again when a crash cut off the answer
+   * after its entries were written).
    */
   isOlder(key: OrderKey, revision: number): boolean {
     const kept = this.revision(key);
-    return kept !== undefined && revision < kept;
+    if (kept !== undefined && revision < kept) return true;
+    // A newer one being written: the re-send would go behind it (stores settle in no set order).
+    const under = this.underWay.size === 0 ? undefined : this.underWay.get(key);
+    if (under === undefined) return false;
+    return Array.isArray(under) ? under.some((r) => revision < r) : revision < under;
   }
 
   /**
-   * A store under way: `key` moves from its place (if it has one) to a new place at the end, where
-   * `revision` counts at once: an older entry of the key arriving while the store's write is under
-   * way (a re-send) is left out, as it would go behind this one. Returns the new place, for `settle`,
-   * and pushes the revision the key held before (NaN: none) on `before`, for `unreserve`. The map is
-   * touched once per entry while its line is still in the cache: a note after the store's fsync
-   * missed the cache (the bench's map of up to a million assets: 0.7 us per entry).
+   * A store under way: `key` moves from its place (if it has one) to a new place at the end
+   * with what its old place held (or no revision), and the new place is returned for `settle`;
+   * `revision` counts as under way until settled or released (isOlder). The map is then touched
+   * once per entry while its line is still in the cache: a note after the store's fsync missed the
+   * cache (the bench's map of up to a million assets: 0.7 us per entry). The kept revision is what
+   * it was until settled: after a store that fails, the key has moved (a new key holds a place with
+   * no revision until forgotten), its revision is unchanged.
    */
-  reserve(key: OrderKey, at: number, revision: number, before: number[]): number {
+  reserve(key: OrderKey, at: number, revision: number): number {
     const place = this.places.get(key);
     let kept = NaN;
     if (place !== undefined) {
@@ -75,19 +83,24 @@ export class NewestRevisions {
       if (this.times[i] > at) at = this.times[i];
       this.times[i] = NaN; // skipped from now on
     }
-    before.push(kept);
-    this.append(key, kept >= revision ? kept : revision, at);
+    this.append(key, kept, at);
+    const under = this.underWay.get(key);
+    this.underWay.set(key, under === undefined ? revision : Array.isArray(under) ? [...under, revision] : [under, revision]);
     return this.base + this.keys.length - 1;
   }
 
-  /**
-   * The store failed: the key's place gets back the revision it held before (when the key is still
-   * there), so that the server's retry of an older entry is not left out. A key new to the map keeps
-   * its place with no revision until forgotten.
-   */
-  unreserve(key: OrderKey, reserved: number, before: number): void {
-    const i = reserved - this.base;
-    if (i >= 0 && i < this.keys.length && this.keys[i] === key && !Number.isNaN(this.times[i])) this.revisions[i] = before;
+  /** The store of `revision` failed: it no longer counts as under way (the server's retry is stored). */
+  release(key: OrderKey, revision: number): void {
+    const under = this.underWay.get(key);
+    if (under === undefined) return;
+    if (!Array.isArray(under)) {
+      if (under === revision) this.underWay.delete(key);
+      return;
+    }
+    const i = under.indexOf(revision);
+    if (i < 0) return;
+    const left = under.filter((_, j) => j !== i);
+    this.underWay.set(key, left.length === 1 ? left[0] : left);
   }
 
   /**
@@ -95,6 +108,7 @@ export class NewestRevisions {
    * there; else (noted since by another store, forgotten, or the log rewritten) as a note.
    */
   settle(key: OrderKey, reserved: number, revision: number, at: number): void {
+    this.release(key, revision);
     const i = reserved - this.base;
     if (i >= 0 && i < this.keys.length && this.keys[i] === key && !Number.isNaN(this.times[i])) {
       if (!(revision < this.revisions[i])) this.revisions[i] = revision; // NaN: none kept before

@@ -7,13 +7,12 @@
  * - The inbox of a node is `dam-assets-inbox/<node id>.journal` in Node-RED's user directory. A
  *   redeploy that keeps the node keeps it; removing the node removes it (with a warning naming
  *   how many entries were not acknowledged); a node switched back to "at most once" sends what it
- *   holds once, then removes it (deliverLeftovers).
+ *   holds once, then removes it (file-leftovers.ts).
  * - The handle travels as `msg._inbox = { node, id, delivery }`: plain data, like websocket's
  *   `msg._session`, so it survives Node-RED's cloning (RED.util.cloneMessage deep-copies every
  *   property but req/res) in change, switch, function and link nodes.
  * - Running deliveries are listed by node id (runningDelivery) for the ack node and the sidebar.
  */
-import * as fs from 'fs';
 import * as path from 'path';
 import type { CallbackEntry } from '../../api/types';
 import { InboxFullError, JournalInbox, isAssetKey, orderKey, type JournalInboxLoad, type Delivery, type Inbox, type InboxCounts, type NewEntry, type ParkedEntry } from '../../events/inbox';
@@ -371,29 +370,4 @@ async function warnKept(kept: Promise<{ count: number; keys: string }>, hooks: D
   } catch (err) {
     hooks.warn(hooks.t('inbox.removed-shared-unknown', 'node removed: its entries not acknowledged stay in Redis for the other copies (they could not be counted: __message__)', { message: (err as Error).message }));
   }
-}
-
-/**
- * A node in "at most once" mode whose inbox file is still there (it was "at least once" before):
- * what it holds is sent once, in the order stored, then the file goes. A node closed meanwhile
- * (`closed()`: redeployed, perhaps back to "at least once", whose new inbox opens the same file
- * once this resolves) keeps the file: sent or not, its entries go out again with the next start.
- */
-export async function deliverLeftovers(file: string, send: (msg: NodeMessage) => void, warn: (text: string) => void,
-  t: DeliveryHooks['t'], closed: () => boolean = () => false): Promise<number> {
-  if (!fs.existsSync(file)) return 0;
-  const { inbox } = await JournalInbox.open(file, { maxEntries: Number.MAX_SAFE_INTEGER, maxInFlight: 1, visibilityTimeoutMs: 1, maxDeliveries: Number.MAX_SAFE_INTEGER, backoffMs: 0 });
-  if (closed()) { await inbox.close(); return 0; }
-  const left = inbox.remaining();
-  for (const d of left) {
-    const msg = entryMessage(d.entry, d.subscriptionId, d.receivedAt);
-    if (d.delivery > 0) msg.redelivered = d.delivery;
-    send(msg);
-  }
-  // After Node-RED's turn that hands the messages on (as at-most-once answers a callback).
-  await new Promise((resolve) => setImmediate(resolve));
-  if (closed()) { await inbox.close(); return 0; }
-  await inbox.destroy();
-  if (left.length > 0) warn(t('inbox.leftovers', 'delivery is "at most once" now: the __count__ entries left in the inbox were sent once and the inbox removed', { count: left.length }));
-  return left.length;
 }

@@ -19,7 +19,8 @@ import { SettingError, localText } from '../shared';
 import { adminClashReason, adminRouteClash } from './admin-paths';
 import { EventInEndpoint, redact, shortStatus } from './endpoint';
 import { openRoute } from './route';
-import { AtLeastOnceDelivery, deliverLeftovers, inboxFile, readDeliverySettings, userDirectory, type DeliveryConfig } from './delivery';
+import { AtLeastOnceDelivery, inboxFile, readDeliverySettings, userDirectory, type DeliveryConfig } from './delivery';
+import { deliverLeftovers, removeLeftovers } from './file-leftovers';
 import { chosenRedis, inboxSource, usableRedis } from './inbox-choice';
 import { deliverStreamLeftovers } from './stream-leftovers';
 import { callbackUrl, readSettings, subscriptionFields, type AssetEventInConfig, type Settings } from './settings';
@@ -171,7 +172,10 @@ export default function register(RED: NodeAPI): void {
       endpoint.stopStatusTimer();
       closeRoute();
       node.status({});
-      const closingInbox = endpoint.delivery ? endpoint.delivery.close(removed).catch((err: Error) => node.warn(err.message)) : fileLeftovers;
+      const closingInbox = endpoint.delivery
+        ? endpoint.delivery.close(removed).catch((err: Error) => node.warn(err.message))
+        : fileLeftovers.then(() => (removed && userDir ? removeLeftovers(inboxFile(userDir, node.id), (text) => node.warn(text), t) : undefined))
+          .catch((err: Error) => node.warn(err.message));
       if (!owner) { closingInbox.then(() => done(), () => done()); return; }
       const closing = owner;
       closing.close(removed).then(async (failure) => {

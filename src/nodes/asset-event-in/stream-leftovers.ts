@@ -2,7 +2,7 @@
  * A node in "at most once" mode with an asset-redis node chosen whose Redis Stream inbox still
  * holds entries (it was "at least once" before): they are sent once, in the order stored per
  * asset, before they are gone from Redis, as at-most-once sends (the journal's counterpart is
- * deliverLeftovers in delivery.ts). Each batch is taken out of the stream in one script, so two
+ * deliverLeftovers in file-leftovers.ts). Each batch is taken out of the stream in one script, so two
  * copies never both send an entry; entries a copy still in "at least once" holds are left to it
  * and looked at again until the stream is empty, then its keys go.
  */
