@@ -36,9 +36,13 @@ export function reply(res: ServerResponse, status: number, body: Record<string, 
 /** An express route handler. */
 export type RouteHandler = (req: any, res: any, next: (err?: unknown) => void) => void;
 
-/** The router stack of an express app (express 4 `_router`, express 5 `router`). */
+/** The router of an express app (express 4 `_router`, express 5 `router`). */
+function routerOf(app: any): any {
+  return app && (app._router || app.router);
+}
+
 function routerStack(app: any): any[] | undefined {
-  const stack = app && (app._router || app.router)?.stack;
+  const stack = routerOf(app)?.stack;
   return Array.isArray(stack) ? stack : undefined;
 }
 
@@ -139,7 +143,7 @@ function guardBody(app: any, nodeRoot: string, handler: RouteHandler): () => voi
     apps = known;
     guardedApps.set(root, known);
     const guard = (req: any, _res: unknown, next: () => void) => {
-      if (known.size && req.method === 'POST' && isOurs(known, requestPath(String(req.url || '')), !!(root._router || root.router)?.caseSensitive)) {
+      if (known.size && req.method === 'POST' && isOurs(known, requestPath(String(req.url || '')), !!routerOf(root)?.caseSensitive)) {
         req._body = true;
         req[READ_OWN_BODY] = true;
       }
