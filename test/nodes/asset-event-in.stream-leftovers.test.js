@@ -24,11 +24,11 @@ const name = (m) => `${m.payload.assetId}/${m.payload.rrn}`;
 
 describe('asset-event-in, Redis Stream inbox: switched back to at most once, and removed (test helper, real redis-server)', function () {
   this.timeout(30000);
-  let server, direct, app, hooks, seen;
+  let server, direct, app, hooks, seen, onDeliver;
 
   const rig = useRedisRig(helper, { tempPrefix: 'dam-event-in-leftovers-' });
   before(() => { ({ server, direct } = rig); });
-  afterEach(() => { if (hooks) hooks.remove('*.leftoversTest'); return helper.unload(); });
+  afterEach(() => { onDeliver = undefined; if (hooks) hooks.remove('*.leftoversTest'); return helper.unload(); });
   beforeEach(async () => { await direct.flushall(); });
 
   /** The work node holds every msg (nothing acknowledged) and records what reaches it. */
@@ -47,7 +47,7 @@ describe('asset-event-in, Redis Stream inbox: switched back to at most once, and
     await helper.load([redisNode, eventAck, (RED) => {
       app = RED.httpNode;
       hooks = require('@node-red/util').hooks; // the runtime's (the test helper's RED has none)
-      hooks.add('postDeliver.leftoversTest', (event) => { if (event.destination.id === 'w1') seen.push(event.msg); });
+      hooks.add('postDeliver.leftoversTest', (event) => { if (event.destination.id === 'w1') { seen.push(event.msg); onDeliver?.(event); } });
       return eventIn(RED);
     }], flow());
     wire();
@@ -86,6 +86,119 @@ describe('asset-event-in, Redis Stream inbox: switched back to at most once, and
     (await inboxKeys()).should.eql([]);
   });
 
+  /** A direct inbox on a connection of its own: another copy of Node-RED still in "at least once". */
+  async function otherCopy(options = {}) {
+    const client = new Redis(server.url, { maxRetriesPerRequest: 0 });
+    client.on('error', () => undefined);
+    const inbox = new RedisStreamInbox(client, { prefix: PREFIX, windowMs: 0, timeoutMs: 5000, maxEntries: 10000, maxInFlight: 10, visibilityTimeoutMs: 60000, maxDeliveries: 5, backoffMs: 0, ...options });
+    return { inbox, disconnect: () => client.disconnect() };
+  }
+  /** Takes until `count` deliveries started (the inbox reads Redis at its poll interval). */
+  async function takeAll(inbox, count) {
+    const held = [];
+    await until(async () => { held.push(...(await inbox.take(10)).deliveries); return held.length >= count; }, `${count} deliveries`);
+    return held;
+  }
+  /** Replaces the drain of every Redis Stream inbox for one test (put back by `restore`). */
+  function wrapDrain(wrapper) {
+    const original = RedisStreamInbox.prototype.drain;
+    RedisStreamInbox.prototype.drain = function (...args) { return wrapper.call(this, original.bind(this), ...args); };
+    return () => { RedisStreamInbox.prototype.drain = original; };
+  }
+
+  /** Deploys `flows` and waits until the node's drain has had a first answer from Redis. */
+  async function drainLooking(flows) {
+    let answered = 0;
+    const restore = wrapDrain(async (drain, ...args) => { const reply = await drain(...args); answered++; return reply; });
+    try {
+      await helper.setFlows(flows, 'full');
+      await until(() => answered > 0, 'the drain looking at what the other copy holds');
+    } finally { restore(); }
+  }
+
+  it('a drain whose answer is lost (Redis ran it, the reply timed out): its entries are sent after "Ack within", none lost', async function () {
+    await load();
+    await post(payload([entry(1, 10), entry(2, 20), entry(1, 11)]));
+    await until(() => seen.length === 2, 'in flight');
+    let lost = 0;
+    const restore = wrapDrain(async (drain, ...args) => {
+      const reply = await drain(...args);
+      if (lost === 0 && reply.entries.length > 0) { lost = reply.entries.length; throw new Error('Redis did not answer within 2000 ms'); }
+      return reply;
+    });
+    try {
+      wire();
+      await helper.setFlows(flow({ delivery: 'atMostOnce', outputs: 1, wires: [['w1']], visibilityTimeout: 0.5 }), 'full');
+      await until(() => lost > 0, 'a drain that took entries and lost its answer');
+      await until(async () => (await inboxKeys()).length === 0, 'the stream, its lines and counts removed');
+      seen.map(name).sort().should.eql(['1/10', '1/11', '2/20'], 'each sent once');
+      seen.find((m) => name(m) === '1/10').redelivered.should.equal(2, 'delivered once at least once, given out once by the lost drain');
+    } finally { restore(); }
+  });
+
+  it('closed while a drain is under way: nothing is sent after the close began, and the node redeployed "at least once" delivers every entry', async function () {
+    await load();
+    await post(payload([entry(1, 10), entry(2, 20), entry(1, 11)]));
+    await until(() => seen.length === 2, 'in flight');
+    let reached, open;
+    const atGate = new Promise((r) => { reached = r; });
+    const gate = new Promise((r) => { open = r; });
+    const restore = wrapDrain(async (drain, ...args) => { reached(); await gate; return drain(...args); });
+    let closing = false;
+    const late = [];
+    onDeliver = (event) => { if (closing && event.source.node === drained) late.push(event.msg); };
+    let drained;
+    try {
+      wire();
+      await helper.setFlows(flow({ delivery: 'atMostOnce', outputs: 1, wires: [['w1']] }), 'nodes');
+      await atGate;
+      drained = helper.getNode('n1');
+      drained.on('close', () => { closing = true; open(); });
+      await helper.setFlows(flow(), 'nodes');
+    } finally { restore(); open(); }
+    await until(() => seen.filter((m) => m._inbox).length === 2, 'the first entry of each asset delivered at least once by the new node');
+    late.should.eql([], 'nothing sent by the closed node');
+    seen.filter((m) => m._inbox).map(name).sort().should.eql(['1/10', '2/20']);
+  });
+
+  it('an entry parked by another copy while the node drains: it is sent too, and the drain ends', async function () {
+    await load();
+    await post(payload([entry(1, 10), entry(2, 20)]));
+    await until(() => seen.length === 2, 'in flight');
+    await helper.setFlows(flow().filter((n) => n.id !== 'n1' && n.id !== 'w1'), 'full'); // released: idle = Ack within
+    const other = await otherCopy({ maxDeliveries: 2 }); // the second delivery is its last
+    try {
+      const held = await takeAll(other.inbox, 2);
+      wire();
+      const from = helper.log().args.length;
+      await drainLooking(flow({ delivery: 'atMostOnce', outputs: 1, wires: [['w1']] }));
+      (await other.inbox.reject(held[0].id, held[0].delivery, 'test: the flow failed')).should.have.property('reason'); // parked
+      (await other.inbox.acknowledge(held[1].id, held[1].delivery)).should.be.true();
+      await until(async () => (await inboxKeys()).length === 0, 'the parked entry drained, the keys removed');
+      seen.map(name).should.eql([`${held[0].entry.assetId}/${held[0].entry.rrn}`]);
+      await until(() => warnings(from).some((w) => /the 1 entries left in the Redis inbox were sent once/.test(w)), 'the end of the drain');
+    } finally { other.disconnect(); }
+  });
+
+  it('removed while "at most once" with entries another copy holds: a warning names the count and the keys', async function () {
+    await load();
+    await post(payload([entry(1, 10), entry(1, 11)]));
+    await until(() => seen.length === 1, 'in flight');
+    await helper.setFlows(flow().filter((n) => n.id !== 'n1' && n.id !== 'w1'), 'full');
+    const other = await otherCopy();
+    try {
+      await takeAll(other.inbox, 1);
+      wire();
+      await drainLooking(flow({ delivery: 'atMostOnce', outputs: 1, wires: [['w1']] }));
+      const from = helper.log().args.length;
+      await helper.setFlows(flow().filter((n) => n.id !== 'n1'), 'full');
+      const said = warnings(from).join('\n');
+      said.should.match(/node removed: 2 entries not acknowledged stay in Redis for it/);
+      said.should.containEql(`delete the keys ${PREFIX}* by hand`);
+      seen.should.eql([], 'the asset held by the other copy stays with it');
+    } finally { other.disconnect(); }
+  });
+
   it('removed from this copy\'s flows: the stream stays for the other copies, with a warning naming the count and the keys', async function () {
     await load();
     await post(payload([entry(1, 10), entry(1, 11), entry(2, 20)]));
@@ -96,6 +209,11 @@ describe('asset-event-in, Redis Stream inbox: switched back to at most once, and
     said.should.match(/node removed: 3 entries not acknowledged stay in Redis for it; other copies running this node still deliver them/);
     said.should.containEql(`delete the keys ${PREFIX}* by hand`);
     (await direct.xlen(`${PREFIX}s`)).should.equal(3, 'kept for the other copies');
+    // What it held was let go in the same deploy (asset-redis closing too): another copy takes it at once, not after "Ack within".
+    const other = await otherCopy();
+    try {
+      (await takeAll(other.inbox, 2)).map((d) => `${d.entry.assetId}/${d.entry.rrn}`).sort().should.eql(['1/10', '2/20']);
+    } finally { other.disconnect(); }
   });
 
   it('two copies draining the same stream at once: each entry taken by one only, an asset\'s entries in order by one copy', async function () {
@@ -117,9 +235,10 @@ describe('asset-event-in, Redis Stream inbox: switched back to at most once, and
       const drainAll = async (inbox, into) => {
         let start = '-';
         for (let pass = 0; pass < 1000; pass++) {
-          const r = await inbox.drain(start, 7, pass === 0);
+          const r = await inbox.drain(start, 7);
           into.push(...r.entries.map((d) => d.entry));
-          if (r.left === 0 || (r.next === '-' && r.entries.length === 0)) return r.left;
+          const left = r.entries.length > 0 ? await inbox.drained(r.entries) : r.left;
+          if (left === 0 || (r.next === '-' && r.entries.length === 0)) return left;
           start = r.next;
         }
         throw new Error('no end');

@@ -280,23 +280,35 @@ export class RedisStreamInbox implements Inbox {
     return { ...this.cached };
   }
 
-  /** Not listed here: a shared stream is taken out in batches by `drain` (redis-stream-leftovers.ts). */
+  /** Not listed here: a shared stream is taken out in batches by `drain` (stream-leftovers.ts). */
   remaining(): Delivery[] {
     return [];
   }
 
   /**
-   * A node switched back to at most once: takes a batch of stored entries out for good (see DRAIN
-   * in redis-stream-scripts.ts), in the order stored per asset. `start`: '-', then the `next` of
-   * the batch before. `left`: entries still stored (held by copies in at least once, or beyond the batch).
+   * A node switched back to at most once: gives a batch of stored entries out to this copy (DRAIN
+   * in redis-stream-scripts.ts), in the order stored per asset; once sent, `drained` takes them
+   * out. `start`: '-' (a pass begins: the parked entries join the stream), then the `next` of the
+   * batch before. `left`: entries still stored, those given out included.
    */
-  async drain(start: string, count: number, withParked: boolean): Promise<{ next: string; left: number; entries: Delivery[] }> {
-    const reply = await this.script('drain', [this.options.visibilityTimeoutMs, count, start, withParked ? '1' : '0']) as unknown[];
+  async drain(start: string, count: number): Promise<{ next: string; left: number; entries: Delivery[] }> {
+    const reply = await this.script('drain', [this.options.visibilityTimeoutMs, count, start, this.consumer]) as unknown[];
     const entries: Delivery[] = [];
     for (let j = 2; j + 3 < reply.length; j += 4) {
       entries.push({ ...toEntry(String(reply[j]), String(reply[j + 1]), String(reply[j + 2])), delivery: Number(reply[j + 3]) });
     }
     return { next: String(reply[0]), left: Number(reply[1]), entries: entries.sort(byStreamId) };
+  }
+
+  /** The entries of `drain`, sent: they leave the stream. Resolves how many entries are still stored. */
+  async drained(entries: Delivery[]): Promise<number> {
+    return Number(await this.script('drained', [this.consumer, ...entries.flatMap((d) => [d.id, d.key])]));
+  }
+
+  /** Entries given out by `drain` and not sent (the node closes): another copy may take them at once. */
+  async letGo(ids: string[]): Promise<void> {
+    // EVAL, not EVALSHA: the connection may be closing with the deploy, leaving no round trip for a NOSCRIPT retry.
+    if (ids.length > 0) await this.call('EVAL', STREAM_SCRIPTS.release, 1, this.options.prefix, this.consumer, this.options.visibilityTimeoutMs, ...ids);
   }
 
   /** The node is removed from this copy: what stays stored for the copies that still run it. */
@@ -313,8 +325,7 @@ export class RedisStreamInbox implements Inbox {
     const ids = [...this.held.keys(), ...this.flights.keys()];
     this.held.clear();
     this.flights.clear();
-    // EVAL, not EVALSHA: the connection may be closing with the deploy, leaving no round trip for a NOSCRIPT retry.
-    if (ids.length > 0) await this.call('EVAL', STREAM_SCRIPTS.release, 1, this.options.prefix, this.consumer, this.options.visibilityTimeoutMs, ...ids).catch(() => undefined);
+    await this.letGo(ids).catch(() => undefined);
   }
 
   /**

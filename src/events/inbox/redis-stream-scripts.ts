@@ -297,26 +297,42 @@ end
 return n`;
 
 /**
- * For a node switched back to at most once (redis-stream-leftovers): takes stored entries out
- * for good, as at-most-once sends them, atomically, so that two copies never both get one.
+ * For a node switched back to at most once (stream-leftovers.ts), step one of two: gives a batch
+ * of stored entries out to this copy's consumer, so that two copies never both get one; DRAINED
+ * takes them out once sent. What is given out stays in the stream, pending with this consumer: an
+ * answer lost on the way, or a copy stopped before sending, leaves it to be given out again (by
+ * any copy) once idle longer than the visibility timeout, as an at-least-once copy would take it over.
  * KEYS[1] P; ARGV[1] visibility ms, ARGV[2] batch size, ARGV[3] XRANGE start ('-' or '(<id>'),
- * ARGV[4] '1': the parked entries too. An asset's whole line goes with its first entry (its
- * order kept, never split between copies); an asset whose first entry a copy still in at least
- * once holds (pending, idle below the visibility timeout) is left to it. Once the stream and the
- * parked hash are empty their keys go. Returns: next start ('-' at the end), entries left (stream
- * + parked), then id, key, data, deliveries of each entry taken.
+ * ARGV[4] consumer. At the start of a pass ('-') the parked entries go back into the stream at the
+ * back of their asset's line (as deliver again, their counts kept), so that an entry parked later
+ * by a copy still in at least once is drained too. An asset's whole line goes with its first entry
+ * (its order kept, never split between copies); an asset whose first entry is held (pending, idle
+ * below the visibility timeout) is left to its holder. Returns: next start ('-' at the end),
+ * entries stored (stream + parked), then id, key, data, deliveries before of each entry given out.
  */
-const DRAIN = `${FIELDS}local p, vis, count = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
+const DRAIN = `${FIELDS}local p, vis, count, me = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[4]
 local s = p .. 's'
 local out = {'-', 0}
-local function add(id, k, d, n) out[#out + 1] = id; out[#out + 1] = k; out[#out + 1] = d; out[#out + 1] = tostring(n) end
-if ARGV[4] == '1' then
+local function sid(id) local ms, seq = string.match(id, '(%d+)-(%d+)') return tonumber(ms), tonumber(seq) end
+if ARGV[3] == '-' then
   local flat = redis.call('HGETALL', p .. 'p')
-  for i = 1, #flat, 2 do
-    local r = cjson.decode(flat[i + 1])
-    add(flat[i], r.k, r.d, r.n)
+  if #flat > 0 then
+    local parked = {}
+    for i = 1, #flat, 2 do parked[#parked + 1] = {flat[i], cjson.decode(flat[i + 1])} end
+    table.sort(parked, function(a, b)
+      local am, as = sid(a[1])
+      local bm, bs = sid(b[1])
+      return am < bm or (am == bm and as < bs)
+    end)
+    if redis.call('EXISTS', s) == 0 then redis.call('XGROUP', 'CREATE', s, 'g', '0', 'MKSTREAM') end
+    for _, e in ipairs(parked) do
+      local r = e[2]
+      local nid = redis.call('XADD', s, '*', 'k', r.k, 'd', r.d)
+      redis.call('RPUSH', p .. 'l:' .. r.k, nid)
+      redis.call('HSET', p .. 'n', nid, r.n)
+    end
+    redis.call('DEL', p .. 'p')
   end
-  redis.call('DEL', p .. 'p')
 end
 if redis.call('EXISTS', s) == 1 then
   local batch = redis.call('XRANGE', s, ARGV[3], '+', 'COUNT', count)
@@ -331,25 +347,43 @@ if redis.call('EXISTS', s) == 1 then
       local pend = redis.call('XPENDING', s, 'g', line[1], line[1], 1)
       if #pend == 0 or tonumber(pend[1][3]) >= vis then
         for _, id in ipairs(line) do
-          local x = redis.call('XRANGE', s, id, id)
-          if #x > 0 then
+          -- FORCE: also an entry no copy read yet (not in the group's pending list).
+          local x = redis.call('XCLAIM', s, 'g', me, 0, id, 'FORCE')
+          if #x > 0 and type(x[1]) == 'table' then
             local _, d = fields(x[1][2])
-            add(id, k, d, redis.call('HGET', p .. 'n', id) or '0')
-            redis.call('XACK', s, 'g', id)
-            redis.call('XDEL', s, id)
-            redis.call('HDEL', p .. 'n', id)
+            local n = redis.call('HINCRBY', p .. 'n', id, 1)
+            out[#out + 1] = id; out[#out + 1] = k; out[#out + 1] = d; out[#out + 1] = tostring(n - 1)
           end
         end
-        redis.call('DEL', p .. 'l:' .. k)
       end
     end
   end
-  if redis.call('XLEN', s) == 0 and redis.call('HLEN', p .. 'p') == 0 then redis.call('DEL', s, p .. 'n') end
 end
 out[2] = redis.call('XLEN', s) + redis.call('HLEN', p .. 'p')
 return out`;
 
+/**
+ * Step two of DRAIN: the entries sent leave the stream. KEYS[1] P; ARGV[1] consumer, then id and
+ * key of each entry sent. One still given out to this consumer goes (one another copy took over
+ * meanwhile stays with it). Once the stream and the parked hash are empty their keys go. Returns
+ * the entries still stored (stream + parked).
+ */
+const DRAINED = `local p, me = KEYS[1], ARGV[1]
+local s = p .. 's'
+for i = 2, #ARGV, 2 do
+  local id, k = ARGV[i], ARGV[i + 1]
+  local pend = redis.call('XPENDING', s, 'g', id, id, 1)
+  if #pend > 0 and pend[1][2] == me then
+    redis.call('XACK', s, 'g', id)
+    redis.call('XDEL', s, id)
+    redis.call('HDEL', p .. 'n', id)
+    redis.call('LREM', p .. 'l:' .. k, 1, id)
+  end
+end
+if redis.call('XLEN', s) == 0 and redis.call('HLEN', p .. 'p') == 0 then redis.call('DEL', s, p .. 'n') end
+return redis.call('XLEN', s) + redis.call('HLEN', p .. 'p')`;
+
 export const STREAM_SCRIPTS = {
   store: STORE, take: TAKE, ack: ACK, reject: REJECT, release: RELEASE,
-  deliverAgain: DELIVER_AGAIN, discard: DISCARD, sweep: SWEEP, drain: DRAIN
+  deliverAgain: DELIVER_AGAIN, discard: DISCARD, sweep: SWEEP, drain: DRAIN, drained: DRAINED
 };

@@ -356,14 +356,14 @@ export class AtLeastOnceDelivery {
     let inbox: Inbox;
     try { inbox = await this.opening; } catch { return; }
     if (!removed) { await inbox.close(); return; }
-    if (inbox.keptForOthers) await warnKept(inbox.keptForOthers(), this.hooks);
-    const lost = await inbox.destroy();
+    // Sent at once: asset-redis may be closing in the same deploy (its last commands go within a few steps).
+    const [, lost] = await Promise.all([inbox.keptForOthers && warnKept(inbox.keptForOthers(), this.hooks), inbox.destroy()]);
     if (lost > 0) this.hooks.warn(this.hooks.t('inbox.removed', 'node removed: its inbox went with __count__ entries not acknowledged', { count: lost }));
   }
 }
 
 /** A shared inbox stays when one copy removes the node: how many entries stay, and where. */
-async function warnKept(kept: Promise<{ count: number; keys: string }>, hooks: DeliveryHooks): Promise<void> {
+export async function warnKept(kept: Promise<{ count: number; keys: string }>, hooks: Pick<DeliveryHooks, 'warn' | 't'>): Promise<void> {
   try {
     const { count, keys } = await kept;
     if (count > 0) hooks.warn(hooks.t('inbox.removed-shared', 'node removed: __count__ entries not acknowledged stay in Redis for it; other copies running this node still deliver them; if none does, delete the keys __keys__ by hand', { count, keys }));

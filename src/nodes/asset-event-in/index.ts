@@ -167,15 +167,16 @@ export default function register(RED: NodeAPI): void {
 
     node.on('close', (removed: boolean, done: () => void) => {
       endpoint.closed = true;
-      streamLeftovers?.stop();
       eventInStats.close(stats);
       endpoint.stopStatusTimer();
       closeRoute();
       node.status({});
       const closingInbox = endpoint.delivery
         ? endpoint.delivery.close(removed).catch((err: Error) => node.warn(err.message))
-        : fileLeftovers.then(() => (removed && userDir ? removeLeftovers(inboxFile(userDir, node.id), (text) => node.warn(text), t) : undefined))
-          .catch((err: Error) => node.warn(err.message));
+        : Promise.all([
+          streamLeftovers?.close(removed),
+          fileLeftovers.then(() => (removed && userDir ? removeLeftovers(inboxFile(userDir, node.id), (text) => node.warn(text), t) : undefined))
+        ]).catch((err: Error) => node.warn(err.message));
       if (!owner) { closingInbox.then(() => done(), () => done()); return; }
       const closing = owner;
       closing.close(removed).then(async (failure) => {

@@ -1,24 +1,26 @@
 /**
  * A node in "at most once" mode with an asset-redis node chosen whose Redis Stream inbox still
- * holds entries (it was "at least once" before): they are sent once, in the order stored per
- * asset, before they are gone from Redis, as at-most-once sends (the journal's counterpart is
- * deliverLeftovers in file-leftovers.ts). Each batch is taken out of the stream in one script, so two
- * copies never both send an entry; entries a copy still in "at least once" holds are left to it
- * and looked at again until the stream is empty, then its keys go.
+ * holds entries (it was "at least once" before): they are sent in the order stored per asset,
+ * as at-most-once sends, before they go from Redis (the journal's counterpart is
+ * deliverLeftovers in file-leftovers.ts). Each batch is given out to this copy in one script, so
+ * two copies never both send an entry, and taken out once sent: a batch whose answer was lost, or
+ * that came after the close began, is given out again (here or by another copy) after "Ack
+ * within", never lost. Entries a copy still in "at least once" holds are left to it and looked at
+ * again until the stream is empty, then its keys go.
  */
 import type { AssetRedisConfigNode } from '../asset-redis';
 import type { NodeMessage } from '../shared/node-red';
-import { DELIVERY_DEFAULTS, entryMessage, type DeliveryHooks } from './delivery';
+import { DELIVERY_DEFAULTS, entryMessage, warnKept, type DeliveryHooks } from './delivery';
 
 const BATCH = 1000;
 /** Wait before looking again at entries held by a copy still in "at least once", or after Redis failed. */
 const AGAIN_MS = 1000;
 
-/** Starts sending the leftovers; `stop` (the node closes) ends the wait for held entries. */
+/** Starts sending the leftovers; `close` (the node closes) ends it and resolves once no batch is under way. */
 export function deliverStreamLeftovers(options: {
   redis: AssetRedisConfigNode; nodeId: string; visibilityTimeout: unknown;
   send: (msg: NodeMessage) => void; warn: (text: string) => void; t: DeliveryHooks['t'];
-}): { stop(): void; done: Promise<number> } {
+}): { close(removed: boolean): Promise<void>; done: Promise<number> } {
   const { redis, nodeId, send, warn, t } = options;
   const seconds = Number(options.visibilityTimeout);
   const visibilityTimeoutMs = 1000 * (seconds > 0 ? seconds : DELIVERY_DEFAULTS.visibilityTimeoutS);
@@ -31,31 +33,44 @@ export function deliverStreamLeftovers(options: {
     const timer = setTimeout(resolve, AGAIN_MS);
     wake = () => { clearTimeout(timer); resolve(); };
   });
+  let warned = false;
+  const warnOnce = (text: string) => { if (!warned) warn(text); warned = true; };
 
   const run = async (): Promise<number> => {
     let start = '-';
-    let withParked = true;
     let sent = 0;
-    let failed = false;
     while (!stopped) {
       let batch: Awaited<ReturnType<typeof inbox.drain>>;
       try {
-        batch = await inbox.drain(start, BATCH, withParked);
+        batch = await inbox.drain(start, BATCH);
       } catch (err) {
-        // Nothing was taken: the entries stay in Redis; looked at again while the node runs.
-        if (!failed) warn(t('inbox.leftovers-unreachable', 'the Redis inbox cannot be checked for entries left from "at least once" (__message__); trying again', { message: (err as Error).message }));
-        failed = true;
+        // Nothing sent: what the script gave out, if it ran, is given out again after "Ack within".
+        warnOnce(t('inbox.leftovers-unreachable', 'the Redis inbox cannot be checked for entries left from "at least once" (__message__); trying again', { message: (err as Error).message }));
         await pause();
         continue;
       }
-      withParked = false;
+      if (stopped) {
+        // Closing: not sent into a stopping flow; another copy, or this node's next start, takes them at once.
+        await inbox.letGo(batch.entries.map((d) => d.id)).catch(() => undefined);
+        break;
+      }
       for (const d of batch.entries) {
         const msg = entryMessage(d.entry, d.subscriptionId, d.receivedAt);
         if (d.delivery > 0) msg.redelivered = d.delivery;
         send(msg);
       }
       sent += batch.entries.length;
-      if (batch.left === 0) break;
+      let left = batch.left;
+      if (batch.entries.length > 0) {
+        try {
+          left = await inbox.drained(batch.entries);
+        } catch (err) {
+          // Sent, not taken out: they go out again after "Ack within" (at least once, as they were stored).
+          warnOnce(t('inbox.leftovers-unreachable', 'the Redis inbox cannot be checked for entries left from "at least once" (__message__); trying again', { message: (err as Error).message }));
+          await pause();
+        }
+      }
+      if (left === 0) break;
       start = batch.next;
       if (start === '-' && batch.entries.length === 0) await pause(); // only entries held by copies in "at least once"
     }
@@ -63,5 +78,15 @@ export function deliverStreamLeftovers(options: {
     return sent;
   };
   const done = run().catch((err: Error) => { warn(`inbox (Redis): ${err.message}`); return 0; });
-  return { stop: () => { stopped = true; wake?.(); }, done };
+  return {
+    done,
+    close: async (removed) => {
+      stopped = true;
+      wake?.();
+      // Counted at once: asset-redis may be closing in the same deploy (its last commands go within a few steps).
+      const kept = removed ? warnKept(inbox.keptForOthers(), { warn, t }) : undefined;
+      await done;
+      await kept;
+    }
+  };
 }
