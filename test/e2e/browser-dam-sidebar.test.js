@@ -15,7 +15,7 @@ const path = require('path');
 const bcrypt = require(require.resolve('bcryptjs', { paths: [path.dirname(require.resolve('node-red'))] }));
 
 const { startNodeRed } = require('./lib/browser-node-red');
-const { chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems, untranslatedKeys, screenshotPath } = require('./lib/browser-page');
+const { closeBrowser, chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems, untranslatedKeys, screenshotPath } = require('./lib/browser-page');
 const { startEmulator } = require('../../dist/emulator');
 const { freePort, waitFor } = require('./support');
 
@@ -70,7 +70,7 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
 
   after(async function () {
     this.timeout(30000);
-    if (browser) await browser.close();
+    await closeBrowser(browser);
     if (nr) {
       if (this.currentTest && this.currentTest.state === 'failed') console.log(nr.output());
       await nr.stop();

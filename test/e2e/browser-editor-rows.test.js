@@ -14,7 +14,7 @@ const should = require('should');
 const fs = require('fs');
 const path = require('path');
 const { startNodeRed } = require('./lib/browser-node-red');
-const { chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems } = require('./lib/browser-page');
+const { closeBrowser, chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems } = require('./lib/browser-page');
 
 const pkg = require('../../package.json');
 const FLOW_TYPES = Object.keys(pkg['node-red'].nodes).filter((t) => t !== 'asset-server' && t !== 'asset-redis');
@@ -54,7 +54,7 @@ describe('editor: the form rows of every dialog, and their values saved (Chromiu
       fs.writeFileSync(FIXTURE, JSON.stringify(seen, null, 1) + '\n');
       console.log(`      wrote ${FIXTURE}`);
     }
-    if (browser) await browser.close();
+    await closeBrowser(browser);
     if (nr) await nr.stop();
   });
 

@@ -14,7 +14,7 @@
 require('should');
 const path = require('path');
 const { startNodeRed } = require('./lib/browser-node-red');
-const { chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems, screenshotPath } = require('./lib/browser-page');
+const { closeBrowser, chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems, screenshotPath } = require('./lib/browser-page');
 const { startEmulator } = require('../../dist/emulator');
 
 const SHOTS = process.env.DAM_DOCS_IMAGES === '1' ? path.join(__dirname, '..', '..', 'docs', 'images')
@@ -41,7 +41,7 @@ describe('README: a first flow in five steps, clicked through in Chromium', func
 
   after(async function () {
     this.timeout(30000);
-    if (browser) await browser.close();
+    await closeBrowser(browser);
     if (nr) {
       if (this.currentTest && this.currentTest.state === 'failed') console.log(nr.output());
       await nr.stop();

@@ -8,7 +8,7 @@
  */
 const should = require('should');
 const { startNodeRed } = require('./lib/browser-node-red');
-const { chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems, untranslatedKeys } = require('./lib/browser-page');
+const { closeBrowser, chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems, untranslatedKeys } = require('./lib/browser-page');
 const { startEmulator } = require('../../dist/emulator');
 const { startSquid } = require('../api/squid');
 
@@ -48,7 +48,7 @@ describe('asset-server Proxy setting in a real browser (Chromium), through squid
 
   after(async function () {
     this.timeout(30000);
-    if (browser) await browser.close();
+    await closeBrowser(browser);
     if (nr) {
       if (this.currentTest && this.currentTest.state === 'failed') console.log(nr.output());
       await nr.stop();

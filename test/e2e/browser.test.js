@@ -12,7 +12,7 @@ const fs = require('fs');
 const path = require('path');
 
 const { startNodeRed } = require('./lib/browser-node-red');
-const { chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems, untranslatedKeys, overflowingControls, screenshotPath } = require('./lib/browser-page');
+const { closeBrowser, chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems, untranslatedKeys, overflowingControls, screenshotPath } = require('./lib/browser-page');
 
 const pkg = require('../../package.json');
 const MODULE = pkg.name;
@@ -65,7 +65,7 @@ describe('editor in a real browser (Chromium)', function () {
 
   after(async function () {
     this.timeout(30000);
-    if (browser) await browser.close();
+    await closeBrowser(browser);
     if (nr) {
       if (this.currentTest && this.currentTest.state === 'failed') console.log(nr.output());
       await nr.stop();

@@ -7,7 +7,7 @@
  */
 const should = require('should');
 const { startNodeRed } = require('./lib/browser-node-red');
-const { chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems } = require('./lib/browser-page');
+const { closeBrowser, chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems } = require('./lib/browser-page');
 
 describe('editor: field sources and marks (Chromium)', function () {
   this.timeout(30000);
@@ -30,7 +30,7 @@ describe('editor: field sources and marks (Chromium)', function () {
 
   after(async function () {
     this.timeout(30000);
-    if (browser) await browser.close();
+    await closeBrowser(browser);
     if (nr) await nr.stop();
   });
 

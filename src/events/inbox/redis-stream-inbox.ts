@@ -288,11 +288,11 @@ export class RedisStreamInbox implements Inbox {
   /**
    * A node switched back to at most once: gives a batch of stored entries out to this copy (DRAIN
    * in redis-stream-scripts.ts), in the order stored per asset; once sent, `drained` takes them
-   * out. `start`: '-' (a pass begins: the parked entries join the stream), then the `next` of the
-   * batch before. `left`: entries still stored, those given out included.
+   * out. `start`: '-' (a pass begins: the parked entries first), then the `next` of the batch
+   * before. `left`: entries still stored, those given out included.
    */
   async drain(start: string, count: number): Promise<{ next: string; left: number; entries: Delivery[] }> {
-    const reply = await this.script('drain', [this.options.visibilityTimeoutMs, count, start, this.consumer]) as unknown[];
+    const reply = await this.evalInOrder('drain', [this.options.visibilityTimeoutMs, count, start, this.consumer]) as unknown[];
     const entries: Delivery[] = [];
     for (let j = 2; j + 3 < reply.length; j += 4) {
       entries.push({ ...toEntry(String(reply[j]), String(reply[j + 1]), String(reply[j + 2])), delivery: Number(reply[j + 3]) });
@@ -300,22 +300,30 @@ export class RedisStreamInbox implements Inbox {
     return { next: String(reply[0]), left: Number(reply[1]), entries: entries.sort(byStreamId) };
   }
 
-  /** The entries of `drain`, sent: they leave the stream. Resolves how many entries are still stored. */
+  /** The entries of `drain`, sent: they go. Resolves how many entries are still stored. */
   async drained(entries: Delivery[]): Promise<number> {
-    return Number(await this.script('drained', [this.consumer, ...entries.flatMap((d) => [d.id, d.key])]));
+    return Number(await this.evalInOrder('drained', [this.consumer, ...entries.flatMap((d) => [d.id, d.key])]));
   }
 
-  /** Entries given out by `drain` and not sent (the node closes): another copy may take them at once. */
-  async letGo(ids: string[]): Promise<void> {
-    // EVAL, not EVALSHA: the connection may be closing with the deploy, leaving no round trip for a NOSCRIPT retry.
-    if (ids.length > 0) await this.call('EVAL', STREAM_SCRIPTS.release, 1, this.options.prefix, this.consumer, this.options.visibilityTimeoutMs, ...ids);
+  /** The draining node closes: what `drain` gave out and it did not send goes back (LET_GO). */
+  async letGoDrained(): Promise<void> {
+    await this.evalInOrder('letGo', [this.consumer, this.options.visibilityTimeoutMs]);
+  }
+
+  /**
+   * EVAL with the script's text, not EVALSHA: runs in the order sent. An EVALSHA answered NOSCRIPT
+   * would run one round trip later, after a LET_GO sent at the close meanwhile; and a connection
+   * closing with the deploy leaves no round trip for it. Once per batch of 1000.
+   */
+  private evalInOrder(name: 'drain' | 'drained' | 'letGo', args: Array<string | number>): Promise<unknown> {
+    return this.call('EVAL', STREAM_SCRIPTS[name], 1, this.options.prefix, ...args);
   }
 
   /** The node is removed from this copy: what stays stored for the copies that still run it. */
   async keptForOthers(): Promise<{ count: number; keys: string }> {
     // Plain commands sent at once (no script that may need loading first): the connection may be closing too.
-    const [stream, parked] = await Promise.all([this.call('XLEN', this.key('s')), this.call('HLEN', this.key('p'))]);
-    return { count: Number(stream) + Number(parked), keys: `${this.options.prefix}*` };
+    const counts = await Promise.all([this.call('XLEN', this.key('s')), this.call('HLEN', this.key('p')), this.call('HLEN', this.key('q'))]);
+    return { count: counts.reduce((sum: number, n) => sum + Number(n), 0), keys: `${this.options.prefix}*` };
   }
 
   /** Lets go of what this copy holds, so that another copy takes it at once; the stream stays. */
@@ -325,7 +333,8 @@ export class RedisStreamInbox implements Inbox {
     const ids = [...this.held.keys(), ...this.flights.keys()];
     this.held.clear();
     this.flights.clear();
-    await this.letGo(ids).catch(() => undefined);
+    // EVAL, not EVALSHA: the connection may be closing with the deploy, leaving no round trip for a NOSCRIPT retry.
+    if (ids.length > 0) await this.call('EVAL', STREAM_SCRIPTS.release, 1, this.options.prefix, this.consumer, this.options.visibilityTimeoutMs, ...ids).catch(() => undefined);
   }
 
   /**

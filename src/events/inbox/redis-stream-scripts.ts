@@ -12,6 +12,8 @@
  * lock's lease. No lock key of its own: it would be a second lease to keep in step with that one.
  * - `P n`        hash: deliveries so far per stream id
  * - `P p`        hash: parked entries, id -> JSON {k, d, n, r, pa}
+ * - `P q`        hash: parked entries given out by a node switched back to at most once (DRAIN), id ->
+ *                JSON {r = the parked JSON, c = consumer, at = ms}; out of reach of copies in at least once
  * - `P v:<key>`  newest revision stored of a key, PX = the revision horizon from its last store (kept
  *                after acknowledgement, as in the journal inbox; a re-sent older entry comes within it)
  * - `P d:<hex>`  an entry key's digest, PX = the duplicate window: a repeat within it is not stored
@@ -299,40 +301,38 @@ return n`;
 /**
  * For a node switched back to at most once (stream-leftovers.ts), step one of two: gives a batch
  * of stored entries out to this copy's consumer, so that two copies never both get one; DRAINED
- * takes them out once sent. What is given out stays in the stream, pending with this consumer: an
- * answer lost on the way, or a copy stopped before sending, leaves it to be given out again (by
- * any copy) once idle longer than the visibility timeout, as an at-least-once copy would take it over.
+ * takes them out once sent. What is given out stays stored: a stream entry pending with this
+ * consumer, a parked one in `P q` (never in the stream, so no copy in at least once reads it).
+ * An answer lost on the way leaves it with this consumer, given out again at its next pass; a copy
+ * that stopped lets go of it (LET_GO) or, killed, leaves it to any copy after the visibility timeout.
  * KEYS[1] P; ARGV[1] visibility ms, ARGV[2] batch size, ARGV[3] XRANGE start ('-' or '(<id>'),
- * ARGV[4] consumer. At the start of a pass ('-') the parked entries go back into the stream at the
- * back of their asset's line (as deliver again, their counts kept), so that an entry parked later
- * by a copy still in at least once is drained too. An asset's whole line goes with its first entry
- * (its order kept, never split between copies); an asset whose first entry is held (pending, idle
- * below the visibility timeout) is left to its holder. Returns: next start ('-' at the end),
- * entries stored (stream + parked), then id, key, data, deliveries before of each entry given out.
+ * ARGV[4] consumer. At the start of a pass ('-') the parked entries are given out first (and those
+ * given out before by this consumer, or by another longer ago than the visibility timeout). An
+ * asset's whole line goes with its first entry (its order kept, never split between copies); an
+ * asset whose first entry another consumer holds (pending, idle below the visibility timeout) is
+ * left to it. Once nothing is stored, the keys go. Returns: next start ('-' at the end), entries
+ * stored (stream + parked, given out or not), then id, key, data, deliveries of each entry given out.
  */
 const DRAIN = `${FIELDS}local p, vis, count, me = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[4]
-local s = p .. 's'
+local s, q = p .. 's', p .. 'q'
 local out = {'-', 0}
-local function sid(id) local ms, seq = string.match(id, '(%d+)-(%d+)') return tonumber(ms), tonumber(seq) end
+local function add(id, k, d, n) out[#out + 1] = id; out[#out + 1] = k; out[#out + 1] = d; out[#out + 1] = tostring(n) end
 if ARGV[3] == '-' then
-  local flat = redis.call('HGETALL', p .. 'p')
-  if #flat > 0 then
-    local parked = {}
-    for i = 1, #flat, 2 do parked[#parked + 1] = {flat[i], cjson.decode(flat[i + 1])} end
-    table.sort(parked, function(a, b)
-      local am, as = sid(a[1])
-      local bm, bs = sid(b[1])
-      return am < bm or (am == bm and as < bs)
-    end)
-    if redis.call('EXISTS', s) == 0 then redis.call('XGROUP', 'CREATE', s, 'g', '0', 'MKSTREAM') end
-    for _, e in ipairs(parked) do
-      local r = e[2]
-      local nid = redis.call('XADD', s, '*', 'k', r.k, 'd', r.d)
-      redis.call('RPUSH', p .. 'l:' .. r.k, nid)
-      redis.call('HSET', p .. 'n', nid, r.n)
-    end
-    redis.call('DEL', p .. 'p')
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local function give(id, rec)
+    local r = cjson.decode(rec)
+    redis.call('HSET', q, id, cjson.encode({r = rec, c = me, at = now}))
+    add(id, r.k, r.d, r.n)
   end
+  local given = redis.call('HGETALL', q)
+  for i = 1, #given, 2 do
+    local g = cjson.decode(given[i + 1])
+    if g.c == me or now - tonumber(g.at) >= vis then give(given[i], g.r) end
+  end
+  local parked = redis.call('HGETALL', p .. 'p')
+  for i = 1, #parked, 2 do give(parked[i], parked[i + 1]) end
+  if #parked > 0 then redis.call('DEL', p .. 'p') end
 end
 if redis.call('EXISTS', s) == 1 then
   local batch = redis.call('XRANGE', s, ARGV[3], '+', 'COUNT', count)
@@ -345,45 +345,75 @@ if redis.call('EXISTS', s) == 1 then
       local line = redis.call('LRANGE', p .. 'l:' .. k, 0, -1)
       if #line == 0 then line = {e[1]} end
       local pend = redis.call('XPENDING', s, 'g', line[1], line[1], 1)
-      if #pend == 0 or tonumber(pend[1][3]) >= vis then
+      if #pend == 0 or pend[1][2] == me or tonumber(pend[1][3]) >= vis then
         for _, id in ipairs(line) do
           -- FORCE: also an entry no copy read yet (not in the group's pending list).
           local x = redis.call('XCLAIM', s, 'g', me, 0, id, 'FORCE')
           if #x > 0 and type(x[1]) == 'table' then
             local _, d = fields(x[1][2])
-            local n = redis.call('HINCRBY', p .. 'n', id, 1)
-            out[#out + 1] = id; out[#out + 1] = k; out[#out + 1] = d; out[#out + 1] = tostring(n - 1)
+            add(id, k, d, redis.call('HGET', p .. 'n', id) or '0')
           end
         end
       end
     end
   end
 end
-out[2] = redis.call('XLEN', s) + redis.call('HLEN', p .. 'p')
+local left = redis.call('XLEN', s) + redis.call('HLEN', p .. 'p') + redis.call('HLEN', q)
+if left == 0 then redis.call('DEL', s, p .. 'n') end
+out[2] = left
 return out`;
 
 /**
- * Step two of DRAIN: the entries sent leave the stream. KEYS[1] P; ARGV[1] consumer, then id and
- * key of each entry sent. One still given out to this consumer goes (one another copy took over
- * meanwhile stays with it). Once the stream and the parked hash are empty their keys go. Returns
- * the entries still stored (stream + parked).
+ * Step two of DRAIN: the entries sent go. KEYS[1] P; ARGV[1] consumer, then id and key of each
+ * entry sent. One still given out to this consumer goes (one another copy took over meanwhile
+ * stays with it). Once nothing is stored, the keys go. Returns the entries still stored.
  */
 const DRAINED = `local p, me = KEYS[1], ARGV[1]
-local s = p .. 's'
+local s, q = p .. 's', p .. 'q'
 for i = 2, #ARGV, 2 do
   local id, k = ARGV[i], ARGV[i + 1]
-  local pend = redis.call('XPENDING', s, 'g', id, id, 1)
-  if #pend > 0 and pend[1][2] == me then
-    redis.call('XACK', s, 'g', id)
-    redis.call('XDEL', s, id)
-    redis.call('HDEL', p .. 'n', id)
-    redis.call('LREM', p .. 'l:' .. k, 1, id)
+  local g = redis.call('HGET', q, id)
+  if g then
+    if cjson.decode(g).c == me then redis.call('HDEL', q, id) end
+  else
+    local pend = redis.call('XPENDING', s, 'g', id, id, 1)
+    if #pend > 0 and pend[1][2] == me then
+      redis.call('XACK', s, 'g', id)
+      redis.call('XDEL', s, id)
+      redis.call('HDEL', p .. 'n', id)
+      redis.call('LREM', p .. 'l:' .. k, 1, id)
+    end
   end
 end
-if redis.call('XLEN', s) == 0 and redis.call('HLEN', p .. 'p') == 0 then redis.call('DEL', s, p .. 'n') end
-return redis.call('XLEN', s) + redis.call('HLEN', p .. 'p')`;
+local left = redis.call('XLEN', s) + redis.call('HLEN', p .. 'p') + redis.call('HLEN', q)
+if left == 0 then redis.call('DEL', s, p .. 'n') end
+return left`;
+
+/**
+ * A node draining closes: what DRAIN gave out to its consumer and it did not send goes back, a
+ * stream entry with its idle time set to the visibility timeout (another copy takes it at once),
+ * a parked one to `P p`. Sent at once at the close: Redis runs it after a DRAIN under way on the
+ * same connection, whose answer the node then does not send. KEYS[1] P; ARGV[1] consumer, ARGV[2]
+ * visibility ms.
+ */
+const LET_GO = `local p, me, vis = KEYS[1], ARGV[1], ARGV[2]
+local s, q = p .. 's', p .. 'q'
+if redis.call('EXISTS', s) == 1 then
+  for _, e in ipairs(redis.call('XPENDING', s, 'g', '-', '+', 1000000, me)) do
+    redis.call('XCLAIM', s, 'g', me, 0, e[1], 'IDLE', vis, 'JUSTID')
+  end
+end
+local given = redis.call('HGETALL', q)
+for i = 1, #given, 2 do
+  local g = cjson.decode(given[i + 1])
+  if g.c == me then
+    redis.call('HSET', p .. 'p', given[i], g.r)
+    redis.call('HDEL', q, given[i])
+  end
+end
+return 1`;
 
 export const STREAM_SCRIPTS = {
   store: STORE, take: TAKE, ack: ACK, reject: REJECT, release: RELEASE,
-  deliverAgain: DELIVER_AGAIN, discard: DISCARD, sweep: SWEEP, drain: DRAIN, drained: DRAINED
+  deliverAgain: DELIVER_AGAIN, discard: DISCARD, sweep: SWEEP, drain: DRAIN, drained: DRAINED, letGo: LET_GO
 };

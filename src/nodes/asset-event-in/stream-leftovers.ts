@@ -3,10 +3,10 @@
  * holds entries (it was "at least once" before): they are sent in the order stored per asset,
  * as at-most-once sends, before they go from Redis (the journal's counterpart is
  * deliverLeftovers in file-leftovers.ts). Each batch is given out to this copy in one script, so
- * two copies never both send an entry, and taken out once sent: a batch whose answer was lost, or
- * that came after the close began, is given out again (here or by another copy) after "Ack
- * within", never lost. Entries a copy still in "at least once" holds are left to it and looked at
- * again until the stream is empty, then its keys go.
+ * two copies never both send an entry, and taken out once sent: a batch whose answer was lost is
+ * given out again at the next pass, one answered after the close began is not sent and goes back
+ * at once; none is lost. Entries a copy still in "at least once" holds are left to it and looked
+ * at again until nothing is stored, then the keys go.
  */
 import type { AssetRedisConfigNode } from '../asset-redis';
 import type { NodeMessage } from '../shared/node-red';
@@ -30,30 +30,45 @@ export function deliverStreamLeftovers(options: {
   let stopped = false;
   let wake: (() => void) | undefined;
   const pause = () => new Promise<void>((resolve) => {
+    if (stopped) { resolve(); return; }
     const timer = setTimeout(resolve, AGAIN_MS);
     wake = () => { clearTimeout(timer); resolve(); };
   });
+  // What the close must let go of: a drain under way, a batch given out and not taken out yet, or
+  // (after a failure: an answer may have been lost) anything until nothing is stored. Nothing once
+  // the drain ended, so a node with nothing left (the usual case) sends nothing at its close.
+  let draining = false;
+  let batchOut = false;
+  let failed = false;
+  let ended = false;
   let warned = false;
-  const warnOnce = (text: string) => { if (!warned) warn(text); warned = true; };
+  const unreachable = async (err: unknown) => {
+    failed = true;
+    if (!warned) warn(t('inbox.leftovers-unreachable', 'the Redis inbox cannot be checked for entries left from "at least once" (__message__); trying again', { message: (err as Error).message }));
+    warned = true;
+    await pause();
+  };
 
   const run = async (): Promise<number> => {
     let start = '-';
     let sent = 0;
     while (!stopped) {
       let batch: Awaited<ReturnType<typeof inbox.drain>>;
+      draining = true;
       try {
         batch = await inbox.drain(start, BATCH);
       } catch (err) {
-        // Nothing sent: what the script gave out, if it ran, is given out again after "Ack within".
-        warnOnce(t('inbox.leftovers-unreachable', 'the Redis inbox cannot be checked for entries left from "at least once" (__message__); trying again', { message: (err as Error).message }));
-        await pause();
+        draining = false;
+        // Nothing sent: what the script gave out, if it ran, is given out again at the next pass.
+        if (stopped) break;
+        await unreachable(err);
+        start = '-';
         continue;
       }
-      if (stopped) {
-        // Closing: not sent into a stopping flow; another copy, or this node's next start, takes them at once.
-        await inbox.letGo(batch.entries.map((d) => d.id)).catch(() => undefined);
-        break;
-      }
+      draining = false;
+      batchOut = batch.entries.length > 0;
+      // Closing: not sent into a stopping flow; the close let go of them (LET_GO runs after this drain).
+      if (stopped) break;
       for (const d of batch.entries) {
         const msg = entryMessage(d.entry, d.subscriptionId, d.receivedAt);
         if (d.delivery > 0) msg.redelivered = d.delivery;
@@ -64,17 +79,18 @@ export function deliverStreamLeftovers(options: {
       if (batch.entries.length > 0) {
         try {
           left = await inbox.drained(batch.entries);
+          batchOut = false;
         } catch (err) {
-          // Sent, not taken out: they go out again after "Ack within" (at least once, as they were stored).
-          warnOnce(t('inbox.leftovers-unreachable', 'the Redis inbox cannot be checked for entries left from "at least once" (__message__); trying again', { message: (err as Error).message }));
-          await pause();
+          // Sent, not taken out: they go out again (at least once, as they were stored).
+          if (stopped) break;
+          await unreachable(err);
         }
       }
-      if (left === 0) break;
+      if (left === 0) { ended = true; failed = false; break; }
       start = batch.next;
       if (start === '-' && batch.entries.length === 0) await pause(); // only entries held by copies in "at least once"
     }
-    if (sent > 0) warn(t('inbox.leftovers-redis', 'delivery is "at most once" now: the __count__ entries left in the Redis inbox were sent once and taken out of it', { count: sent }));
+    if (sent > 0) warn(t('inbox.leftovers-redis', 'delivery is "at most once" now: the __count__ entries left in the Redis inbox were sent and taken out of it', { count: sent }));
     return sent;
   };
   const done = run().catch((err: Error) => { warn(`inbox (Redis): ${err.message}`); return 0; });
@@ -83,10 +99,10 @@ export function deliverStreamLeftovers(options: {
     close: async (removed) => {
       stopped = true;
       wake?.();
-      // Counted at once: asset-redis may be closing in the same deploy (its last commands go within a few steps).
-      const kept = removed ? warnKept(inbox.keptForOthers(), { warn, t }) : undefined;
-      await done;
-      await kept;
+      // Sent at once: asset-redis may be closing in the same deploy (its last commands go within a few steps).
+      const lettingGo = draining || batchOut || failed ? inbox.letGoDrained().catch(() => undefined) : undefined;
+      const kept = removed && !ended ? warnKept(inbox.keptForOthers(), { warn, t }) : undefined;
+      await Promise.all([done, lettingGo, kept]);
     }
   };
 }

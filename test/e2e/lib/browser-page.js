@@ -124,4 +124,15 @@ function chromiumOrSkip(context, what) {
   return context.skip();
 }
 
-module.exports = { chromiumOrSkip, findChromium, CHROMIUM_ARGS, watchPageProblems, untranslatedKeys, overflowingControls, screenshotPath };
+/**
+ * Closes the browser, waiting at most `ms`: on a loaded machine Chromium's exit can outlast a
+ * hook's timeout. One still running then is killed by Playwright's exit handler with the test process.
+ */
+async function closeBrowser(browser, ms = 15000) {
+  if (!browser) return;
+  let timer;
+  await Promise.race([browser.close().catch(() => {}), new Promise((resolve) => { timer = setTimeout(resolve, ms); })]);
+  clearTimeout(timer);
+}
+
+module.exports = { closeBrowser, chromiumOrSkip, findChromium, CHROMIUM_ARGS, watchPageProblems, untranslatedKeys, overflowingControls, screenshotPath };
