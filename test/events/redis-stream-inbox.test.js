@@ -263,6 +263,26 @@ describe('events: at-least-once inbox on a Redis Stream (real redis-server)', fu
     (await a.parked()).should.eql([]);
   });
 
+  it('a parked entry a drain gave out, its copy killed before it took it out: parked again by a copy in at least once after the visibility timeout', async function () {
+    const a = await copy({ maxDeliveries: 1 });
+    await a.store([entry(3, 1)]);
+    const [first] = (await takeUntil(a, (x) => x.deliveries.length > 0, 'the entry')).deliveries;
+    await a.reject(first.id, 1, 'disk full');
+    const drainer = await copy({ visibilityTimeoutMs: 100 });
+    (await drainer.drain('-', 10)).entries.map((d) => d.entry.rrn).should.eql([1], 'given out'); // never drained: killed
+    (await a.parked()).should.eql([], 'out of the sidebar while given out');
+    // A copy in at least once sweeps at its first take: once the entry was given out longer than its visibility timeout.
+    let parked = [];
+    for (let i = 0; i < 1000 && parked.length === 0; i++) {
+      const b = await copy({ visibilityTimeoutMs: 100 });
+      await b.take(10);
+      parked = await b.parked();
+      if (parked.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    parked.map((p) => [p.entry.rrn, p.reason]).should.eql([[1, 'disk full']]);
+    (await admin.hlen(`${PREFIX}q`)).should.equal(0);
+  });
+
   it('Redis down: store rejects (the callback gets 503), take says why and hands out nothing; after the restart the stored entries are all there', async function () {
     const own = await startRedis(path.join(work, 'redis-down'));
     const warned = [];

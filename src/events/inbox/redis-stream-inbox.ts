@@ -141,7 +141,7 @@ export class RedisStreamInbox implements Inbox {
       const polling = now >= this.nextPollAt;
       if (polling) {
         this.nextPollAt = now + this.pollMs;
-        if (now >= this.nextSweepAt) { this.nextSweepAt = now + SWEEP_MS; await this.script('sweep', [this.consumer, SWEEP_MS]); }
+        if (now >= this.nextSweepAt) { this.nextSweepAt = now + SWEEP_MS; await this.script('sweep', [this.consumer, SWEEP_MS, vis]); }
       }
       const room = Math.max(0, Math.min(limit, this.options.maxInFlight - this.flights.size));
       // New entries: only as many as may start now (entries read beyond it wait with this copy, out

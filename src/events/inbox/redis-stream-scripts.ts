@@ -286,8 +286,22 @@ return nid`;
 /** KEYS[1] P; ARGV[1] parked id: 1 when it went. */
 const DISCARD = `return redis.call('HDEL', KEYS[1] .. 'p', ARGV[1])`;
 
-/** KEYS[1] P; ARGV[1] this consumer, ARGV[2] ms: other consumers holding nothing and idle longer go. */
+/**
+ * KEYS[1] P; ARGV[1] this consumer, ARGV[2] ms: other consumers holding nothing and idle longer go.
+ * ARGV[3] visibility ms: parked entries a drain gave out longer ago (`P q`: its copy was killed, and
+ * no copy in at most once is left to give them out again) are parked again, listed in the sidebar.
+ */
 const SWEEP = `local s, n = KEYS[1] .. 's', 0
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local given = redis.call('HGETALL', KEYS[1] .. 'q')
+for i = 1, #given, 2 do
+  local g = cjson.decode(given[i + 1])
+  if now - tonumber(g.at) >= tonumber(ARGV[3]) then
+    redis.call('HSET', KEYS[1] .. 'p', given[i], g.r)
+    redis.call('HDEL', KEYS[1] .. 'q', given[i])
+  end
+end
 for _, info in ipairs(redis.call('XINFO', 'CONSUMERS', s, 'g')) do
   local f = {}
   for j = 1, #info, 2 do f[info[j]] = info[j + 1] end
