@@ -283,6 +283,66 @@ describe('events: at-least-once inbox on a Redis Stream (real redis-server)', fu
     (await admin.hlen(`${PREFIX}q`)).should.equal(0);
   });
 
+  /** Parks `n` entries of asset 1 (revisions 1..n) with copy `a` (maxDeliveries 1). */
+  async function parkMany(a, n) {
+    for (let rrn = 1; rrn <= n; rrn++) {
+      await a.store([entry(1, rrn)]);
+      const [d] = (await takeUntil(a, (x) => x.deliveries.length > 0, `entry ${rrn}`)).deliveries;
+      await a.reject(d.id, 1, 'disk full');
+    }
+  }
+  /** Drains with batches of `count` until nothing is stored; the rrns of each batch. */
+  async function drainAll(drainer, count) {
+    const batches = [];
+    let start = '-';
+    for (let i = 0; i < 100; i++) {
+      const r = await drainer.drain(start, count);
+      batches.push(r.entries.map((d) => d.entry.rrn));
+      const left = r.entries.length > 0 ? await drainer.drained(r.entries) : r.left;
+      if (left === 0) return batches;
+      start = r.next;
+    }
+    throw new Error('no end');
+  }
+
+  it('a drain gives out at most a batch per call: many parked entries; whole lines of assets, in order (a longer one alone)', async function () {
+    const a = await copy({ maxDeliveries: 1 });
+    await parkMany(a, 12);
+    const drainer = await copy();
+    let batches = await drainAll(drainer, 5);
+    batches.forEach((b) => b.length.should.be.belowOrEqual(5));
+    batches.flat().sort((x, y) => x - y).should.eql([...Array(12).keys()].map((i) => i + 1), 'each parked entry once');
+    for (let rrn = 100; rrn < 112; rrn++) await a.store([entry(2 + (rrn % 3), rrn)]); // three assets, four entries each
+    batches = await drainAll(drainer, 5);
+    batches.filter((b) => b.length > 0).map((b) => [b.length, new Set(b.map((rrn) => rrn % 3)).size]).should.eql([[4, 1], [4, 1], [4, 1]], 'one whole asset per batch: the next line does not fit');
+    batches.flat().sort((x, y) => x - y).should.eql([...Array(12).keys()].map((i) => i + 100), 'each once');
+    batches.forEach((b) => b.should.eql([...b].sort((x, y) => x - y)));
+    for (let rrn = 200; rrn < 208; rrn++) await a.store([entry(6, rrn)]);
+    (await drainAll(drainer, 5)).filter((b) => b.length > 0).should.eql([[200, 201, 202, 203, 204, 205, 206, 207]], 'a line longer than a batch goes whole, alone');
+  });
+
+  it('parked entries given out by a drain: counted in the bound; back in the sidebar when the drain lets go', async function () {
+    const a = await copy({ maxDeliveries: 1, maxEntries: 3 });
+    await parkMany(a, 2);
+    const drainer = await copy({ maxEntries: 3 });
+    (await drainer.drain('-', 10)).entries.length.should.equal(2);
+    (await a.parked()).should.eql([]);
+    await a.store([entry(5, 1), entry(5, 2)]).should.be.rejectedWith(InboxFullError);
+    await drainer.letGoDrained();
+    (await a.parked()).map((p) => [p.entry.rrn, p.reason]).should.eql([[1, 'disk full'], [2, 'disk full']]);
+  });
+
+  it('a drain that finds nothing deletes the empty stream: a copy in at least once takes on without an error', async function () {
+    const a = await copy();
+    const drainer = await copy();
+    (await drainer.drain('-', 10)).left.should.equal(0);
+    (await admin.exists(`${PREFIX}s`)).should.equal(0);
+    (await a.take(10)).deliveries.should.eql([]);
+    a.problem.should.equal('');
+    await a.store([entry(9, 1)]);
+    names(await takeUntil(a, (x) => x.deliveries.length > 0, 'the new entry')).should.eql(['9/1']);
+  });
+
   it('Redis down: store rejects (the callback gets 503), take says why and hands out nothing; after the restart the stored entries are all there', async function () {
     const own = await startRedis(path.join(work, 'redis-down'));
     const warned = [];

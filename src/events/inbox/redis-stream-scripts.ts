@@ -75,7 +75,7 @@ local function add(b)
   local id = redis.call('XADD', s, '*', 'k', ARGV[b + 1], 'd', ARGV[b + 3])
   redis.call('RPUSH', p .. 'l:' .. ARGV[b + 1], id)
 end
-if redis.call('XLEN', s) + redis.call('HLEN', p .. 'p') + count <= max then
+if redis.call('XLEN', s) + redis.call('HLEN', p .. 'p') + redis.call('HLEN', p .. 'q') + count <= max then
   local left = 0
   for b = 4, #ARGV, 4 do
     local dg, k, v = ARGV[b], ARGV[b + 1], ARGV[b + 2]
@@ -109,7 +109,7 @@ for b = 4, #ARGV, 4 do
 end
 local left = count - #fresh
 if #fresh == 0 then return left end
-if redis.call('XLEN', s) + redis.call('HLEN', p .. 'p') + #fresh > max then return -1 end
+if redis.call('XLEN', s) + redis.call('HLEN', p .. 'p') + redis.call('HLEN', p .. 'q') + #fresh > max then return -1 end
 for _, b in ipairs(fresh) do
   local dg, k, v = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   if dg ~= '' and win > 0 then redis.call('SET', p .. 'd:' .. dg, '1', 'PX', win) end
@@ -302,6 +302,8 @@ for i = 1, #given, 2 do
     redis.call('HDEL', KEYS[1] .. 'q', given[i])
   end
 end
+-- A drain deletes an empty stream (its group with it) while a copy in at least once may still run.
+if redis.call('EXISTS', s) == 0 then return 0 end
 for _, info in ipairs(redis.call('XINFO', 'CONSUMERS', s, 'g')) do
   local f = {}
   for j = 1, #info, 2 do f[info[j]] = info[j + 1] end
@@ -320,37 +322,45 @@ return n`;
  * An answer lost on the way leaves it with this consumer, given out again at its next pass; a copy
  * that stopped lets go of it (LET_GO) or, killed, leaves it to any copy after the visibility timeout.
  * KEYS[1] P; ARGV[1] visibility ms, ARGV[2] batch size, ARGV[3] XRANGE start ('-' or '(<id>'),
- * ARGV[4] consumer. At the start of a pass ('-') the parked entries are given out first (and those
- * given out before by this consumer, or by another longer ago than the visibility timeout). An
- * asset's whole line goes with its first entry (its order kept, never split between copies); an
- * asset whose first entry another consumer holds (pending, idle below the visibility timeout) is
- * left to it. Once nothing is stored, the keys go. Returns: next start ('-' at the end), entries
- * stored (stream + parked, given out or not), then id, key, data, deliveries of each entry given out.
+ * ARGV[4] consumer. At most a batch per call: at the start of a pass ('-') the parked entries
+ * given out before by this consumer, or by another longer ago than the visibility timeout; then
+ * parked entries; then the stream: an asset's whole line with its first entry (its order kept,
+ * never split between copies; a line longer than a batch goes alone); an asset whose first entry
+ * another consumer holds (pending, idle below the visibility timeout) is left to it. Once nothing is stored, the keys go. Returns: next
+ * start ('-' at the end; the same start after a full batch), entries stored (stream + parked,
+ * given out or not), then id, key, data, deliveries of each entry given out.
  */
 const DRAIN = `${FIELDS}local p, vis, count, me = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[4]
 local s, q = p .. 's', p .. 'q'
-local out = {'-', 0}
-local function add(id, k, d, n) out[#out + 1] = id; out[#out + 1] = k; out[#out + 1] = d; out[#out + 1] = tostring(n) end
+local out = {ARGV[3], 0}
+local room = count
+local function add(id, k, d, n) out[#out + 1] = id; out[#out + 1] = k; out[#out + 1] = d; out[#out + 1] = tostring(n); room = room - 1 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function give(id, rec)
+  local r = cjson.decode(rec)
+  redis.call('HSET', q, id, cjson.encode({r = rec, c = me, at = now}))
+  add(id, r.k, r.d, r.n)
+end
 if ARGV[3] == '-' then
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local function give(id, rec)
-    local r = cjson.decode(rec)
-    redis.call('HSET', q, id, cjson.encode({r = rec, c = me, at = now}))
-    add(id, r.k, r.d, r.n)
-  end
   local given = redis.call('HGETALL', q)
   for i = 1, #given, 2 do
     local g = cjson.decode(given[i + 1])
-    if g.c == me or now - tonumber(g.at) >= vis then give(given[i], g.r) end
+    if room > 0 and (g.c == me or now - tonumber(g.at) >= vis) then give(given[i], g.r) end
   end
-  local parked = redis.call('HGETALL', p .. 'p')
-  for i = 1, #parked, 2 do give(parked[i], parked[i + 1]) end
-  if #parked > 0 then redis.call('DEL', p .. 'p') end
 end
-if redis.call('EXISTS', s) == 1 then
-  local batch = redis.call('XRANGE', s, ARGV[3], '+', 'COUNT', count)
-  if #batch >= count then out[1] = '(' .. batch[#batch][1] end
+-- Parked entries at every call, at most a batch each time (a long list goes out in batches).
+if room > 0 then
+  local ids = redis.call('HKEYS', p .. 'p')
+  for i = 1, math.min(#ids, room) do
+    give(ids[i], redis.call('HGET', p .. 'p', ids[i]))
+    redis.call('HDEL', p .. 'p', ids[i])
+  end
+end
+local full = room <= 0
+if not full and redis.call('EXISTS', s) == 1 then
+  local batch = redis.call('XRANGE', s, ARGV[3], '+', 'COUNT', room)
+  out[1] = #batch >= room and '(' .. batch[#batch][1] or '-'
   local done = {}
   for _, e in ipairs(batch) do
     local k = fields(e[2])
@@ -360,6 +370,8 @@ if redis.call('EXISTS', s) == 1 then
       if #line == 0 then line = {e[1]} end
       local pend = redis.call('XPENDING', s, 'g', line[1], line[1], 1)
       if #pend == 0 or pend[1][2] == me or tonumber(pend[1][3]) >= vis then
+        -- A line that does not fit waits for the next call, unless it is the first of this one.
+        if #line > room and room < count then full = true; break end
         for _, id in ipairs(line) do
           -- FORCE: also an entry no copy read yet (not in the group's pending list).
           local x = redis.call('XCLAIM', s, 'g', me, 0, id, 'FORCE')
@@ -370,8 +382,13 @@ if redis.call('EXISTS', s) == 1 then
         end
       end
     end
+    if room <= 0 then full = true; break end
   end
+elseif not full then
+  out[1] = '-'
 end
+-- A full batch: the next call looks again from the same place (what this one gave out is gone by then).
+if full then out[1] = ARGV[3] end
 local left = redis.call('XLEN', s) + redis.call('HLEN', p .. 'p') + redis.call('HLEN', q)
 if left == 0 then redis.call('DEL', s, p .. 'n') end
 out[2] = left
