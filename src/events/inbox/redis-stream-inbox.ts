@@ -23,6 +23,7 @@ import { entryDigest } from '../entry-digest';
 import type { CallbackEntry } from '../../api/types';
 import { callWithin, type ConnectionState } from '../redis-within';
 import { STREAM_SCRIPTS } from './redis-stream-scripts';
+import { DRAIN_SCRIPTS } from './redis-stream-drain-scripts';
 import { keyText } from './keys';
 import { REVISION_HORIZON_MS } from './inbox-state';
 import { InboxFullError, type Delivery, type Inbox, type InboxCounts, type InboxOptions, type NewEntry, type ParkedEntry, type Taken } from './types';
@@ -287,7 +288,7 @@ export class RedisStreamInbox implements Inbox {
 
   /**
    * A node switched back to at most once: gives a batch of stored entries out to this copy (DRAIN
-   * in redis-stream-scripts.ts), in the order stored per asset; once sent, `drained` takes them
+   * in redis-stream-drain-scripts.ts), in the order stored per asset; once sent, `drained` takes them
    * out. `start`: '-' (a pass begins: the parked entries first), then the `next` of the batch
    * before. `left`: entries still stored, those given out included.
    */
@@ -316,7 +317,7 @@ export class RedisStreamInbox implements Inbox {
    * closing with the deploy leaves no round trip for it. Once per batch of 1000.
    */
   private evalInOrder(name: 'drain' | 'drained' | 'letGo', args: Array<string | number>): Promise<unknown> {
-    return this.call('EVAL', STREAM_SCRIPTS[name], 1, this.options.prefix, ...args);
+    return this.call('EVAL', DRAIN_SCRIPTS[name], 1, this.options.prefix, ...args);
   }
 
   /** The node is removed from this copy: what stays stored for the copies that still run it. */
