@@ -317,8 +317,14 @@ describe('events: at-least-once inbox on a Redis Stream (real redis-server)', fu
     batches.filter((b) => b.length > 0).map((b) => [b.length, new Set(b.map((rrn) => rrn % 3)).size]).should.eql([[4, 1], [4, 1], [4, 1]], 'one whole asset per batch: the next line does not fit');
     batches.flat().sort((x, y) => x - y).should.eql([...Array(12).keys()].map((i) => i + 100), 'each once');
     batches.forEach((b) => b.should.eql([...b].sort((x, y) => x - y)));
-    for (let rrn = 200; rrn < 208; rrn++) await a.store([entry(6, rrn)]);
-    (await drainAll(drainer, 5)).filter((b) => b.length > 0).should.eql([[200, 201, 202, 203, 204, 205, 206, 207]], 'a line longer than a batch goes whole, alone');
+    // A line longer than a batch: claimed whole by the first drain, given out a batch at a time, in order; another drain gets none of it.
+    for (let rrn = 200; rrn < 212; rrn++) await a.store([entry(6, rrn)]);
+    const other = await copy();
+    const first = await drainer.drain('-', 5);
+    first.entries.map((d) => d.entry.rrn).should.eql([200, 201, 202, 203, 204]);
+    (await other.drain('-', 5)).entries.should.eql([], 'the asset stays with the first drain');
+    await drainer.drained(first.entries);
+    (await drainAll(drainer, 5)).filter((b) => b.length > 0).should.eql([[205, 206, 207, 208, 209], [210, 211]]);
   });
 
   it('parked entries given out by a drain: counted in the bound; back in the sidebar when the drain lets go', async function () {
@@ -328,10 +334,12 @@ describe('events: at-least-once inbox on a Redis Stream (real redis-server)', fu
     (await drainer.drain('-', 10)).entries.length.should.equal(2);
     (await a.parked()).should.eql([]);
     await a.store([entry(5, 1), entry(5, 2)]).should.be.rejectedWith(InboxFullError);
+    (await a.store([entry(5, 1)])).should.equal(0, 'one more fits: 2 given out + 1 = 3');
     await drainer.letGoDrained();
     (await a.parked()).map((p) => [p.entry.rrn, p.reason]).should.eql([[1, 'disk full'], [2, 'disk full']]);
   });
 
+  // The first take of a copy sweeps (SWEEP, once a minute): that is what met the missing stream.
   it('a drain that finds nothing deletes the empty stream: a copy in at least once takes on without an error', async function () {
     const a = await copy();
     const drainer = await copy();

@@ -16,12 +16,13 @@ import { FIELDS } from './redis-stream-scripts';
  * ARGV[4] consumer. At most a batch per call: at the start of a pass ('-') the parked entries
  * given out before by this consumer, or by another longer ago than the visibility timeout; then
  * parked entries; then the stream: an asset's whole line with its first entry (its order kept,
- * never split between copies; a line longer than a batch goes alone); an asset whose first entry
- * another consumer holds (pending, idle below the visibility timeout) is left to it. Once nothing is stored, the keys go. Returns: next
+ * never split between copies; a line longer than a batch is claimed whole and given out a batch
+ * at a time); an asset whose first entry another consumer holds (pending, idle below the
+ * visibility timeout) is left to it. Once nothing is stored, the keys go. Returns: next
  * start ('-' at the end; the same start after a full batch), entries stored (stream + parked,
  * given out or not), then id, key, data, deliveries of each entry given out.
  */
-const DRAIN = `${FIELDS}local p, vis, count, me = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[4]
+const DRAIN = `${FIELDS}local p, vis, count, me = KEYS[1], tonumber(ARGV[1]), math.max(1, tonumber(ARGV[2])), ARGV[4]
 local s, q = p .. 's', p .. 'q'
 local out = {ARGV[3], 0}
 local room = count
@@ -36,8 +37,9 @@ end
 if ARGV[3] == '-' then
   local given = redis.call('HGETALL', q)
   for i = 1, #given, 2 do
+    if room <= 0 then break end
     local g = cjson.decode(given[i + 1])
-    if room > 0 and (g.c == me or now - tonumber(g.at) >= vis) then give(given[i], g.r) end
+    if g.c == me or now - tonumber(g.at) >= vis then give(given[i], g.r) end
   end
 end
 -- Parked entries at every call, at most a batch each time (a long list goes out in batches).
@@ -65,10 +67,15 @@ if not full and redis.call('EXISTS', s) == 1 then
         if #line > room and room < count then full = true; break end
         for _, id in ipairs(line) do
           -- FORCE: also an entry no copy read yet (not in the group's pending list).
-          local x = redis.call('XCLAIM', s, 'g', me, 0, id, 'FORCE')
-          if #x > 0 and type(x[1]) == 'table' then
-            local _, d = fields(x[1][2])
-            add(id, k, d, redis.call('HGET', p .. 'n', id) or '0')
+          if room > 0 then
+            local x = redis.call('XCLAIM', s, 'g', me, 0, id, 'FORCE')
+            if #x > 0 and type(x[1]) == 'table' then
+              local _, d = fields(x[1][2])
+              add(id, k, d, redis.call('HGET', p .. 'n', id) or '0')
+            end
+          else
+            -- Beyond the batch: held by this consumer (its asset stays here), given out by the next calls.
+            redis.call('XCLAIM', s, 'g', me, 0, id, 'FORCE', 'JUSTID')
           end
         end
       end
