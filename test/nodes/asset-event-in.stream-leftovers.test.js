@@ -203,6 +203,37 @@ describe('asset-event-in, Redis Stream inbox: switched back to at most once, and
     seen.filter((m) => !m._inbox).should.eql([], 'nothing sent by the closed node');
   });
 
+  it('redeployed "at least once" in a deploy that restarts asset-redis while a take is under way: what it held is let go before the QUIT', async function () {
+    await load();
+    await post(payload([entry(1, 10), entry(2, 20), entry(1, 11)]));
+    await until(() => seen.length === 2, 'in flight');
+    const pauser = new Redis(server.url, { maxRetriesPerRequest: 0 });
+    pauser.on('error', () => undefined);
+    const proto = RedisStreamInbox.prototype;
+    const { script, close } = proto;
+    let taking;
+    const takeSent = new Promise((r) => { taking = r; });
+    let armed = false;
+    try {
+      // Writes paused: the next take waits in Redis, so its pipeline is under way when the node closes.
+      await pauser.client('PAUSE', 60000, 'WRITE');
+      proto.script = function (name, ...args) { const out = script.call(this, name, ...args); if (armed && name === 'take') taking(); return out; };
+      armed = true;
+      await takeSent;
+      for (let i = 0; i < 2; i++) await new Promise((r) => setImmediate(r)); // auto-pipelining writes it one setImmediate later
+      // Redis goes on once the node's release is queued behind that take (asset-redis's QUIT follows within two setImmediates).
+      proto.close = function (...args) { const out = close.apply(this, args); pauser.client('UNPAUSE').catch(() => undefined); return out; };
+      wire();
+      await helper.setFlows(flow(), 'full');
+    } finally {
+      Object.assign(proto, { script, close });
+      await pauser.client('UNPAUSE').catch(() => undefined);
+      pauser.disconnect();
+    }
+    await until(() => seen.filter((m) => m._inbox).length === 2, 'the first entry of each asset delivered at once by the redeployed node (Ack within: 60 s)');
+    seen.map(name).sort().should.eql(['1/10', '2/20']);
+  });
+
   it('a parked entry drained while another copy still in "at least once" holds its asset: that copy never gets it', async function () {
     const other = await otherCopy({ maxDeliveries: 1 });
     try {

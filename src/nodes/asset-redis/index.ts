@@ -37,6 +37,11 @@ export interface AssetRedisConfigNode extends Node {
   inboxFor(nodeId: string, options: Omit<StreamInboxOptions, 'prefix' | 'timeoutMs'>): RedisStreamInbox;
   /** The session shared by every copy that logs in as `username` on `baseUrl` (session.ts). Throws configError. */
   sessionStoreFor(baseUrl: string, username: string): RedisSessionStore;
+  /**
+   * A node closing in the same deploy hands over the promise of its last commands (called in its
+   * close handler, which Node-RED runs before this node's): the connection quits after them.
+   */
+  quitAfter(lastCommands: Promise<unknown>): void;
 }
 
 interface Settings { url: string; rejectUnauthorized: boolean; prefix: string; timeoutMs: number; leaseMs: number }
@@ -129,17 +134,31 @@ export default function register(RED: NodeAPI): void {
       return new RedisSessionStore(connection(settings), sessionKey(settings.prefix, baseUrl, username), settings.timeoutMs);
     };
 
+    const lastCommands = new Set<Promise<unknown>>();
+    node.quitAfter = (commands) => {
+      const settled = commands.catch(() => undefined);
+      lastCommands.add(settled);
+      void settled.then(() => lastCommands.delete(settled));
+    };
+
     node.on('close', (_removed: boolean, done: () => void) => {
       const closing = client;
       client = undefined;
       done();
       if (!closing) return;
+      const timeoutMs = settings?.timeoutMs ?? REDIS_DEFAULTS.timeoutMs;
       // Nodes using the connection stop in the same deploy and send their last commands (the inbox
       // lets go of what it holds, counts what stays) a few promise steps later, which auto-pipelining
-      // writes one setImmediate after that: QUIT goes after them (its replies come in order), bounded by the timeout.
-      setImmediate(() => setImmediate(() => {
+      // writes one setImmediate after that, or after a pipeline still under way: QUIT goes after
+      // the ones handed over (quitAfter) and after the others of that turn, each bounded by the timeout.
+      setImmediate(() => setImmediate(async () => {
+        if (lastCommands.size > 0) {
+          let wait: NodeJS.Timeout | undefined;
+          await Promise.race([Promise.all(lastCommands), new Promise((resolve) => { wait = setTimeout(resolve, timeoutMs); })]);
+          clearTimeout(wait);
+        }
         if (closing.status !== 'ready') { closing.disconnect(); return; }
-        const timer = setTimeout(() => closing.disconnect(), settings?.timeoutMs ?? REDIS_DEFAULTS.timeoutMs);
+        const timer = setTimeout(() => closing.disconnect(), timeoutMs);
         closing.quit().catch(() => undefined).finally(() => { clearTimeout(timer); closing.disconnect(); });
       }));
     });
