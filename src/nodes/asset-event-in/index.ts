@@ -81,7 +81,6 @@ export default function register(RED: NodeAPI): void {
     }
     const stats = eventInStats.open(node.id); // live counters for the editor's DAM sidebar
     let streamLeftovers: ReturnType<typeof deliverStreamLeftovers> | undefined;
-    const redisAtStart = usableRedis(RED, config.redis); // the one this node's inbox or leftovers use
     let fileLeftovers: Promise<unknown> = Promise.resolve(); // closing waits for it: a new node may open the same file
     const endpoint = new EventInEndpoint(node, settings, filter, stats, secret, t);
     // Delivery "at least once": the entries go through this node's inbox (delivery.ts).
@@ -98,7 +97,8 @@ export default function register(RED: NodeAPI): void {
         fileLeftovers = deliverLeftovers(inboxFile(userDir, node.id), (msg) => node.send(msg), (text) => node.warn(text), t, () => endpoint.closed)
           .catch((err: Error) => node.warn(err.message));
       }
-      if (redisAtStart) streamLeftovers = deliverStreamLeftovers({ redis: redisAtStart, nodeId: node.id, visibilityTimeout: config.visibilityTimeout, send: (msg) => node.send(msg), warn: (text) => node.warn(text), t });
+      const redis = usableRedis(RED, config.redis);
+      if (redis) streamLeftovers = deliverStreamLeftovers({ redis, nodeId: node.id, visibilityTimeout: config.visibilityTimeout, send: (msg) => node.send(msg), warn: (text) => node.warn(text), t });
     }
 
     /** The in-memory filter, or the Redis one when an asset-redis node is selected. */
@@ -177,8 +177,6 @@ export default function register(RED: NodeAPI): void {
           streamLeftovers?.close(removed),
           fileLeftovers.then(() => (removed && userDir ? removeLeftovers(inboxFile(userDir, node.id), (text) => node.warn(text), t) : undefined))
         ]).catch((err: Error) => node.warn(err.message));
-      // The inbox's last commands (let go, count) go before asset-redis's QUIT in the same deploy.
-      redisAtStart?.quitAfter(closingInbox);
       if (!owner) { closingInbox.then(() => done(), () => done()); return; }
       const closing = owner;
       closing.close(removed).then(async (failure) => {

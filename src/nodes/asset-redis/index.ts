@@ -37,11 +37,6 @@ export interface AssetRedisConfigNode extends Node {
   inboxFor(nodeId: string, options: Omit<StreamInboxOptions, 'prefix' | 'timeoutMs'>): RedisStreamInbox;
   /** The session shared by every copy that logs in as `username` on `baseUrl` (session.ts). Throws configError. */
   sessionStoreFor(baseUrl: string, username: string): RedisSessionStore;
-  /**
-   * A node closing in the same deploy hands over the promise of its last commands (called in its
-   * close handler, which Node-RED runs before this node's): the connection quits after them.
-   */
-  quitAfter(lastCommands: Promise<unknown>): void;
 }
 
 interface Settings { url: string; rejectUnauthorized: boolean; prefix: string; timeoutMs: number; leaseMs: number }
@@ -66,6 +61,15 @@ function readSettings(config: AssetRedisConfig): Settings {
   };
 }
 
+/**
+ * Resolves once no command waits in an auto-pipeline of `client` (one waits while a pipeline sent
+ * before it is not answered yet), or after `ms`: what was sent is then written, in order.
+ */
+async function allWritten(client: { autoPipelineQueueSize: number }, ms: number): Promise<void> {
+  const until = Date.now() + ms;
+  while (client.autoPipelineQueueSize > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
 /** Reconnect after 100 ms, 200 ms, ... at most 2 s apart, for ever (a callback meanwhile is answered 503). */
 const reconnectDelay = (times: number) => Math.min(times * 100, 2000);
 
@@ -81,7 +85,7 @@ export default function register(RED: NodeAPI): void {
       node.configError = (err as Error).message;
       node.error(`asset-redis: ${node.configError}`);
     }
-    let client: (RedisLike & { disconnect(): void; quit(): Promise<unknown>; status: string; on(event: string, f: (...a: any[]) => void): unknown }) | undefined;
+    let client: (RedisLike & { disconnect(): void; quit(): Promise<unknown>; status: string; autoPipelineQueueSize: number; on(event: string, f: (...a: any[]) => void): unknown }) | undefined;
     let lastErrorLog = 0;
 
     function connection(s: Settings) {
@@ -134,13 +138,6 @@ export default function register(RED: NodeAPI): void {
       return new RedisSessionStore(connection(settings), sessionKey(settings.prefix, baseUrl, username), settings.timeoutMs);
     };
 
-    const lastCommands = new Set<Promise<unknown>>();
-    node.quitAfter = (commands) => {
-      const settled = commands.catch(() => undefined);
-      lastCommands.add(settled);
-      void settled.then(() => lastCommands.delete(settled));
-    };
-
     node.on('close', (_removed: boolean, done: () => void) => {
       const closing = client;
       client = undefined;
@@ -149,14 +146,10 @@ export default function register(RED: NodeAPI): void {
       const timeoutMs = settings?.timeoutMs ?? REDIS_DEFAULTS.timeoutMs;
       // Nodes using the connection stop in the same deploy and send their last commands (the inbox
       // lets go of what it holds, counts what stays) a few promise steps later, which auto-pipelining
-      // writes one setImmediate after that, or after a pipeline still under way: QUIT goes after
-      // the ones handed over (quitAfter) and after the others of that turn, each bounded by the timeout.
+      // writes one setImmediate after that, or once a pipeline still under way is answered. QUIT,
+      // which ioredis never pipelines, goes once they are all written, each wait bounded by the timeout.
       setImmediate(() => setImmediate(async () => {
-        if (lastCommands.size > 0) {
-          let wait: NodeJS.Timeout | undefined;
-          await Promise.race([Promise.all(lastCommands), new Promise((resolve) => { wait = setTimeout(resolve, timeoutMs); })]);
-          clearTimeout(wait);
-        }
+        await allWritten(closing, timeoutMs);
         if (closing.status !== 'ready') { closing.disconnect(); return; }
         const timer = setTimeout(() => closing.disconnect(), timeoutMs);
         closing.quit().catch(() => undefined).finally(() => { clearTimeout(timer); closing.disconnect(); });
