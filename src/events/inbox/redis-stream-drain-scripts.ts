@@ -3,7 +3,15 @@
  * (stream-leftovers.ts), beside the inbox's own (redis-stream-scripts.ts: the key layout, and
  * the per-asset lock these respect).
  */
-import { FIELDS } from './redis-stream-scripts';
+import { FIELDS, NOW, PARK_GIVEN_BACK, STORED } from './redis-stream-scripts';
+
+/** Shared Lua: the entries still stored under P; once none is, the stream and its counts go. */
+const LEFT = `${STORED}local function left(p)
+  local n = stored(p)
+  if n == 0 then redis.call('DEL', p .. 's', p .. 'n') end
+  return n
+end
+`;
 
 /**
  * For a node switched back to at most once (stream-leftovers.ts), step one of two: gives a batch
@@ -22,13 +30,11 @@ import { FIELDS } from './redis-stream-scripts';
  * start ('-' at the end; the same start after a full batch), entries stored (stream + parked,
  * given out or not), then id, key, data, deliveries of each entry given out.
  */
-const DRAIN = `${FIELDS}local p, vis, count, me = KEYS[1], tonumber(ARGV[1]), math.max(1, tonumber(ARGV[2])), ARGV[4]
+const DRAIN = `${FIELDS}${NOW}${LEFT}local p, vis, count, me = KEYS[1], tonumber(ARGV[1]), math.max(1, tonumber(ARGV[2])), ARGV[4]
 local s, q = p .. 's', p .. 'q'
 local out = {ARGV[3], 0}
 local room = count
 local function add(id, k, d, n) out[#out + 1] = id; out[#out + 1] = k; out[#out + 1] = d; out[#out + 1] = tostring(n); room = room - 1 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function give(id, rec)
   local r = cjson.decode(rec)
   redis.call('HSET', q, id, cjson.encode({r = rec, c = me, at = now}))
@@ -87,9 +93,7 @@ elseif not full then
 end
 -- A full batch: the next call looks again from the same place (what this one gave out is gone by then).
 if full then out[1] = ARGV[3] end
-local left = redis.call('XLEN', s) + redis.call('HLEN', p .. 'p') + redis.call('HLEN', q)
-if left == 0 then redis.call('DEL', s, p .. 'n') end
-out[2] = left
+out[2] = left(p)
 return out`;
 
 /**
@@ -97,7 +101,7 @@ return out`;
  * entry sent. One still given out to this consumer goes (one another copy took over meanwhile
  * stays with it). Once nothing is stored, the keys go. Returns the entries still stored.
  */
-const DRAINED = `local p, me = KEYS[1], ARGV[1]
+const DRAINED = `${LEFT}local p, me = KEYS[1], ARGV[1]
 local s, q = p .. 's', p .. 'q'
 for i = 2, #ARGV, 2 do
   local id, k = ARGV[i], ARGV[i + 1]
@@ -114,9 +118,7 @@ for i = 2, #ARGV, 2 do
     end
   end
 end
-local left = redis.call('XLEN', s) + redis.call('HLEN', p .. 'p') + redis.call('HLEN', q)
-if left == 0 then redis.call('DEL', s, p .. 'n') end
-return left`;
+return left(p)`;
 
 /**
  * A node draining closes: what DRAIN gave out to its consumer and it did not send goes back, a
@@ -125,21 +127,14 @@ return left`;
  * same connection, whose answer the node then does not send. KEYS[1] P; ARGV[1] consumer, ARGV[2]
  * visibility ms.
  */
-const LET_GO = `local p, me, vis = KEYS[1], ARGV[1], ARGV[2]
-local s, q = p .. 's', p .. 'q'
+const LET_GO = `${PARK_GIVEN_BACK}local p, me, vis = KEYS[1], ARGV[1], ARGV[2]
+local s = p .. 's'
 if redis.call('EXISTS', s) == 1 then
   for _, e in ipairs(redis.call('XPENDING', s, 'g', '-', '+', 1000000, me)) do
     redis.call('XCLAIM', s, 'g', me, 0, e[1], 'IDLE', vis, 'JUSTID')
   end
 end
-local given = redis.call('HGETALL', q)
-for i = 1, #given, 2 do
-  local g = cjson.decode(given[i + 1])
-  if g.c == me then
-    redis.call('HSET', p .. 'p', given[i], g.r)
-    redis.call('HDEL', q, given[i])
-  end
-end
+parkGivenBack(p, function(g) return g.c == me end)
 return 1`;
 
 export const DRAIN_SCRIPTS = { drain: DRAIN, drained: DRAINED, letGo: LET_GO };

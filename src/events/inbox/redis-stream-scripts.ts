@@ -29,6 +29,30 @@ export const FIELDS = `local function fields(f)
 end
 `;
 
+/** Shared Lua: Redis's clock in ms, as `now` (every copy compares times by the same clock). */
+export const NOW = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`;
+
+/** Shared Lua: the entries stored under P, handed out or not: the stream, parked, parked given out by a drain. */
+export const STORED = `local function stored(p)
+  return redis.call('XLEN', p .. 's') + redis.call('HLEN', p .. 'p') + redis.call('HLEN', p .. 'q')
+end
+`;
+
+/** Shared Lua: parked entries a drain gave out (`P q`) for which `back(g)` holds are parked again. */
+export const PARK_GIVEN_BACK = `local function parkGivenBack(p, back)
+  local given = redis.call('HGETALL', p .. 'q')
+  for i = 1, #given, 2 do
+    local g = cjson.decode(given[i + 1])
+    if back(g) then
+      redis.call('HSET', p .. 'p', given[i], g.r)
+      redis.call('HDEL', p .. 'q', given[i])
+    end
+  end
+end
+`;
+
 /**
  * Shared Lua: one command over many ids (`XACK s g ...`, `HDEL n ...`), in slices that Lua's
  * unpack can take.
@@ -67,7 +91,7 @@ end
  * four calls per new entry with the XADD and the line's RPUSH. Near the bound, a first pass checks
  * without writing, so that nothing is written when the new ones do not fit.
  */
-const STORE = `local p, max, win, horizon = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+const STORE = `${STORED}local p, max, win, horizon = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local s = p .. 's'
 if redis.call('EXISTS', s) == 0 then redis.call('XGROUP', 'CREATE', s, 'g', '0', 'MKSTREAM') end
 local count = (#ARGV - 3) / 4
@@ -75,7 +99,7 @@ local function add(b)
   local id = redis.call('XADD', s, '*', 'k', ARGV[b + 1], 'd', ARGV[b + 3])
   redis.call('RPUSH', p .. 'l:' .. ARGV[b + 1], id)
 end
-if redis.call('XLEN', s) + redis.call('HLEN', p .. 'p') + redis.call('HLEN', p .. 'q') + count <= max then
+if stored(p) + count <= max then
   local left = 0
   for b = 4, #ARGV, 4 do
     local dg, k, v = ARGV[b], ARGV[b + 1], ARGV[b + 2]
@@ -109,7 +133,7 @@ for b = 4, #ARGV, 4 do
 end
 local left = count - #fresh
 if #fresh == 0 then return left end
-if redis.call('XLEN', s) + redis.call('HLEN', p .. 'p') + redis.call('HLEN', p .. 'q') + #fresh > max then return -1 end
+if stored(p) + #fresh > max then return -1 end
 for _, b in ipairs(fresh) do
   local dg, k, v = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   if dg ~= '' and win > 0 then redis.call('SET', p .. 'd:' .. dg, '1', 'PX', win) end
@@ -291,17 +315,8 @@ const DISCARD = `return redis.call('HDEL', KEYS[1] .. 'p', ARGV[1])`;
  * ARGV[3] visibility ms: parked entries a drain gave out longer ago (`P q`: its copy was killed, and
  * no copy in at most once is left to give them out again) are parked again, listed in the sidebar.
  */
-const SWEEP = `local s, n = KEYS[1] .. 's', 0
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local given = redis.call('HGETALL', KEYS[1] .. 'q')
-for i = 1, #given, 2 do
-  local g = cjson.decode(given[i + 1])
-  if now - tonumber(g.at) >= tonumber(ARGV[3]) then
-    redis.call('HSET', KEYS[1] .. 'p', given[i], g.r)
-    redis.call('HDEL', KEYS[1] .. 'q', given[i])
-  end
-end
+const SWEEP = `${NOW}${PARK_GIVEN_BACK}local s, n = KEYS[1] .. 's', 0
+parkGivenBack(KEYS[1], function(g) return now - tonumber(g.at) >= tonumber(ARGV[3]) end)
 -- A drain deletes an empty stream (its group with it) while a copy in at least once may still run.
 if redis.call('EXISTS', s) == 0 then return 0 end
 for _, info in ipairs(redis.call('XINFO', 'CONSUMERS', s, 'g')) do
