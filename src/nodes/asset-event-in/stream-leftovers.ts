@@ -34,11 +34,11 @@ export function deliverStreamLeftovers(options: {
     const timer = setTimeout(resolve, AGAIN_MS);
     wake = () => { clearTimeout(timer); resolve(); };
   });
-  // What the close must let go of: a drain under way, a batch given out and not taken out yet, or
-  // (after a failure: an answer may have been lost) anything until nothing is stored. Nothing once
-  // the drain ended, so a node with nothing left (the usual case) sends nothing at its close.
-  let draining = false;
-  let batchOut = false;
+  // Whether this copy may hold entries given out and not taken out, for the close to let go of:
+  // from a drain's call until its batch is taken out (or it gave nothing), and after a failure (an
+  // answer may have been lost) until nothing is stored. A node with nothing left (the usual case)
+  // sends nothing at its close.
+  let holding = false;
   let failed = false;
   let ended = false;
   let warned = false;
@@ -54,19 +54,17 @@ export function deliverStreamLeftovers(options: {
     let sent = 0;
     while (!stopped) {
       let batch: Awaited<ReturnType<typeof inbox.drain>>;
-      draining = true;
+      holding = true;
       try {
         batch = await inbox.drain(start, BATCH);
       } catch (err) {
-        draining = false;
         // Nothing sent: what the script gave out, if it ran, is given out again at the next pass.
         if (stopped) break;
         await unreachable(err);
         start = '-';
         continue;
       }
-      draining = false;
-      batchOut = batch.entries.length > 0;
+      if (batch.entries.length === 0) holding = failed;
       // Closing: not sent into a stopping flow; the close let go of them (LET_GO runs after this drain).
       if (stopped) break;
       for (const d of batch.entries) {
@@ -79,14 +77,14 @@ export function deliverStreamLeftovers(options: {
       if (batch.entries.length > 0) {
         try {
           left = await inbox.drained(batch.entries);
-          batchOut = false;
+          holding = failed;
         } catch (err) {
           // Sent, not taken out: they go out again (at least once, as they were stored).
           if (stopped) break;
           await unreachable(err);
         }
       }
-      if (left === 0) { ended = true; failed = false; break; }
+      if (left === 0) { ended = true; holding = false; break; }
       start = batch.next;
       if (start === '-' && batch.entries.length === 0) await pause(); // only entries held by copies in "at least once"
     }
@@ -100,7 +98,7 @@ export function deliverStreamLeftovers(options: {
       stopped = true;
       wake?.();
       // Sent at once: asset-redis may be closing in the same deploy (its last commands go within a few steps).
-      const lettingGo = draining || batchOut || failed ? inbox.letGoDrained().catch(() => undefined) : undefined;
+      const lettingGo = holding ? inbox.letGoDrained().catch(() => undefined) : undefined;
       const kept = removed && !ended ? warnKept(inbox.keptForOthers(), { warn, t }) : undefined;
       await Promise.all([done, lettingGo, kept]);
     }
