@@ -9,7 +9,7 @@ import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import { type ErrorContext, errorForFailure, errorForLargeAnswer } from './error-mapping';
 import { isAnswerTooLarge, readJsonAnswer } from './json-answer';
 import type { SessionHolder } from './session';
-import { isStaleConnection } from './stale-connection';
+import { sendAgainIfStale } from './stale-connection';
 import { CallControl } from './transfer';
 
 /** Options common to every call. */
@@ -155,14 +155,9 @@ export class ApiCalls {
       signal: control.signal
     });
     try {
-      try {
-        response = await request();
-      } catch (err) {
-        // Reads and registrations under a given id have the same outcome if sent twice; a second
-        // DELETE would answer "unknown id".
-        if (!isStaleConnection(err, String(config.method).toUpperCase() !== 'DELETE') || control.signal.aborted) throw err;
-        response = await request();
-      }
+      // Reads and registrations under a given id have the same outcome if sent twice; a second
+      // DELETE would answer "unknown id".
+      response = await sendAgainIfStale(request, String(config.method).toUpperCase() !== 'DELETE', control.signal);
     } catch (err) {
       throw this.failure(operation, err, control);
     }

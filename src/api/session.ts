@@ -11,6 +11,7 @@ import { AssetApiError, invalidInput, redactSecrets, type AssetOperation } from 
 import { proxyAuthError, serverMessageOf, tryParseJson } from './error-mapping';
 import { DEFAULT_MAX_RETRY_MS, DEFAULT_RETRY_MS, checkLoginHost, resolveLogin, type LoginOptions, type ResolvedLogin } from './login';
 import { loginLeaseMs, renewShared, type SharedSessionOption } from './shared-session';
+import { sendAgainIfStale } from './stale-connection';
 import { isPlainObject } from './values';
 
 // The login's description and rules live in login.ts; this re-export keeps `./session` their address too.
@@ -282,7 +283,7 @@ export class SessionHolder {
     const where = `${url.origin}${url.pathname}`;
     let response: AxiosResponse;
     try {
-      response = await this.deps.http.request({
+      response = await sendAgainIfStale(() => this.deps.http.request({ // sent twice: one more session, never used
         method: login.method,
         url: url.toString(),
         data: form ? fields.toString() : undefined,
@@ -295,7 +296,7 @@ export class SessionHolder {
         timeout: this.deps.timeoutMs,
         signal: deadline,
         maxRedirects: 0
-      });
+      }), true, deadline);
     } catch (err) {
       if (deadline.aborted) throw new LoginFailure('login request', `${where} did not answer completely within ${deadlineMs} ms (timed out)`);
       const code = (err as { code?: unknown })?.code;
@@ -325,9 +326,9 @@ export class SessionHolder {
   private async firstSession(url: URL, deadline: AbortSignal, deadlineMs: number): Promise<string | undefined> {
     let response: AxiosResponse;
     try {
-      response = await this.deps.http.request({
+      response = await sendAgainIfStale(() => this.deps.http.request({
         method: 'GET', url: url.toString(), responseType: 'text', timeout: this.deps.timeoutMs, signal: deadline, maxRedirects: 0
-      });
+      }), true, deadline);
       if (response.status === 407) throw proxyAuthError('login');
     } catch (err) {
       if (err instanceof AssetApiError) throw err;

@@ -54,3 +54,13 @@ export function isStaleConnection(err: unknown, idempotent: boolean): boolean {
   if (failure.request?.reusedSocket !== true || (failure.code !== 'ECONNRESET' && failure.code !== 'EPIPE')) return false;
   return idempotent || failure.request.writableFinished === false;
 }
+
+/** `send`, and once more on a new connection when it failed on a reused one the server had closed (above), unless `signal` ended it. */
+export async function sendAgainIfStale<T>(send: () => Promise<T>, idempotent: boolean, signal?: AbortSignal): Promise<T> {
+  try {
+    return await send();
+  } catch (err) {
+    if (!isStaleConnection(err, idempotent) || signal?.aborted) throw err;
+    return send();
+  }
+}

@@ -99,6 +99,34 @@ describe('keep-alive connections the server closed', function () {
     });
   });
 
+  describe('an automatic login on a reused connection the server closed is sent again on a new one', function () {
+    // The session page and the login request are sent like a read: a second one only makes
+    // another session (the first is never used). Before, the login failed "could not be reached
+    // (ECONNRESET)" and every call waited out the failed login's delay.
+    for (const preset of ['utility', 'form']) {
+      it(`the ${preset} preset: the call that met the 401 is answered`, async function () {
+        const rig = resettingServer((req, res) => {
+          if (req.url.startsWith('/command')) return json(res, { zm_cookie: 'fresh-1' });
+          if (req.url === '/review/') { res.writeHead(200, { 'Set-Cookie': 'JSESSIONID=pre-1; Path=/review' }); return res.end('login page'); }
+          if (req.url === '/review/j_security_check') { res.writeHead(303, { 'Set-Cookie': 'JSESSIONID=fresh-1; Path=/review', Location: '/review/' }); return res.end(); }
+          if (req.headers.cookie !== 'JSESSIONID=fresh-1') { res.writeHead(401); return res.end(); }
+          json(res, { success: true, id: 'sub-00000001', paths: ['/inbox'] });
+        });
+        const port = await listen(rig.server);
+        const client = new AssetClient({ baseUrl: `http://127.0.0.1:${port}`, cookie: 'JSESSIONID=old', timeout: 10000, maxSockets: 1, login: { preset, username: 'u', password: 'p' } });
+        try {
+          // 401 on the first connection; each later request first meets a connection reused and reset.
+          (await client.getSubscription('sub-00000001')).id.should.equal('sub-00000001');
+          const requests = preset === 'form' ? 4 : 3; // the call, [the session page,] the login, the call again
+          rig.log.should.eql({ connections: requests, resets: requests - 1, answered: requests });
+        } finally {
+          client.close();
+          await stop(rig.server);
+        }
+      });
+    }
+  });
+
   describe('idle sockets are closed by us before the server closes them', function () {
     const freeSocket = (client) => Object.values(client.ownAgents[0].freeSockets).flat()[0];
 
