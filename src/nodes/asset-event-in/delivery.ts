@@ -358,8 +358,13 @@ export class AtLeastOnceDelivery {
     if (!removed) { await inbox.close(); return; }
     // Sent at once: asset-redis may be closing in the same deploy (its last commands go within a few steps).
     const [, lost] = await Promise.all([inbox.keptForOthers && warnKept(inbox.keptForOthers(), this.hooks), inbox.destroy()]);
-    if (lost > 0) this.hooks.warn(this.hooks.t('inbox.removed', 'node removed: its inbox went with __count__ entries not acknowledged', { count: lost }));
+    warnLost(lost, this.hooks);
   }
+}
+
+/** A removed node's own inbox went: how many entries not acknowledged went with it. */
+export function warnLost(lost: number, hooks: Pick<DeliveryHooks, 'warn' | 't'>): void {
+  if (lost > 0) hooks.warn(hooks.t('inbox.removed', 'node removed: its inbox went with __count__ entries not acknowledged', { count: lost }));
 }
 
 /** A shared inbox stays when one copy removes the node: how many entries stay, and where. */

@@ -6,7 +6,7 @@
 import * as fs from 'fs';
 import { JournalInbox } from '../../events/inbox';
 import type { NodeMessage } from '../shared/node-red';
-import { entryMessage, type DeliveryHooks } from './delivery';
+import { entryMessage, warnLost, type DeliveryHooks } from './delivery';
 
 const LEFTOVERS_OPTIONS = { maxEntries: Number.MAX_SAFE_INTEGER, maxInFlight: 1, visibilityTimeoutMs: 1, maxDeliveries: Number.MAX_SAFE_INTEGER, backoffMs: 0 };
 
@@ -38,6 +38,5 @@ export async function deliverLeftovers(file: string, send: (msg: NodeMessage) =>
 export async function removeLeftovers(file: string, warn: (text: string) => void, t: DeliveryHooks['t']): Promise<void> {
   if (!fs.existsSync(file)) return;
   const { inbox } = await JournalInbox.open(file, LEFTOVERS_OPTIONS);
-  const lost = await inbox.destroy();
-  if (lost > 0) warn(t('inbox.removed', 'node removed: its inbox went with __count__ entries not acknowledged', { count: lost }));
+  warnLost(await inbox.destroy(), { warn, t });
 }
