@@ -11,6 +11,17 @@ describe('asset-event-in delivery: the inbox entry of a callback entry', functio
     inboxEntry({ assetId: 'a7', rrn: 14 }, undefined, 't').should.containEql({ key: 'asset:a7', revision: 14 });
   });
 
+  it('an rrn beyond 2^53 (kept exact as digits in the entry) is compared as the nearest number: a newer one never counts as older', function () {
+    const revision = (rrn) => inboxEntry({ assetId: 7, rrn }, undefined, 't').revision;
+    revision('9007199254740993').should.equal(9007199254740992);
+    revision('9223372036854775807').should.equal(9223372036854775807);
+    (revision('9007199254740993') < revision('9007199254741001')).should.be.true('older than newer');
+    const rrns = ['9007199254740993', '9007199254740994', '9007199254740995', '9007199254741001', '18014398509481985', '9223372036854775807'];
+    for (let i = 1; i < rrns.length; i++) (revision(rrns[i]) < revision(rrns[i - 1])).should.be.false(`${rrns[i]} is not older than ${rrns[i - 1]}`);
+    inboxEntry({ assetId: 7, rrn: '12a' }, undefined, 't').should.not.have.property('revision');
+    inboxEntry({ assetId: 7, rrn: '' }, undefined, 't').should.not.have.property('revision');
+  });
+
   it('keys: a whole-number asset id is its number, any other asset:<id>; the text form reads back to the same key', function () {
     for (const [assetId, key] of [[7, 7], ['7', 7], [-3, -3], [0, 0], ['007', 'asset:007'], [1.5, 'asset:1.5'], ['1.5', 'asset:1.5'],
       [2 ** 53, 'asset:9007199254740992'], ['9007199254740993', 'asset:9007199254740993'], ['x', 'asset:x'], ['', 'asset:']]) {
