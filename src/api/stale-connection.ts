@@ -61,6 +61,17 @@ export async function sendAgainIfStale<T>(send: () => Promise<T>, idempotent: bo
     return await send();
   } catch (err) {
     if (!isStaleConnection(err, idempotent) || signal?.aborted) throw err;
+    closeIdleSockets(err);
     return send();
   }
+}
+
+/**
+ * Before the second try of a request that met a closed connection: a server that closed one idle
+ * connection (a restart, its keep-alive timeout) most likely closed the others too, and the second
+ * try must not take one of them. Closes the idle connections of the request's agent.
+ */
+export function closeIdleSockets(staleError: unknown): void {
+  const agent = (staleError as { request?: { agent?: http.Agent } }).request?.agent;
+  for (const sockets of Object.values(agent?.freeSockets ?? {})) for (const socket of sockets ?? []) socket.destroy();
 }

@@ -15,7 +15,7 @@ import { type ApiCalls, type CallOptions, callbackOf } from './calls';
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import { errorForLocalFile } from './error-mapping';
 import { sanitizeFilename } from './filename';
-import { isStaleConnection } from './stale-connection';
+import { closeIdleSockets, isStaleConnection } from './stale-connection';
 import { readJsonAnswer } from './json-answer';
 import { PooledFileReader, returnBuffersWhenSent } from './pooled-file-reader';
 import { ByteCounter, TRANSFER_HIGH_WATER_MARK, slices, type TransferProgress } from './transfer';
@@ -188,7 +188,7 @@ async function uploadAttempt(calls: ApiCalls, opts: UploadOptions, mayRepeat: bo
       });
     } catch (err) {
       if (sourceError !== undefined && !control.timedOut && !control.userAborted) throw sourceFailure(sourceError, operation);
-      if (mayRepeat && isStaleConnection(err, false) && !control.signal.aborted) throw new StaleConnection();
+      if (mayRepeat && isStaleConnection(err, false) && !control.signal.aborted) { closeIdleSockets(err); throw new StaleConnection(); }
       throw calls.failure(operation, err, control);
     }
     if (response.status !== 401) calls.session.accepted(usedHeader);

@@ -62,6 +62,20 @@ describe('keep-alive connections the server closed', function () {
       rig.log.should.eql({ connections: 4, resets: 3, answered: 4 });
     });
 
+    for (const call of ['a read', 'an upload']) {
+      it(`the retry of ${call} does not take another idle connection the server may have closed as well`, async function () {
+        client.close();
+        client = new AssetClient({ baseUrl: `http://127.0.0.1:${rig.server.address().port}`, cookie: 'c', timeout: 10000, maxSockets: 2 });
+        // Two at once: two connections, both idle afterwards.
+        await Promise.all([client.getSubscription('sub-00000001'), client.getSubscription('sub-00000001')]);
+        rig.log.connections.should.equal(2);
+        if (call === 'a read') (await client.getSubscription('sub-00000001')).id.should.equal('sub-00000001');
+        // 20 MB: its body not all sent, since the resetting server reads none of it.
+        else (await client.upload({ file: { buffer: Buffer.alloc(20e6, 1) }, name: 'b.bin', destination: '/inbox' })).fuids.should.eql([7]);
+        rig.log.should.eql({ connections: 3, resets: 1, answered: 3 });
+      });
+    }
+
     it('not a DELETE: sent twice it would answer "unknown id" if the first one was done', async function () {
       await client.getSubscription('sub-00000001');
       const err = await client.deleteSubscription('sub-00000001').then(() => null, (e) => e);
