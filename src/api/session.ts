@@ -283,7 +283,7 @@ export class SessionHolder {
     const where = `${url.origin}${url.pathname}`;
     let response: AxiosResponse;
     try {
-      response = await sendAgainIfStale(() => this.deps.http.request({ // sent twice: one more session, never used
+      response = await sendAgainIfStale(() => this.deps.http.request({ // twice: a spare session (or a 2nd refusal)
         method: login.method,
         url: url.toString(),
         data: form ? fields.toString() : undefined,

@@ -126,7 +126,10 @@ for b = 4, #ARGV, 4 do
   end
   if keep and v ~= '' then
     local nv = tonumber(v)
-    if newest[k] == nil then newest[k] = tonumber(redis.call('GET', p .. 'v:' .. k) or '-1') end
+    if newest[k] == nil then
+      local got = redis.call('GET', p .. 'v:' .. k)
+      newest[k] = got and tonumber(got) or -math.huge
+    end
     if nv < newest[k] then keep = false else newest[k] = nv end
   end
   if keep then fresh[#fresh + 1] = b end

@@ -91,7 +91,7 @@ export function inboxEntry(entry: CallbackEntry, subscriptionId: string | undefi
   const item: NewEntry = { key, entry, receivedAt };
   // An rrn beyond 2^53 stays exact digits in the entry; it is compared as the nearest number, which
   // never puts a newer rrn before an older one (two within the rounding step count as equal: stored).
-  const rrn = typeof entry?.rrn === 'string' && /^-?\d+$/.test(entry.rrn) ? Number(entry.rrn) : entry?.rrn;
+  const rrn = typeof entry?.rrn === 'string' && /^\d+$/.test(entry.rrn) ? Number(entry.rrn) : entry?.rrn;
   if (isAssetKey(key) && typeof rrn === 'number' && Number.isFinite(rrn)) item.revision = rrn;
   if (subscriptionId !== undefined) item.subscriptionId = subscriptionId;
   return item;
