@@ -322,9 +322,9 @@ export class RedisStreamInbox implements Inbox {
 
   /** The node is removed from this copy: what stays stored for the copies that still run it. */
   async keptForOthers(): Promise<{ count: number; keys: string }> {
-    // Plain commands sent at once (no script that may need loading first): the connection may be closing too.
-    const counts = await Promise.all([this.call('XLEN', this.key('s')), this.call('HLEN', this.key('p')), this.call('HLEN', this.key('q'))]);
-    return { count: counts.reduce((sum: number, n) => sum + Number(n), 0), keys: `${this.options.prefix}*` };
+    // EVAL, not EVALSHA (no script that may need loading first): the connection may be closing too.
+    const count = await this.call('EVAL', STREAM_SCRIPTS.countStored, 1, this.options.prefix);
+    return { count: Number(count), keys: `${this.options.prefix}*` };
   }
 
   /** Lets go of what this copy holds, so that another copy takes it at once; the stream stays. */

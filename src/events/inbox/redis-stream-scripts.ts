@@ -332,7 +332,10 @@ for _, info in ipairs(redis.call('XINFO', 'CONSUMERS', s, 'g')) do
 end
 return n`;
 
+/** KEYS[1] P: the entries stored (STORED). */
+const COUNT_STORED = `${STORED}return stored(KEYS[1])`;
+
 export const STREAM_SCRIPTS = {
   store: STORE, take: TAKE, ack: ACK, reject: REJECT, release: RELEASE,
-  deliverAgain: DELIVER_AGAIN, discard: DISCARD, sweep: SWEEP
+  deliverAgain: DELIVER_AGAIN, discard: DISCARD, sweep: SWEEP, countStored: COUNT_STORED
 };
