@@ -20,6 +20,13 @@ function serverIdleLimit(socket: Duplex): number | undefined {
   return hint === undefined ? undefined : Number(hint) * 1000 - HINT_MARGIN_MS;
 }
 
+/** The server end (address and port) of the pooled socket each request of a limited agent was sent on. */
+const reusedPeer = new WeakMap<object, string>();
+
+function peerOf(socket: { remoteAddress?: string; remotePort?: number }): string {
+  return `${socket.remoteAddress}|${socket.remotePort}`;
+}
+
 /** Makes `agent` close idle sockets before the server would: its hint minus a margin, at most `idleMs`. */
 export function limitIdleSockets<A extends http.Agent>(agent: A, idleMs = IDLE_SOCKET_MS): A {
   const keep = agent.keepSocketAlive.bind(agent) as (socket: Duplex) => boolean;
@@ -34,6 +41,7 @@ export function limitIdleSockets<A extends http.Agent>(agent: A, idleMs = IDLE_S
   const reuse = agent.reuseSocket.bind(agent);
   agent.reuseSocket = (socket, request) => {
     reuse(socket, request);
+    reusedPeer.set(request, peerOf(socket));
     // Busy again: the idle limit is not a limit on the request (CallControl times requests).
     (socket as Duplex & { setTimeout(ms: number): void }).setTimeout(0);
   };
@@ -46,7 +54,9 @@ export function limitIdleSockets<A extends http.Agent>(agent: A, idleMs = IDLE_S
  * browsers do). A reset can also come after the server acted on the request (it crashed before
  * answering, a proxy cut the line): so a request that is not idempotent (an upload makes a new
  * asset each time) is sent again only if its body had not all been sent, i.e. the server cannot
- * have read it whole.
+ * have read it whole. The automatic login is the exception, sent again as idempotent (session.ts):
+ * its small form is nearly always all sent, and a second login only makes a spare session (or,
+ * with a wrong password, one more refusal).
  */
 export function isStaleConnection(err: unknown, idempotent: boolean): boolean {
   const failure = err as { code?: string; response?: unknown; request?: { reusedSocket?: boolean; writableFinished?: boolean } } | null;
@@ -69,9 +79,14 @@ export async function sendAgainIfStale<T>(send: () => Promise<T>, idempotent: bo
 /**
  * Before the second try of a request that met a closed connection: a server that closed one idle
  * connection (a restart, its keep-alive timeout) most likely closed the others too, and the second
- * try must not take one of them. Closes the idle connections of the request's agent.
+ * try must not take one of them. Closes the idle connections to the same server end, of an agent
+ * limitIdleSockets made (its own: an agent given by the user may hold connections of others).
  */
 export function closeIdleSockets(staleError: unknown): void {
-  const agent = (staleError as { request?: { agent?: http.Agent } }).request?.agent;
-  for (const sockets of Object.values(agent?.freeSockets ?? {})) for (const socket of sockets ?? []) socket.destroy();
+  const request = (staleError as { request?: { agent?: http.Agent } }).request;
+  const peer = request && reusedPeer.get(request);
+  if (peer === undefined) return;
+  for (const sockets of Object.values(request!.agent?.freeSockets ?? {})) {
+    for (const socket of sockets ?? []) if (peerOf(socket) === peer) socket.destroy();
+  }
 }

@@ -9,7 +9,7 @@ const os = require('os');
 const path = require('path');
 const { Readable } = require('stream');
 const { AssetClient } = require('../../dist/api/client');
-const { limitIdleSockets, IDLE_SOCKET_MS } = require('../../dist/api/stale-connection');
+const { limitIdleSockets, sendAgainIfStale, IDLE_SOCKET_MS } = require('../../dist/api/stale-connection');
 
 const listen = (server) => new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server.address().port)));
 const stop = (server) => { server.closeAllConnections(); return new Promise((resolve) => server.close(resolve)); };
@@ -110,6 +110,53 @@ describe('keep-alive connections the server closed', function () {
       should.exist(err);
       err.kind.should.equal('network');
       rig.log.should.eql({ connections: 1, resets: 1, answered: 1 });
+    });
+  });
+
+  describe("before the second try, only the idle connections to the server that closed one are closed", function () {
+    /** A GET through `agent`; a failure carries its request, as axios's do. */
+    const get = (agent, port) => new Promise((resolve, reject) => {
+      const req = http.get({ host: '127.0.0.1', port, path: '/', agent }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode)); });
+      req.on('error', (err) => { err.request = req; reject(err); });
+    });
+    const freeTo = (agent, port) => Object.values(agent.freeSockets).flat().filter((s) => s.remotePort === port).length;
+
+    it("another server's idle connection in the same agent stays open (a login server, say)", async function () {
+      const rig = resettingServer((req, res) => json(res, {}));
+      const other = { connections: 0 };
+      const otherServer = http.createServer((req, res) => json(res, {}));
+      otherServer.on('connection', () => other.connections++);
+      const [port, otherPort] = await Promise.all([listen(rig.server), listen(otherServer)]);
+      const agent = limitIdleSockets(new http.Agent({ keepAlive: true, maxSockets: 2 }));
+      try {
+        await Promise.all([get(agent, port), get(agent, port), get(agent, otherPort)]);
+        freeTo(agent, port).should.equal(2);
+        freeTo(agent, otherPort).should.equal(1);
+        (await sendAgainIfStale(() => get(agent, port), true)).should.equal(200);
+        rig.log.should.eql({ connections: 3, resets: 1, answered: 3 }); // the second try on a new connection
+        freeTo(agent, otherPort).should.equal(1);
+        await get(agent, otherPort);
+        other.connections.should.equal(1);
+      } finally {
+        agent.destroy();
+        await Promise.all([stop(rig.server), stop(otherServer)]);
+      }
+    });
+
+    it('an agent not made by limitIdleSockets (one the user gave) is left as it is', async function () {
+      const rig = resettingServer((req, res) => json(res, {}));
+      const port = await listen(rig.server);
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 2 });
+      try {
+        await Promise.all([get(agent, port), get(agent, port)]);
+        const err = await sendAgainIfStale(() => get(agent, port), true).then(() => null, (e) => e);
+        should.exist(err); // the second try took the other idle connection, which this server also resets
+        err.code.should.equal('ECONNRESET');
+        rig.log.should.eql({ connections: 2, resets: 2, answered: 2 });
+      } finally {
+        agent.destroy();
+        await stop(rig.server);
+      }
     });
   });
 

@@ -89,7 +89,8 @@ end
  * When all of them fit whatever is left out (the usual case), one pass writes as it checks: a repeat
  * is `SET d NX` not setting, a newest revision is `SET v GET` (put back when the one there is newer),
  * four calls per new entry with the XADD and the line's RPUSH. Near the bound, a first pass checks
- * without writing, so that nothing is written when the new ones do not fit.
+ * without writing, so that nothing is written when the new ones do not fit (a key with nothing stored
+ * counts as -math.huge there, below every revision, as the one-pass way stores any first revision).
  */
 const STORE = `${STORED}local p, max, win, horizon = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local s = p .. 's'

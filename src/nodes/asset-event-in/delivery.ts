@@ -89,8 +89,9 @@ export function inboxFile(userDir: string, nodeId: string): string {
 export function inboxEntry(entry: CallbackEntry, subscriptionId: string | undefined, receivedAt: string): NewEntry {
   const key = orderKey(entry?.assetId);
   const item: NewEntry = { key, entry, receivedAt };
-  // An rrn beyond 2^53 stays exact digits in the entry; it is compared as the nearest number, which
-  // never puts a newer rrn before an older one (two within the rounding step count as equal: stored).
+  // An rrn beyond 2^53 (unsigned digits: the server's rrn counts up) stays exact digits in the entry;
+  // it is compared as the nearest number, which never puts a newer rrn before an older one (two that
+  // round to the same number count as equal: stored).
   const rrn = typeof entry?.rrn === 'string' && /^\d+$/.test(entry.rrn) ? Number(entry.rrn) : entry?.rrn;
   if (isAssetKey(key) && typeof rrn === 'number' && Number.isFinite(rrn)) item.revision = rrn;
   if (subscriptionId !== undefined) item.subscriptionId = subscriptionId;
