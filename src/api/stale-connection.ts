@@ -23,8 +23,9 @@ function serverIdleLimit(socket: Duplex): number | undefined {
 /** The server end (address and port) of the pooled socket each request of a limited agent was sent on. */
 const reusedPeer = new WeakMap<object, string>();
 
-function peerOf(socket: { remoteAddress?: string; remotePort?: number }): string {
-  return `${socket.remoteAddress}|${socket.remotePort}`;
+function peerOf(socket: Duplex): string {
+  const { remoteAddress, remotePort } = socket as Duplex & { remoteAddress?: string; remotePort?: number };
+  return `${remoteAddress}|${remotePort}`;
 }
 
 /** Makes `agent` close idle sockets before the server would: its hint minus a margin, at most `idleMs`. */

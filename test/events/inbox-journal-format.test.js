@@ -9,7 +9,7 @@ const path = require('path');
 const { JournalInbox, parseJournal, encodeRecord, orderKey } = require('../../dist/events/inbox');
 const { parseCallbackPayload } = require('../../dist/events/payload');
 const { withExactIntegers } = require('../../dist/api/json');
-const { NewestRevisions, REVISION_HORIZON_MS } = require('../../dist/events/inbox/newest-revisions');
+const { NewestRevisions, REVISION_HORIZON_MS, OLDER_THAN_UNDER_WAY } = require('../../dist/events/inbox/newest-revisions');
 
 describe('events: inbox journal format', function () {
   let dir;
@@ -240,10 +240,17 @@ describe('events: inbox journal format', function () {
     newest.revision('b').should.equal(1);
     // Two stores of one key under way at once settle to the newest, in either order.
     for (const order of [[0, 1], [1, 0]]) {
-      const places = [9, 8].map((revision) => newest.reserve('c', 4, revision));
-      order.forEach((i) => newest.settle('c', places[i], [9, 8][i], 5));
+      const places = [8, 9].map((revision) => newest.reserve('c', 4, revision));
+      order.forEach((i) => newest.settle('c', places[i], [8, 9][i], 5));
       newest.revision('c').should.equal(9);
     }
+    // One older than a revision of the key under way (an earlier entry of the same callback) is not reserved.
+    const under = newest.reserve('e', 4, 12);
+    const before = newest.columns(true);
+    newest.reserve('e', 4, 11).should.equal(OLDER_THAN_UNDER_WAY);
+    newest.columns(true).should.eql(before);
+    newest.reserve('e', 4, 12).should.not.equal(OLDER_THAN_UNDER_WAY); // the same revision again is reserved
+    newest.settle('e', under, 12, 5);
     // A store that failed (never settled) leaves the key as it was; the log is rewritten meanwhile.
     newest.reserve('a', 6, 11);
     newest.release('a', 11);
@@ -287,6 +294,30 @@ describe('events: inbox journal format', function () {
     newest.settle(9, nine, 9, 6);
     newest.revision(9).should.equal(9);
     newest.isOlder(9, 9).should.be.false();
+  });
+
+  it('an entry older than an earlier one of its asset in the same callback is left out, as in the Redis Stream inbox (text and entries)', async function () {
+    const file = path.join(dir, 'within.journal');
+    const { inbox } = await open(file);
+    const text = '{"success":true,"data":{"entry":[{"assetId":1,"rrn":5},{"assetId":1,"rrn":3},{"assetId":2,"rrn":1},{"assetId":1,"rrn":7},{"assetId":1,"rrn":6}]}}';
+    const all = parseCallbackPayload(JSON.parse(text)).entries;
+    const places = [0, 1, 2, 3, 4];
+    const entries = places.map((i) => ({ key: all[i].assetId, entry: all[i], revision: all[i].rrn, receivedAt: '2026-01-01T00:00:00.000Z' }));
+    (await inbox.store(entries, { body: text, indexes: places, total: all.length })).should.equal(2); // rrn 3 and 6 left out
+    (await inbox.store([entry(3, 2), entry(3, 1), entry(3, 2)])).should.equal(1); // without the text; an equal one stays
+    const order = [];
+    for (;;) {
+      const { deliveries } = await inbox.take(10);
+      if (!deliveries.length) break;
+      for (const d of deliveries) { order.push([d.entry.assetId, d.entry.rrn]); await inbox.acknowledge(d.id, d.delivery); }
+    }
+    order.should.eql([[1, 5], [2, 1], [3, 2], [1, 7], [3, 2]]);
+    inbox.state.newest.revision(1).should.equal(7);
+    await inbox.close();
+    const stores = records(file).filter((r) => r.c !== undefined);
+    stores[0].x.should.eql([0, 2, 3]); // the places of those stored in the callback's text
+    const { inbox: again } = await open(file);
+    again.remaining().should.eql([]);
   });
 
   it('a callback of which few entries are stored (a large retry) is stored as entries, not as its whole text', async function () {

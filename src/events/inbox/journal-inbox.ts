@@ -8,6 +8,7 @@
  */
 import { JournalFile, encodeRecord } from './journal-file';
 import { InboxState, REVISION_HORIZON_MS, toDelivery, toParked, type StoredRecord } from './inbox-state';
+import { OLDER_THAN_UNDER_WAY } from './newest-revisions';
 import { replayRecords, snapshotText, storeRecords, type Rec } from './journal-records';
 import { InboxFullError, type CallbackText, type Delivery, type Inbox, type InboxCounts, type InboxOptions, type NewEntry, type ParkedEntry, type Taken } from './types';
 
@@ -85,21 +86,21 @@ export class JournalInbox implements Inbox {
    * An entry older than a stored revision of its key is left out: the server sends a callback again
    * when a crash cut off the answer after its entries were written (the in-memory duplicate filter
    * forgot them with the crash); stored again they would go behind the newer entries stored since,
-   * and the flow would get an older revision after a newer one.
+   * and the flow would get an older revision after a newer one. So is an entry older than an earlier
+   * one of its key in the same callback (as in the Redis Stream inbox).
    */
   async store(entries: NewEntry[], from?: CallbackText): Promise<number> {
     if (this.closed) throw new Error('inbox is closed');
     this.forgetOldRevisions();
-    const fresh: NewEntry[] = [];
-    const indexes: number[] = [];
+    let fresh: NewEntry[] = [];
+    let indexes: number[] = [];
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i];
       if (e.revision !== undefined && this.state.newest.isOlder(e.key, e.revision)) continue;
       fresh.push(e);
       if (from) indexes.push(from.indexes[i]);
     }
-    const stale = entries.length - fresh.length;
-    if (fresh.length === 0) return stale;
+    if (fresh.length === 0) return entries.length;
     if (this.state.size + this.reserved + fresh.length > this.options.maxEntries) throw new InboxFullError(this.options.maxEntries);
     // Each revision's place among the newest revisions, taken now while the map's entry is in the
     // cache (just looked up), filled once on disk (settle); until then it counts as under way (an
@@ -107,7 +108,14 @@ export class JournalInbox implements Inbox {
     // Not before the bound is checked: a refused callback leaves the map as it was.
     const at = this.now();
     const newest = this.state.newest;
-    const reserved = fresh.map((e) => (e.revision === undefined ? -1 : newest.reserve(e.key, at, e.revision)));
+    let reserved = fresh.map((e) => (e.revision === undefined ? -1 : newest.reserve(e.key, at, e.revision)));
+    if (reserved.includes(OLDER_THAN_UNDER_WAY)) {
+      const kept = (_: unknown, i: number) => reserved[i] !== OLDER_THAN_UNDER_WAY;
+      fresh = fresh.filter(kept);
+      if (from) indexes = indexes.filter(kept);
+      reserved = reserved.filter((place) => place !== OLDER_THAN_UNDER_WAY);
+    }
+    const stale = entries.length - fresh.length;
     // Ids are places in line, consecutive within one store (its record names the first).
     const firstId = this.state.newPlace();
     for (let i = 1; i < fresh.length; i++) this.state.newPlace();

@@ -17,6 +17,9 @@ export const REVISION_HORIZON_MS = 10 * 60 * 1000;
  */
 export const REVISION_KEYS_MAX = 1_000_000;
 
+/** reserve's answer for a revision older than one of its key being stored: not reserved. */
+export const OLDER_THAN_UNDER_WAY = -2;
+
 /**
  * Each key's newest stored revision and when it was stored, oldest first (InboxState.newest).
  *
@@ -61,8 +64,7 @@ export class NewestRevisions {
     if (kept !== undefined && revision < kept) return true;
     // A newer one being written: the re-send would go behind it (stores settle in no set order).
     const under = this.underWay.size === 0 ? undefined : this.underWay.get(key);
-    if (under === undefined) return false;
-    return Array.isArray(under) ? under.some((r) => revision < r) : revision < under;
+    return olderThan(under, revision);
   }
 
   /**
@@ -72,9 +74,13 @@ export class NewestRevisions {
    * once per entry while its line is still in the cache: a note after the store's fsync missed the
    * cache (the bench's map of up to a million assets: 0.7 us per entry). The kept revision is what
    * it was until settled: after a store that fails, the key has moved (a new key holds a place with
-   * no revision until forgotten), its revision is unchanged.
+   * no revision until forgotten), its revision is unchanged. A revision older than one of the key
+   * under way (an earlier entry of the same callback: the caller asked isOlder before) is not
+   * reserved, and nothing changes: OLDER_THAN_UNDER_WAY.
    */
   reserve(key: OrderKey, at: number, revision: number): number {
+    const under = this.underWay.get(key);
+    if (olderThan(under, revision)) return OLDER_THAN_UNDER_WAY;
     const place = this.places.get(key);
     let kept = NaN;
     if (place !== undefined) {
@@ -84,7 +90,6 @@ export class NewestRevisions {
       this.times[i] = NaN; // skipped from now on
     }
     this.append(key, kept, at);
-    const under = this.underWay.get(key);
     this.underWay.set(key, under === undefined ? revision : Array.isArray(under) ? [...under, revision] : [under, revision]);
     return this.base + this.keys.length - 1;
   }
@@ -213,4 +218,10 @@ export class NewestRevisions {
     this.base = base;
     this.head = 0;
   }
+}
+
+/** True when `revision` is older than a revision under way (one, or a list when stores of the key overlap). */
+function olderThan(under: number | number[] | undefined, revision: number): boolean {
+  if (under === undefined) return false;
+  return Array.isArray(under) ? under.some((r) => revision < r) : revision < under;
 }
