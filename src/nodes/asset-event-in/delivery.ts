@@ -207,7 +207,7 @@ export class AtLeastOnceDelivery {
 
   /**
    * Stores one callback's entries durably; rejects with InboxRefusal when it cannot (answer 503).
-   * Resolves with how many were left out as repeats: older than a stored revision of their asset.
+   * Resolves with how many were left out as repeats: older than a stored revision of their asset (or an earlier entry of it in the callback).
    * `callback`: its JSON text and all its entries as read from it (`entries` are some of them, in order).
    */
   async store(entries: CallbackEntry[], subscriptionId: string | undefined, receivedAt: string,

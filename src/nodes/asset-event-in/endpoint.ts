@@ -170,7 +170,7 @@ export class EventInEndpoint {
         throw err;
       }
       claim?.confirm().catch((err: unknown) => this.warnFilter(err));
-      // Repeats the inbox recognised (older than a stored revision of their asset): counted as duplicates.
+      // Repeats the inbox recognised (older than a stored revision of their asset, or an earlier entry of it): counted as duplicates.
       for (let i = 0; i < stale; i++) { this.duplicates++; stats.duplicate(); }
       return { sent: 0, entries: kept.length - stale, busy };
     }
