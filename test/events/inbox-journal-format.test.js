@@ -338,7 +338,7 @@ describe('events: inbox journal format', function () {
   it('a refused callback (inbox full) leaves the newest revisions as they were', async function () {
     const file = path.join(dir, 'full.journal');
     const { inbox } = await open(file, { maxEntries: 2 });
-    await inbox.store([entry(1, 5)]);
+    await inbox.store([entry(1, 5), entry(4, 1)]);
     const before = inbox.state.newest.size;
     await inbox.store([entry(2, 1), entry(3, 1)]).should.be.rejectedWith(/inbox full/);
     inbox.state.newest.size.should.equal(before);

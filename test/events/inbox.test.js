@@ -80,17 +80,30 @@ describe('events: at-least-once inbox (journal)', function () {
     parsed.tornBytes.should.equal(4);
   });
 
-  it('refuses entries beyond its bound (all of a callback or none) and takes them once room is made', async function () {
+  it('refuses a callback once it holds its bound (none of it stored) and takes it once room is made', async function () {
     const { inbox } = await open(path.join(dir, 'bound.journal'), { maxEntries: 3 });
-    await inbox.store([entry(1, 1), entry(2, 1)]);
-    const refused = await inbox.store([entry(3, 1), entry(4, 1)]).then(() => undefined, (err) => err);
+    await inbox.store([revised(1, 2), entry(2, 1), entry(3, 1)]);
+    const refused = await inbox.store([entry(4, 1), entry(5, 1)]).then(() => undefined, (err) => err);
     refused.should.be.instanceOf(InboxFullError);
     refused.message.should.match(/inbox full \(3 entries\)/);
-    inbox.counts().stored.should.equal(2);
+    inbox.counts().stored.should.equal(3);
+    (await inbox.store([revised(1, 1)])).should.equal(1, 'a callback of nothing new is answered when full');
     const taken = await inbox.take(10);
     (await inbox.acknowledge(taken.deliveries[0].id, 1)).should.be.true();
-    await inbox.store([entry(3, 1), entry(4, 1)]);
-    inbox.counts().should.eql({ stored: 3, inFlight: 1, parked: 0, capacity: 3 });
+    await inbox.store([entry(4, 1), entry(5, 1)]);
+    inbox.counts().should.eql({ stored: 4, inFlight: 2, parked: 0, capacity: 3 });
+  });
+
+  it('below its bound takes a whole callback of more entries than the bound (a bulk ingest is never refused for ever)', async function () {
+    // Before: a callback was refused unless all of it fitted, so one of more entries than the
+    // bound got 503 at every retry and the server gave the change up.
+    const file = path.join(dir, 'bulk.journal');
+    const { inbox } = await open(file, { maxEntries: 3 });
+    const bulk = [1, 2, 3, 4, 5].map((id) => entry(id, 1));
+    (await inbox.store(bulk)).should.equal(0);
+    inbox.counts().stored.should.equal(5);
+    await inbox.store([entry(6, 1)]).should.be.rejectedWith(InboxFullError);
+    (await drain(inbox)).should.eql(['1/1', '2/1', '3/1', '4/1', '5/1']);
   });
 
   it('compacts the journal as entries are acknowledged; what is left loads with its delivery counts', async function () {

@@ -162,13 +162,22 @@ describe('events: at-least-once inbox on a Redis Stream (real redis-server)', fu
 
   it('full: refuses the whole callback, writes nothing, and takes it once there is room', async function () {
     const a = await copy({ maxEntries: 3 });
-    await a.store([entry(1, 1), entry(2, 1)]);
+    await a.store([entry(1, 1), entry(2, 1), entry(5, 1)]);
     await a.store([entry(3, 1), entry(4, 1)]).should.be.rejectedWith(InboxFullError);
-    (await admin.xlen(`${PREFIX}s`)).should.equal(2, 'none of the refused callback was written');
+    (await admin.xlen(`${PREFIX}s`)).should.equal(3, 'none of the refused callback was written');
     (await admin.exists(`${PREFIX}l:asset:3`)).should.equal(0);
+    (await a.store([entry(1, 1)])).should.equal(1, 'a callback of nothing new is answered when full');
     const taken = await a.take(10);
     await a.acknowledge(taken.deliveries[0].id, 1);
     (await a.store([entry(3, 1), entry(4, 1)])).should.equal(0, 'not a duplicate: the refused one was not remembered');
+  });
+
+  it('below its bound takes a whole callback of more entries than the bound (a bulk ingest is never refused for ever)', async function () {
+    // Before: refused unless all of it fitted; a callback larger than the bound got 503 at every retry.
+    const a = await copy({ maxEntries: 3 });
+    (await a.store([1, 2, 3, 4, 5].map((id) => entry(id, 1)))).should.equal(0);
+    (await admin.xlen(`${PREFIX}s`)).should.equal(5);
+    await a.store([entry(6, 1)]).should.be.rejectedWith(InboxFullError);
   });
 
   it('two copies: an asset is in flight on one copy at a time and its entries leave in order; other assets go on the other copy', async function () {
@@ -346,8 +355,8 @@ describe('events: at-least-once inbox on a Redis Stream (real redis-server)', fu
     const drainer = await copy({ maxEntries: 3 });
     (await drainer.drain('-', 10)).entries.length.should.equal(2);
     (await a.parked()).should.eql([]);
-    await a.store([entry(5, 1), entry(5, 2)]).should.be.rejectedWith(InboxFullError);
     (await a.store([entry(5, 1)])).should.equal(0, 'one more fits: 2 given out + 1 = 3');
+    await a.store([entry(5, 2)]).should.be.rejectedWith(InboxFullError); // full: the 2 given out count
     await drainer.letGoDrained();
     (await a.parked()).map((p) => [p.entry.rrn, p.reason]).should.eql([[1, 'disk full'], [2, 'disk full']]);
   });

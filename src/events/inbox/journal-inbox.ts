@@ -10,7 +10,7 @@ import { JournalFile, encodeRecord } from './journal-file';
 import { InboxState, REVISION_HORIZON_MS, toDelivery, toParked, type StoredRecord } from './inbox-state';
 import { OLDER_THAN_UNDER_WAY } from './newest-revisions';
 import { replayRecords, snapshotText, storeRecords, type Rec } from './journal-records';
-import { InboxFullError, type CallbackText, type Delivery, type Inbox, type InboxCounts, type InboxOptions, type NewEntry, type ParkedEntry, type Taken } from './types';
+import { InboxFullError, isFull, type CallbackText, type Delivery, type Inbox, type InboxCounts, type InboxOptions, type NewEntry, type ParkedEntry, type Taken } from './types';
 
 /**
  * Most entries waiting with the objects asset-event-in read (handed out as they are, not parsed
@@ -101,7 +101,7 @@ export class JournalInbox implements Inbox {
       if (from) indexes.push(from.indexes[i]);
     }
     if (fresh.length === 0) return entries.length;
-    if (this.state.size + this.reserved + fresh.length > this.options.maxEntries) throw new InboxFullError(this.options.maxEntries);
+    if (isFull(this.state.size + this.reserved, this.options.maxEntries)) throw new InboxFullError(this.options.maxEntries);
     // Each revision's place among the newest revisions, taken now while the map's entry is in the
     // cache (just looked up), filled once on disk (settle); until then it counts as under way (an
     // older re-send arriving during the write stays out), and no longer if the write fails (release).

@@ -83,14 +83,15 @@ end
 
 /**
  * KEYS[1] P; ARGV[1] bound on stored entries, ARGV[2] duplicate window ms (0: none), ARGV[3] revision
- * horizon ms, then per entry four: digest hex ('' none), key, revision ('' none), data. All or none: -1 when they do not fit;
- * else how many were left out (a repeat within the window, or older than a stored revision of their key).
+ * horizon ms, then per entry four: digest hex ('' none), key, revision ('' none), data. All or none: -1 when
+ * the inbox is full (it holds its bound: types.ts isFull) and any of them is new; else how many were left out
+ * (a repeat within the window, or older than a stored revision of their key).
  *
- * When all of them fit whatever is left out (the usual case), one pass writes as it checks: a repeat
- * is `SET d NX` not setting, a newest revision is `SET v GET` (put back when the one there is newer),
- * four calls per new entry with the XADD and the line's RPUSH. Near the bound, a first pass checks
- * without writing, so that nothing is written when the new ones do not fit (a key with nothing stored
- * counts as -math.huge there, below every revision, as the one-pass way stores any first revision).
+ * Below the bound (the usual case), one pass writes as it checks: a repeat is `SET d NX` not setting, a
+ * newest revision is `SET v GET` (put back when the one there is newer), four calls per new entry with
+ * the XADD and the line's RPUSH. When full, a pass checks without writing whether any is new (a key with
+ * nothing stored counts as -math.huge there, below every revision, as the one-pass way stores any first
+ * revision): only a callback of repeats is answered.
  */
 const STORE = `${STORED}local p, max, win, horizon = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local s = p .. 's'
@@ -100,7 +101,7 @@ local function add(b)
   local id = redis.call('XADD', s, '*', 'k', ARGV[b + 1], 'd', ARGV[b + 3])
   redis.call('RPUSH', p .. 'l:' .. ARGV[b + 1], id)
 end
-if stored(p) + count <= max then
+if stored(p) < max then
   local left = 0
   for b = 4, #ARGV, 4 do
     local dg, k, v = ARGV[b], ARGV[b + 1], ARGV[b + 2]
@@ -117,7 +118,7 @@ if stored(p) + count <= max then
   end
   return left
 end
-local seen, newest, fresh = {}, {}, {}
+local seen, newest = {}, {}
 for b = 4, #ARGV, 4 do
   local dg, k, v = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local keep = true
@@ -133,18 +134,9 @@ for b = 4, #ARGV, 4 do
     end
     if nv < newest[k] then keep = false else newest[k] = nv end
   end
-  if keep then fresh[#fresh + 1] = b end
+  if keep then return -1 end
 end
-local left = count - #fresh
-if #fresh == 0 then return left end
-if stored(p) + #fresh > max then return -1 end
-for _, b in ipairs(fresh) do
-  local dg, k, v = ARGV[b], ARGV[b + 1], ARGV[b + 2]
-  if dg ~= '' and win > 0 then redis.call('SET', p .. 'd:' .. dg, '1', 'PX', win) end
-  if v ~= '' then redis.call('SET', p .. 'v:' .. k, newest[k], 'PX', horizon) end
-  add(b)
-end
-return left`;
+return count`;
 
 /**
  * One take in one round trip. KEYS[1] P; ARGV[1] consumer, ARGV[2] visibility ms, ARGV[3] max

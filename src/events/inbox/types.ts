@@ -73,7 +73,7 @@ export interface Taken {
 
 export interface Inbox {
   /**
-   * Stores the entries durably, all or none. Rejects with InboxFullError when they do not fit.
+   * Stores the entries durably, all or none. Rejects with InboxFullError when the inbox is full (isFull).
    * Resolves with how many were not stored because their revision is older than a stored one of their key.
    * `from`: the callback they came from, as text (all entries of one callback).
    */
@@ -106,7 +106,7 @@ export interface Inbox {
 }
 
 export interface InboxOptions {
-  /** Bound on stored entries. */
+  /** Bound on stored entries (isFull: a callback arriving below it is taken whole). */
   maxEntries: number;
   maxInFlight: number;
   visibilityTimeoutMs: number;
@@ -120,6 +120,16 @@ export interface InboxOptions {
   revisionKeysMax?: number;
   /** Said in the log: the embedded inbox's newest revisions forgotten early; the Redis inbox's failed reads (each at most once a minute or 30 s). */
   warn?: (text: string) => void;
+}
+
+/**
+ * The bound's rule, one for both inboxes: a callback is refused only when the inbox already holds
+ * its bound; below it, the callback is taken whole, so the inbox holds at most its bound plus one
+ * callback. A rule on the callback's size ("only if all of it fits") would refuse a callback of
+ * more entries than the bound for ever (a bulk ingest), and the server would give the change up.
+ */
+export function isFull(held: number, bound: number): boolean {
+  return held >= bound;
 }
 
 /** The inbox holds its bound: the callback is answered 503 and sent again later. */
