@@ -10,7 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'http';
 import { redactSecrets } from '../../api/errors';
 import type { CallbackEntry } from '../../api/types';
 import {
-  ClaimLapsedError, contentTypeProblem, parseCallbackPayload, readJsonBody, secretMatches, yieldToEventLoop, type EntryFilter
+  ClaimLapsedError, parseCallbackPayload, readJsonBody, secretMatches, yieldToEventLoop, type EntryFilter
 } from '../../events';
 import type { EventInStats } from '../shared/event-in-stats';
 import type { Node, NodeMessage, NodeStatus } from '../shared/node-red';
@@ -272,8 +272,6 @@ export class EventInEndpoint {
       this.callbackStatus();
       return;
     }
-    const typeProblem = contentTypeProblem(req.headers['content-type']);
-    if (typeProblem) { req.resume(); return this.rejectCall(res, 400, typeProblem); }
     const body = await readJsonBody(req, settings.maxBodyBytes, settings.maxEntries);
     if (!body.ok) return this.rejectCall(res, body.status, body.reason);
     const parsed = parseCallbackPayload(body.value, settings.maxEntries);
