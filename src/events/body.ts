@@ -9,7 +9,7 @@
  */
 import type { IncomingMessage } from 'http';
 import { withExactIntegers } from '../api/json';
-import { containerCap, containersInText, entriesInText, tooManyContainers, tooManyEntries } from './entry-count';
+import { entriesInText, overValueCaps, tooManyEntries } from './entry-count';
 
 export type BodyOutcome =
   /** `text`: the JSON text parsed (64-bit integers quoted, so JSON.parse reads it exactly), when the body was text (not an object a parser in front made). */
@@ -127,8 +127,8 @@ function parseText(text: string, maxEntries: number): BodyOutcome {
   if (trimmed.trim() === '') return { ok: false, status: 400, reason: 'body is empty' };
   if (textDeeperThan(trimmed, MAX_JSON_DEPTH)) return tooDeep();
   if (maxEntries !== Infinity && entriesInText(trimmed, maxEntries) > maxEntries) return { ok: false, status: 413, reason: tooManyEntries(maxEntries) };
-  const maxContainers = containerCap(maxEntries);
-  if (maxEntries !== Infinity && containersInText(trimmed, maxContainers) > maxContainers) return { ok: false, status: 413, reason: tooManyContainers(maxEntries) };
+  const overCap = maxEntries === Infinity ? undefined : overValueCaps(trimmed, maxEntries);
+  if (overCap) return { ok: false, status: 413, reason: overCap };
   try {
     const json = withExactIntegers(trimmed);
     return { ok: true, value: JSON.parse(json), text: json };

@@ -32,9 +32,38 @@ export function tooManyContainers(maxEntries: number): string {
   return `body: more than ${containerCap(maxEntries)} arrays and objects (${CONTAINERS_PER_ENTRY} per entry of the setting Max entries, maxEntries)`;
 }
 
-/** Arrays and objects in the JSON text (not inside strings), counting no further than `limit + 1`. */
-export function containersInText(text: string, limit: number): number {
-  let count = 0;
+/**
+ * Values (numbers, strings, literals, arrays, objects) a callback may hold anywhere, per entry of
+ * the cap: a plain array of 14 million numbers and empty strings fits in a 49 MB body and takes
+ * about 280 MB of heap to parse; the caps on entries and on arrays and objects do not see it. 30
+ * per entry (an entry with two dozen metadata fields), 1,000,000 at least: 3 million at the
+ * default cap, about 50 MB of heap at most.
+ */
+export const VALUES_PER_ENTRY = 30;
+const MIN_VALUES = 1000000;
+
+/** Most values in one callback for a Max entries of `maxEntries`. */
+export function valueCap(maxEntries: number): number {
+  return Math.max(MIN_VALUES, maxEntries * VALUES_PER_ENTRY);
+}
+
+/** The reason a callback with too many values is refused with (413). */
+export function tooManyValues(maxEntries: number): string {
+  return `body: more than ${valueCap(maxEntries)} values (${VALUES_PER_ENTRY} per entry of the setting Max entries, maxEntries)`;
+}
+
+/**
+ * The reason (413) a callback's JSON text holds more arrays and objects than containerCap, or more
+ * values than valueCap, for a Max entries of `maxEntries`; undefined when it holds no more. One pass,
+ * outside strings, stopping at the first cap passed: each `[` or `{` is a container, each container
+ * and each comma a value (an upper bound: an object's key and value count once, as JSON.parse keeps
+ * repeated keys in one table).
+ */
+export function overValueCaps(text: string, maxEntries: number): string | undefined {
+  const maxContainers = containerCap(maxEntries);
+  const maxValues = valueCap(maxEntries);
+  let containers = 0;
+  let values = 0;
   for (let i = 0, n = text.length; i < n; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
@@ -43,11 +72,14 @@ export function containersInText(text: string, limit: number): number {
         if (s === BACKSLASH) i++;
         else if (s === QUOTE) break;
       }
-    } else if ((c === OPEN_OBJECT || c === OPEN_ARRAY) && ++count > limit) {
-      return count;
+    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+      if (++containers > maxContainers) return tooManyContainers(maxEntries);
+      if (++values > maxValues) return tooManyValues(maxEntries);
+    } else if (c === COMMA && ++values > maxValues) {
+      return tooManyValues(maxEntries);
     }
   }
-  return count;
+  return undefined;
 }
 
 /**

@@ -2,7 +2,7 @@
 // Issue 22 item 1: the cap on entries per callback, counted on the JSON text before parsing.
 require('should');
 const { entriesInText, tooManyEntries, readJsonBody, parseCallbackPayload } = require('../../dist/events');
-const { containerCap, containersInText, tooManyContainers } = require('../../dist/events/entry-count');
+const { containerCap, overValueCaps, tooManyContainers, tooManyValues, valueCap } = require('../../dist/events/entry-count');
 const { Readable } = require('stream');
 
 function body(entries, extra = '') {
@@ -53,9 +53,24 @@ describe('events: entries per callback (issue 22)', function () {
 
   // Arrays and objects anywhere in the body cost the parser memory: 16 million `[]` under any key
   // take more than a 256 MB heap; the cap on entries alone does not see them.
-  it('counts the arrays and objects of the whole body (not in strings), stopping just past the limit', function () {
-    containersInText('{"a":[[],{}],"s":"[{[{"}', 100).should.equal(4);
-    containersInText(`{"junk":[${Array(1000).fill('[]').join(',')}]}`, 10).should.equal(11);
+  it('counts the arrays and objects, and the values, of the whole body (not in strings)', function () {
+    // Max entries 1: at most 100,000 containers and 1,000,000 values.
+    (overValueCaps('{"a":[[],{}],"s":"[{[{,,,"}', 1) === undefined).should.be.true();
+    overValueCaps(`{"junk":[${Array(100001).fill('[]').join('')}]}`, 1).should.equal(tooManyContainers(1));
+    overValueCaps(`{"junk":[${Array(1000000).fill('1').join(',')}]}`, 1).should.equal(tooManyValues(1));
+    (overValueCaps(`{"junk":[${Array(999998).fill('1').join(',')}]}`, 1) === undefined).should.be.true();
+  });
+
+  it('a body of more plain values than 30 per entry of Max entries (1,000,000 at least) is refused with 413, before parsing', async function () {
+    // Before: numbers and strings were not counted, so 14 million of them in a 49 MB body were
+    // parsed into about 280 MB of heap (a Node-RED with a 256 MB heap died: hardening-memory).
+    valueCap(10).should.equal(1000000);
+    valueCap(100000).should.equal(3000000);
+    const junk = (n) => `,"junk":[${Array(n).fill('1.5,""').join(',')}]`;
+    const outcome = await readJsonBody(request(body(['{"a":1}'], junk(500000))), 1e8, 10);
+    outcome.should.eql({ ok: false, status: 413, reason: tooManyValues(10) });
+    outcome.reason.should.match(/Max entries/).and.match(/maxEntries/);
+    (await readJsonBody(request(body(['{"a":1}'], junk(499990))), 1e8, 10)).ok.should.be.true();
   });
 
   it('a body with more arrays and objects than 20 per entry of Max entries (100,000 at least) is refused with 413, before parsing', async function () {

@@ -88,6 +88,19 @@ describe(`reliability: one callback cannot take down a Node-RED with a ${HEAP_MB
     (await monitorStats(rig)).count.total.should.equal(0);
   });
 
+  it('two callbacks at once of 14 million plain values (49 MB) beside one entry: 413 naming Max entries', async function () {
+    // Before: numbers and strings were not counted before parsing; the first was parsed into about
+    // 280 MB of heap and Node-RED died ("JavaScript heap out of memory").
+    await monitorReset(rig);
+    const junk = `{"success":true,"data":{"entry":[{"assetId":1,"rrn":1}]},"x":[${'1.5,"",'.repeat(7000000)}0]}`;
+    const answers = await Promise.all([post(hook, junk), post(hook, junk)]);
+    for (const r of answers) {
+      r.status.should.equal(413, r.text);
+      r.json.error.should.match(/values.*Max entries/);
+    }
+    (await monitorStats(rig)).count.total.should.equal(0);
+  });
+
   it('forty callbacks of one distinct 10 MB entry: each 200 and emitted; the heap does not keep them', async function () {
     await monitorReset(rig);
     const rounds = LONG ? 100 : 40;

@@ -17,6 +17,8 @@ import { InboxFullError, isFull, type CallbackText, type Delivery, type Inbox, t
  * again from the callback's text). Past it (an inbox set to hold more), a backlog keeps only its text.
  */
 const PARSED_WAITING_MAX = 10_000;
+/** Most characters of callback text kept per stored entry (an entry is a few hundred); past it the entries are written out alone. */
+const TEXT_PER_ENTRY_MAX = 4096;
 
 /** Compact once the journal holds this many entries' records more than a snapshot would (and twice as many). */
 const COMPACT_SLACK = 1000;
@@ -119,8 +121,10 @@ export class JournalInbox implements Inbox {
     // Ids are places in line, consecutive within one store (its record names the first).
     const firstId = this.state.newPlace();
     for (let i = 1; i < fresh.length; i++) this.state.newPlace();
-    // The callback's text is kept when it is mostly what is stored (not a large retry of which one entry was new).
-    const keepText = from && fresh.length * 2 >= from.total;
+    // The callback's text is kept when it is mostly what is stored: not a large retry of which one
+    // entry was new, nor a body of a few entries beside megabytes of other fields (kept in memory and
+    // on disk until its entries are acknowledged).
+    const keepText = from && fresh.length * 2 >= from.total && from.body.length <= fresh.length * TEXT_PER_ENTRY_MAX;
     // As read on arrival while few wait (no second parse when handed out); a backlog keeps only the text.
     // Only objects this inbox's own parse of the text made (keepText): a parser in front may share them.
     const keepParsed = !!keepText && this.state.size + this.reserved + fresh.length <= PARSED_WAITING_MAX;
