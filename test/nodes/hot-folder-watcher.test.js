@@ -344,4 +344,45 @@ describe('hot folder core (real file system, emulator)', function () {
       fs.chmodSync(path.dirname(source), 0o755);
     }
   });
+
+  it('the done folder reached through another spelling (the watched folder a symbolic link) is never scanned', async function () {
+    const base = path.join(tmp.dir, `aliased-${++n}`);
+    const real = path.join(base, 'real');
+    fs.mkdirSync(real, { recursive: true });
+    fs.symlinkSync(real, path.join(base, 'hot'));
+    const sent = [];
+    const { hot, events } = hotFolder({
+      folder: path.join(base, 'hot'), create: false, recursive: true, polling: true, doneFolder: path.join(real, 'done'),
+      upload: async (file) => { sent.push(file.relativePath); return { fuids: [1] }; }
+    });
+    fs.writeFileSync(path.join(real, 'a.txt'), 'once');
+    hot.start();
+    await waitFor(() => events.ingested.length === 1, 'the file ingested');
+    fs.readFileSync(path.join(real, 'done', 'a.txt'), 'utf8').should.equal('once');
+    // Full scans do not see done/a.txt (before: taken as a new file, uploaded, moved to done/done).
+    await hot.rescan();
+    await hot.rescan();
+    hot.counts().should.eql({ waiting: 0, uploading: 0, done: 1, failed: 0, stuck: 0 });
+    sent.should.eql(['a.txt']);
+  });
+
+  it('a done folder that is, links resolved, the watched folder or above it is a folder error naming the setting', async function () {
+    const base = path.join(tmp.dir, `aliased-${++n}`);
+    const real = path.join(base, 'real');
+    fs.mkdirSync(real, { recursive: true });
+    fs.symlinkSync(real, path.join(base, 'hot'));
+    fs.writeFileSync(path.join(real, 'a.txt'), 'must stay');
+    let uploads = 0;
+    const { hot, events } = hotFolder({
+      folder: path.join(base, 'hot'), create: false, polling: true, doneFolder: real,
+      upload: async () => { uploads++; return { fuids: [1] }; }
+    });
+    hot.start();
+    await hot.rescan();
+    events.folderError.should.have.length(1);
+    events.folderError[0].should.match(/is inside the done folder .*real once symbolic links are resolved: doneFolder \(Done folder\) must not be the watched folder or a folder above it/);
+    hot.error.should.equal(events.folderError[0]);
+    uploads.should.equal(0);
+    fs.existsSync(path.join(real, 'a.txt')).should.be.true();
+  });
 });
