@@ -385,4 +385,27 @@ describe('hot folder core (real file system, emulator)', function () {
     uploads.should.equal(0);
     fs.existsSync(path.join(real, 'a.txt')).should.be.true();
   });
+
+  it('a file rewritten while queued is read again before its upload: it waits until untouched, then goes whole', async function () {
+    const jobs = [];
+    const { hot, folder, events } = hotFolder({
+      polling: true, maxParallel: 1,
+      upload: async (file) => {
+        jobs.push({ file: file.relativePath, size: file.size, onDisk: fs.statSync(file.path).size, text: fs.readFileSync(file.path, 'utf8') });
+        // While b.txt (the oldest) is sent, a.txt waits in the queue and is written to (no event: rescan only).
+        if (file.relativePath === 'b.txt') fs.appendFileSync(path.join(folder, 'a.txt'), ' and more');
+        return { fuids: [1] };
+      }
+    });
+    fs.writeFileSync(path.join(folder, 'b.txt'), 'oldest');
+    const old = Date.now() / 1000 - 100;
+    fs.utimesSync(path.join(folder, 'b.txt'), old, old);
+    fs.writeFileSync(path.join(folder, 'a.txt'), 'v1');
+    hot.start();
+    await waitFor(() => events.ingested.length === 2, 'both files ingested');
+    // Before: a.txt was sent as found (2 bytes recorded) while it held more.
+    jobs.map(j => [j.file, j.size, j.onDisk, j.text]).should.eql([['b.txt', 6, 6, 'oldest'], ['a.txt', 11, 11, 'v1 and more']]);
+    events.changed.should.eql(['a.txt']);
+    events.ingested.find(e => e.relativePath === 'a.txt').should.containDeep({ size: 11, attempts: 1 });
+  });
 });

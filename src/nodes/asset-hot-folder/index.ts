@@ -24,7 +24,7 @@ const TEXT = {
   folderError: 'folder: __reason__',
   noDestinationPath: 'Subfolders are kept only below a Destination path; with a Folder fuid alone, files from subfolders go into that folder',
   empty: '__file__ is empty: it waits until it has content (empty files are never uploaded)',
-  changed: '__file__ changed during its upload: it will be uploaded again once untouched',
+  changed: '__file__ changed after it was found untouched (while queued or during its upload): it will be uploaded once untouched again',
   retry: '__file__: __reason__; retry __retry__/__retries__ in __seconds__ s'
 };
 

@@ -12,7 +12,8 @@
  * - Uploads: at most `maxParallel` at once, oldest modification time first.
  * - After the upload: success -> moved to `doneFolder` (or deleted when `doneFolder` is null)
  *   under the same relative path, never overwriting (a suffix is added). A file that changed
- *   during its upload is not done: it waits until untouched and goes again. A transient failure
+ *   during its upload, or while it was queued (read again just before), is not sent as it is: it
+ *   waits until untouched and goes again. A transient failure
  *   (shared/retry.ts) leaves the file in place and tries again after the backoff, at most
  *   `retries` times; then, or on any other failure, it is moved to `failedFolder` with
  *   `<name>.error.json` beside it. A file that vanished (removed by someone else) is forgotten.
@@ -250,12 +251,15 @@ export class HotFolder<R> extends EventEmitter {
     const full = path.join(this.options.folder, ...f.relativePath.split('/'));
     const controller = new AbortController();
     f.state = 'uploading';
-    f.attempts++;
     this.running.set(f.relativePath, controller);
     this.emitCounts();
-    const started = Date.now();
     const sent = { size: f.size, mtimeMs: f.mtimeMs };
     try {
+      // Scans do not read a queued file: one rewritten while it waited goes back to settling.
+      if (await this.changedSince(full, sent, f)) return;
+      if (this.closed) { f.state = 'settling'; return; }
+      f.attempts++;
+      const started = Date.now();
       let result: R;
       try {
         result = await this.options.upload({ path: full, relativePath: f.relativePath, size: f.size, attempt: f.attempts }, controller.signal);
