@@ -408,4 +408,25 @@ describe('hot folder core (real file system, emulator)', function () {
     events.changed.should.eql(['a.txt']);
     events.ingested.find(e => e.relativePath === 'a.txt').should.containDeep({ size: 11, attempts: 1 });
   });
+
+  it('symbolic links are never taken, whether found by a scan or named by an event', async function () {
+    const target = path.join(tmp.dir, `link-target-${n + 1}.txt`);
+    fs.writeFileSync(target, 'outside');
+    const old = Date.now() / 1000 - 100;
+    fs.utimesSync(target, old, old); // older than the marker: were it taken, it would go first
+    const sent = [];
+    const { hot, folder, events } = hotFolder({
+      rescanMs: 3600000, maxParallel: 1, // no rescan after the first: only events name the later link
+      upload: async (file) => { sent.push(file.relativePath); return { fuids: [1] }; }
+    });
+    fs.symlinkSync(target, path.join(folder, 'there-at-start.txt'));
+    hot.start();
+    await hot.rescan();
+    fs.symlinkSync(target, path.join(folder, 'dropped-later.txt'));
+    fs.writeFileSync(path.join(folder, 'marker.txt'), 'a real file, dropped after the link');
+    await waitFor(() => events.ingested.some(e => e.relativePath === 'marker.txt'), 'the marker ingested');
+    sent.should.eql(['marker.txt']);
+    fs.readFileSync(target, 'utf8').should.equal('outside');
+    fs.lstatSync(path.join(folder, 'dropped-later.txt')).isSymbolicLink().should.be.true();
+  });
 });

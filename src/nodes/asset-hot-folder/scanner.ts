@@ -4,6 +4,7 @@
  * so that thousands of waiting files cost nothing per event. `polling` uses only the rescans
  * (network shares, where events are unreliable). The done and failed folders are never scanned,
  * whatever path spelling (symbolic links) leads to them: real paths are compared.
+ * Symbolic links in the folder are never taken nor followed (the walk's Dirent, the events' lstat).
  *
  * What it sees goes to a {@link ScanSink}; the folder's state (missing, unreadable, gone, back)
  * is emitted as `folder-error` (text) and `folder-ok`; a subfolder it cannot read as `warning`.
@@ -199,7 +200,7 @@ export class FolderScanner extends EventEmitter {
       if (this.isOwn(relativePath)) continue;
       let stat: fs.Stats;
       try {
-        stat = await fsp.stat(full);
+        stat = await fsp.lstat(full); // a symbolic link is never taken, as in the full scan
       } catch {
         this.sink.gone(relativePath); // moved or removed
         continue;
