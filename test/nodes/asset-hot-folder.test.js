@@ -236,6 +236,22 @@ describe('asset-hot-folder node (real Node-RED, real file system, emulator)', fu
     got.caught[0].error.message.should.match(/msg\.payload: must be one of pause, resume, rescan/);
   });
 
+  it('a file that cannot be moved to done: a warning, yellow status `1 not moved`, the file left in place', async function () {
+    const { folder, dest } = newFolder();
+    const blocker = path.join(tmp.dir, `blocker-${n}`);
+    fs.writeFileSync(blocker, 'a regular file: no done folder below it');
+    await load(hotFlow({ folder, ...upload(dest), ...fast, mode: 'polling', doneFolder: path.join(blocker, 'done') }, { baseUrl: emulator.url }));
+    const statuses = s.recordStatus();
+    const warnings = [];
+    helper.getNode('n1').on('call:warn', call => warnings.push(String(call.args[0])));
+    fs.writeFileSync(path.join(folder, 'kept.txt'), 'uploaded, not moved');
+    await waitFor(() => statuses.some(x => x.text === '0 waiting, 0 uploading, 0 done, 0 failed, 1 not moved'), 'the not-moved count', 20000);
+    statuses.find(x => /not moved/.test(x.text)).fill.should.equal('yellow');
+    warnings.filter(w => /kept\.txt: uploaded, but could not be moved to the done folder/.test(w)).should.have.length(1);
+    (await serverAsset(`${dest}/kept.txt`)).should.be.ok();
+    fs.readFileSync(path.join(folder, 'kept.txt'), 'utf8').should.equal('uploaded, not moved');
+  });
+
   it('bad settings: an error naming the setting, red status, nothing watched', async function () {
     const { folder } = newFolder();
     fs.writeFileSync(path.join(folder, 'untouched.txt'), 'must stay');

@@ -10,6 +10,8 @@ const root = path.join(__dirname, '..', '..');
 const { HotFolder } = require(path.join(root, 'dist', 'nodes', 'asset-hot-folder', 'watcher'));
 const { suffixedName } = require(path.join(root, 'dist', 'nodes', 'asset-hot-folder', 'files'));
 const { AssetClient } = require(path.join(root, 'dist', 'api', 'client'));
+const { AssetApiError } = require(path.join(root, 'dist', 'api', 'errors'));
+const asRoot = process.getuid && process.getuid() === 0;
 
 async function waitFor(check, what = 'state') {
   const started = Date.now();
@@ -80,7 +82,7 @@ describe('hot folder core (real file system, emulator)', function () {
     fs.existsSync(path.join(folder, 'before.txt')).should.be.false();
     await hot.rescan();
     for (const name of ignored) fs.existsSync(path.join(folder, name)).should.be.true(name);
-    hot.counts().should.eql({ waiting: 0, uploading: 0, done: 2, failed: 0 });
+    hot.counts().should.eql({ waiting: 0, uploading: 0, done: 2, failed: 0, stuck: 0 });
   });
 
   it('never overwrites in the done folder: a suffix is added', async function () {
@@ -163,7 +165,7 @@ describe('hot folder core (real file system, emulator)', function () {
     fs.writeFileSync(path.join(folder, 'empty.txt'), '');
     hot.start();
     await waitFor(() => events.empty.length === 1);
-    hot.counts().should.eql({ waiting: 0, uploading: 0, done: 0, failed: 0 });
+    hot.counts().should.eql({ waiting: 0, uploading: 0, done: 0, failed: 0, stuck: 0 });
     fs.writeFileSync(path.join(folder, 'empty.txt'), 'filled later');
     await waitFor(() => events.ingested.length === 1);
     (await serverBytes(`${dest}/empty.txt`)).toString().should.equal('filled later');
@@ -210,7 +212,6 @@ describe('hot folder core (real file system, emulator)', function () {
     fs.writeFileSync(path.join(folder, 'secret.txt'), 'nobody may read this');
     fs.chmodSync(path.join(folder, 'secret.txt'), 0o000);
     fs.writeFileSync(path.join(folder, 'open.txt'), 'readable');
-    const asRoot = process.getuid && process.getuid() === 0;
     if (asRoot) {
       // root reads anything: the hot folder runs as nobody, owning its folder (so it may move files).
       fs.chmodSync(tmp.dir, 0o755);
@@ -261,5 +262,171 @@ describe('hot folder core (real file system, emulator)', function () {
     most.should.be.belowOrEqual(2);
     order.slice(0, 2).sort().should.eql(['f6.txt', 'f7.txt']);
     fs.readdirSync(folder).should.eql([]);
+  });
+
+  it('a file uploaded but not movable stays in place, is not uploaded again, and goes again once changed', async function () {
+    // The done folder below a regular file: mkdir fails (ENOTDIR), as it would with EACCES or ENOSPC.
+    const blocker = path.join(tmp.dir, `blocker-${n + 1}`);
+    fs.writeFileSync(blocker, 'a regular file');
+    const sent = [];
+    const { hot, folder, events } = hotFolder({
+      polling: true, doneFolder: path.join(blocker, 'done'),
+      upload: async (file) => { sent.push(fs.readFileSync(file.path, 'utf8')); return { fuids: [1] }; }
+    });
+    const warnings = [];
+    hot.on('warning', w => warnings.push(w));
+    fs.writeFileSync(path.join(folder, 'a.txt'), 'first');
+    hot.start();
+    await waitFor(() => warnings.length === 1, 'the warning');
+    warnings[0].should.match(/uploaded, but could not be moved to the done folder/);
+    // Full scans read it but do not take it as a new file (before: uploaded again at every rescan).
+    await hot.rescan();
+    await hot.rescan();
+    hot.counts().should.eql({ waiting: 0, uploading: 0, done: 0, failed: 0, stuck: 1 });
+    sent.should.eql(['first']);
+    // A new version is a new file: uploaded once untouched (and stuck again: warned once more).
+    fs.appendFileSync(path.join(folder, 'a.txt'), ' and second');
+    await waitFor(() => warnings.length === 2, 'the second warning');
+    sent.should.eql(['first', 'first and second']);
+    fs.readFileSync(path.join(folder, 'a.txt'), 'utf8').should.equal('first and second');
+    events.ingested.length.should.equal(0);
+    // Removed by someone: forgotten.
+    fs.unlinkSync(path.join(folder, 'a.txt'));
+    await hot.rescan();
+    hot.counts().should.eql({ waiting: 0, uploading: 0, done: 0, failed: 0, stuck: 0 });
+  });
+
+  it('a failed file that cannot be moved to the failed folder stays in place and is not uploaded again', async function () {
+    const blocker = path.join(tmp.dir, `blocker-${n + 1}`);
+    fs.writeFileSync(blocker, 'a regular file');
+    let uploads = 0;
+    const { hot, folder } = hotFolder({
+      polling: true, failedFolder: path.join(blocker, 'failed'),
+      upload: async () => { uploads++; throw new AssetApiError('permission', 'denied', { status: 403, operation: 'upload' }); }
+    });
+    const warnings = [];
+    hot.on('warning', w => warnings.push(w));
+    fs.writeFileSync(path.join(folder, 'denied.txt'), 'no permission');
+    hot.start();
+    await waitFor(() => warnings.length === 1, 'the warning');
+    warnings[0].should.match(/could not be moved to the failed folder/);
+    await hot.rescan();
+    await hot.rescan();
+    hot.counts().should.eql({ waiting: 0, uploading: 0, done: 0, failed: 0, stuck: 1 });
+    uploads.should.equal(1);
+  });
+
+  it('a move whose source cannot be removed takes its copy back (no `name (n)` left per try)', function () {
+    const { execFileSync } = require('child_process');
+    const dir = path.join(tmp.dir, `unmovable-${++n}`);
+    const source = path.join(dir, 'in', 'a.pdf');
+    const target = path.join(dir, 'done');
+    fs.mkdirSync(path.dirname(source), { recursive: true });
+    fs.mkdirSync(target);
+    fs.writeFileSync(source, 'pdf');
+    fs.chmodSync(source, 0o666); // linkable by anyone (fs.protected_hardlinks)
+    // Its folder read-only for the mover: the link into done works, the unlink of the source does not.
+    if (asRoot) {
+      // root may unlink anything: the move runs as nobody, owning only the done folder.
+      fs.chmodSync(tmp.dir, 0o755);
+      fs.chownSync(target, 65534, 65534);
+    } else {
+      fs.chmodSync(path.dirname(source), 0o555);
+    }
+    const script = `const { moveWithoutOverwrite } = require(${JSON.stringify(path.join(root, 'dist', 'nodes', 'asset-hot-folder', 'files'))});
+      (async () => { const out = []; for (let i = 0; i < 2; i++) { try { out.push(await moveWithoutOverwrite(process.argv[1], process.argv[2])); } catch (e) { out.push(e.code); } } console.log(JSON.stringify(out)); })();`;
+    try {
+      const out = execFileSync(process.execPath, ['-e', script, source, target], { encoding: 'utf8', ...(asRoot ? { uid: 65534, gid: 65534 } : {}) });
+      JSON.parse(out).should.eql(['EACCES', 'EACCES']);
+      fs.readdirSync(target).should.eql([]);
+      fs.readFileSync(source, 'utf8').should.equal('pdf');
+    } finally {
+      fs.chmodSync(path.dirname(source), 0o755);
+    }
+  });
+
+  it('the done folder reached through another spelling (the watched folder a symbolic link) is never scanned', async function () {
+    const base = path.join(tmp.dir, `aliased-${++n}`);
+    const real = path.join(base, 'real');
+    fs.mkdirSync(real, { recursive: true });
+    fs.symlinkSync(real, path.join(base, 'hot'));
+    const sent = [];
+    const { hot, events } = hotFolder({
+      folder: path.join(base, 'hot'), create: false, recursive: true, polling: true, doneFolder: path.join(real, 'done'),
+      upload: async (file) => { sent.push(file.relativePath); return { fuids: [1] }; }
+    });
+    fs.writeFileSync(path.join(real, 'a.txt'), 'once');
+    hot.start();
+    await waitFor(() => events.ingested.length === 1, 'the file ingested');
+    fs.readFileSync(path.join(real, 'done', 'a.txt'), 'utf8').should.equal('once');
+    // Full scans do not see done/a.txt (before: taken as a new file, uploaded, moved to done/done).
+    await hot.rescan();
+    await hot.rescan();
+    hot.counts().should.eql({ waiting: 0, uploading: 0, done: 1, failed: 0, stuck: 0 });
+    sent.should.eql(['a.txt']);
+  });
+
+  it('a done folder that is, links resolved, the watched folder or above it is a folder error naming the setting', async function () {
+    const base = path.join(tmp.dir, `aliased-${++n}`);
+    const real = path.join(base, 'real');
+    fs.mkdirSync(real, { recursive: true });
+    fs.symlinkSync(real, path.join(base, 'hot'));
+    fs.writeFileSync(path.join(real, 'a.txt'), 'must stay');
+    let uploads = 0;
+    const { hot, events } = hotFolder({
+      folder: path.join(base, 'hot'), create: false, polling: true, doneFolder: real,
+      upload: async () => { uploads++; return { fuids: [1] }; }
+    });
+    hot.start();
+    await hot.rescan();
+    events.folderError.should.have.length(1);
+    events.folderError[0].should.match(/is inside the done folder .*real once symbolic links are resolved: doneFolder \(Done folder\) must not be the watched folder or a folder above it/);
+    hot.error.should.equal(events.folderError[0]);
+    uploads.should.equal(0);
+    fs.existsSync(path.join(real, 'a.txt')).should.be.true();
+  });
+
+  it('a file rewritten while queued is read again before its upload: it waits until untouched, then goes whole', async function () {
+    const jobs = [];
+    const { hot, folder, events } = hotFolder({
+      polling: true, maxParallel: 1,
+      upload: async (file) => {
+        jobs.push({ file: file.relativePath, size: file.size, onDisk: fs.statSync(file.path).size, text: fs.readFileSync(file.path, 'utf8') });
+        // While b.txt (the oldest) is sent, a.txt waits in the queue and is written to (no event: rescan only).
+        if (file.relativePath === 'b.txt') fs.appendFileSync(path.join(folder, 'a.txt'), ' and more');
+        return { fuids: [1] };
+      }
+    });
+    fs.writeFileSync(path.join(folder, 'b.txt'), 'oldest');
+    const old = Date.now() / 1000 - 100;
+    fs.utimesSync(path.join(folder, 'b.txt'), old, old);
+    fs.writeFileSync(path.join(folder, 'a.txt'), 'v1');
+    hot.start();
+    await waitFor(() => events.ingested.length === 2, 'both files ingested');
+    // Before: a.txt was sent as found (2 bytes recorded) while it held more.
+    jobs.map(j => [j.file, j.size, j.onDisk, j.text]).should.eql([['b.txt', 6, 6, 'oldest'], ['a.txt', 11, 11, 'v1 and more']]);
+    events.changed.should.eql(['a.txt']);
+    events.ingested.find(e => e.relativePath === 'a.txt').should.containDeep({ size: 11, attempts: 1 });
+  });
+
+  it('symbolic links are never taken, whether found by a scan or named by an event', async function () {
+    const target = path.join(tmp.dir, `link-target-${n + 1}.txt`);
+    fs.writeFileSync(target, 'outside');
+    const old = Date.now() / 1000 - 100;
+    fs.utimesSync(target, old, old); // older than the marker: were it taken, it would go first
+    const sent = [];
+    const { hot, folder, events } = hotFolder({
+      rescanMs: 3600000, maxParallel: 1, // no rescan after the first: only events name the later link
+      upload: async (file) => { sent.push(file.relativePath); return { fuids: [1] }; }
+    });
+    fs.symlinkSync(target, path.join(folder, 'there-at-start.txt'));
+    hot.start();
+    await hot.rescan();
+    fs.symlinkSync(target, path.join(folder, 'dropped-later.txt'));
+    fs.writeFileSync(path.join(folder, 'marker.txt'), 'a real file, dropped after the link');
+    await waitFor(() => events.ingested.some(e => e.relativePath === 'marker.txt'), 'the marker ingested');
+    sent.should.eql(['marker.txt']);
+    fs.readFileSync(target, 'utf8').should.equal('outside');
+    fs.lstatSync(path.join(folder, 'dropped-later.txt')).isSymbolicLink().should.be.true();
   });
 });

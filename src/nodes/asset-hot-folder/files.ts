@@ -47,7 +47,15 @@ export async function moveWithoutOverwrite(file: string, folder: string, name = 
         throw err;
       }
     }
-    await fsp.unlink(file);
+    try {
+      await fsp.unlink(file);
+    } catch (err) {
+      // Source removed meanwhile: the target is the only copy. Else undo, so that each try does
+      // not leave one more `name (n)` copy behind.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return target;
+      await fsp.unlink(target).catch(() => undefined);
+      throw err;
+    }
     return target;
   }
   throw new Error(`${folder}: more than ${MAX_SUFFIX} files named ${name} already`);

@@ -20,10 +20,11 @@ const COMMANDS = ['pause', 'resume', 'rescan'] as const;
 const TEXT = {
   counts: '__waiting__ waiting, __uploading__ uploading, __done__ done, __failed__ failed',
   paused: 'paused: __waiting__ waiting, __done__ done, __failed__ failed',
+  stuck: ', __stuck__ not moved',
   folderError: 'folder: __reason__',
   noDestinationPath: 'Subfolders are kept only below a Destination path; with a Folder fuid alone, files from subfolders go into that folder',
   empty: '__file__ is empty: it waits until it has content (empty files are never uploaded)',
-  changed: '__file__ changed during its upload: it will be uploaded again once untouched',
+  changed: '__file__ changed after it was found untouched (while queued or during its upload): it will be uploaded once untouched again',
   retry: '__file__: __reason__; retry __retry__/__retries__ in __seconds__ s'
 };
 
@@ -76,13 +77,15 @@ export default function register(RED: NodeAPI): void {
         statusTimer = undefined;
         lastStatus = Date.now();
         const counts: HotFolderCounts = hot.counts();
+        const stuck = counts.stuck > 0 ? text('stuck', { stuck: counts.stuck }) : ''; // shown only when there are some
         if (hot.error !== undefined) {
           const reason = hot.error.startsWith(folder) ? hot.error.slice(folder.length).trim() : hot.error;
           node.status({ fill: 'red', shape: 'ring', text: text('folderError', { reason }) });
         } else if (hot.isPaused) {
-          node.status({ fill: 'yellow', shape: 'ring', text: text('paused', { ...counts }) });
+          node.status({ fill: 'yellow', shape: 'ring', text: text('paused', { ...counts }) + stuck });
         } else {
-          node.status({ fill: counts.failed > 0 ? 'yellow' : counts.uploading > 0 ? 'blue' : 'green', shape: 'dot', text: text('counts', { ...counts }) });
+          const fill = counts.failed > 0 || counts.stuck > 0 ? 'yellow' : counts.uploading > 0 ? 'blue' : 'green';
+          node.status({ fill, shape: 'dot', text: text('counts', { ...counts }) + stuck });
         }
         hotFolderStats.update(view, { counts, paused: hot.isPaused, folderError: hot.error });
       }, Math.max(0, wait));

@@ -2,7 +2,9 @@
  * Finding a hot folder's files (no Node-RED): a full scan at start, every `rescanMs` and on
  * request; between scans, file-system events (fs.watch) name the files to look at, one stat each,
  * so that thousands of waiting files cost nothing per event. `polling` uses only the rescans
- * (network shares, where events are unreliable). The done and failed folders are never scanned.
+ * (network shares, where events are unreliable). The done and failed folders are never scanned,
+ * whatever path spelling (symbolic links) leads to them: real paths are compared.
+ * Symbolic links in the folder are never taken nor followed (the walk's Dirent, the events' lstat).
  *
  * What it sees goes to a {@link ScanSink}; the folder's state (missing, unreadable, gone, back)
  * is emitted as `folder-error` (text) and `folder-ok`; a subfolder it cannot read as `warning`.
@@ -11,6 +13,7 @@ import { EventEmitter } from 'events';
 import * as fs from 'fs';
 import * as fsp from 'fs/promises';
 import * as path from 'path';
+import { isInside, realPath } from './paths';
 import { FileFilter } from './patterns';
 
 export interface ScannerOptions {
@@ -58,6 +61,8 @@ export class FolderScanner extends EventEmitter {
   /** Paths named by file-system events since the last look; a full scan when an event names none. */
   private readonly touched = new Set<string>();
   private fullScanWanted = false;
+  /** Real paths of the watched folder and of the done/failed folders, as read at the last full scan. */
+  private real: { root: string; own: string[] } | undefined;
 
   constructor(private readonly options: ScannerOptions, private readonly sink: ScanSink) {
     super();
@@ -107,6 +112,7 @@ export class FolderScanner extends EventEmitter {
       const stat = await fsp.stat(root);
       if (!stat.isDirectory()) throw Object.assign(new Error(`${root} is not a folder`), { code: 'ENOTDIR' });
       await fsp.access(root, fs.constants.R_OK | fs.constants.X_OK);
+      this.real = await this.realFolders();
     } catch (err) {
       this.setFolderError(err);
       return;
@@ -135,9 +141,10 @@ export class FolderScanner extends EventEmitter {
       if (this.closed) return;
       const full = path.join(dir, entry.name);
       const relativePath = relativeDir ? `${relativeDir}/${entry.name}` : entry.name;
-      if (this.isOwnFolder(full) || this.filter.ignoresName(entry.name)) continue;
+      if (this.filter.ignoresName(entry.name)) continue;
       if (entry.isDirectory()) {
-        if (this.options.recursive) {
+        // A symbolic link to a folder is no directory here: the walk never leaves the real tree.
+        if (this.options.recursive && !this.isOwn(relativePath)) {
           try {
             await this.walk(full, relativePath, present);
           } catch (err) {
@@ -190,10 +197,10 @@ export class FolderScanner extends EventEmitter {
       if (this.closed) return;
       const segments = relativePath.split('/');
       const full = path.join(this.options.folder, ...segments);
-      if (this.isInOwnFolder(full)) continue;
+      if (this.isOwn(relativePath)) continue;
       let stat: fs.Stats;
       try {
-        stat = await fsp.stat(full);
+        stat = await fsp.lstat(full); // a symbolic link is never taken, as in the full scan
       } catch {
         this.sink.gone(relativePath); // moved or removed
         continue;
@@ -208,13 +215,31 @@ export class FolderScanner extends EventEmitter {
     this.sink.looked();
   }
 
-  private isOwnFolder(full: string): boolean {
-    return full === this.options.doneFolder || full === this.options.failedFolder;
+  /**
+   * The real paths of the watched folder and of the done/failed folders.
+   * @throws when done or failed is, links resolved, the watched folder or above it (a folder error)
+   */
+  private async realFolders(): Promise<{ root: string; own: string[] }> {
+    const root = await fsp.realpath(this.options.folder);
+    const own: string[] = [];
+    for (const [folder, setting, name] of [
+      [this.options.doneFolder, 'doneFolder (Done folder)', 'done'], [this.options.failedFolder, 'failedFolder (Failed folder)', 'failed']
+    ] as const) {
+      if (folder === null) continue;
+      const real = await realPath(folder);
+      if (isInside(root, real)) {
+        throw new Error(`is inside the ${name} folder ${real} once symbolic links are resolved: ${setting} must not be the watched folder or a folder above it`);
+      }
+      own.push(real);
+    }
+    return { root, own };
   }
 
-  private isInOwnFolder(full: string): boolean {
-    const inside = (folder: string | null) => folder !== null && (full === folder || full.startsWith(folder + path.sep));
-    return inside(this.options.doneFolder) || inside(this.options.failedFolder);
+  /** True for a path below the watched folder that is, links resolved, the done or failed folder or inside one. */
+  private isOwn(relativePath: string): boolean {
+    if (!this.real) return false;
+    const real = path.join(this.real.root, ...relativePath.split('/'));
+    return this.real.own.some(own => isInside(real, own));
   }
 
   private setFolderError(err: unknown): void {

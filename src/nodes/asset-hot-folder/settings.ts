@@ -6,6 +6,7 @@ import * as path from 'path';
 import { isBlankSetting, numberSetting, SettingError } from '../shared/fields';
 import { retriesSetting } from '../shared/retry';
 import type { UploadFieldsConfig } from '../shared/upload-fields';
+import { isInside } from './paths';
 import { patternList } from './patterns';
 import type { HotFolderOptions } from './types';
 
@@ -39,12 +40,6 @@ export const DEFAULT_UNTOUCHED_S = 5;
 export const DEFAULT_RESCAN_S = 5;
 export const DEFAULT_PARALLEL = 2;
 const MAX_PARALLEL = 32;
-
-/** True when `inner` is `outer` or below it. */
-function isInside(inner: string, outer: string): boolean {
-  const rel = path.relative(outer, inner);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
-}
 
 /**
  * The settings as the watcher takes them. `resolve` makes a path absolute as the core file nodes

@@ -33,7 +33,7 @@ function notify(view: HotFolderView): void {
 export const hotFolderStats = {
   /** A node starts: a fresh entry. */
   open(nodeId: string, folder: string): HotFolderView {
-    const view: HotFolderView = { nodeId, folder, counts: { waiting: 0, uploading: 0, done: 0, failed: 0 }, paused: false, failedFiles: [] };
+    const view: HotFolderView = { nodeId, folder, counts: { waiting: 0, uploading: 0, done: 0, failed: 0, stuck: 0 }, paused: false, failedFiles: [] };
     entries.set(nodeId, view);
     notify(view);
     return view;

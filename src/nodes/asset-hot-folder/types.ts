@@ -65,6 +65,8 @@ export interface HotFolderCounts {
   uploading: number;
   done: number;
   failed: number;
+  /** Files that could not be moved to done or failed: left in place until they change. */
+  stuck: number;
 }
 
 /** Plain fields of an error for `<name>.error.json` and messages: never a cookie (AssetApiError has none). */

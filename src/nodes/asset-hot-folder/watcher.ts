@@ -12,10 +12,13 @@
  * - Uploads: at most `maxParallel` at once, oldest modification time first.
  * - After the upload: success -> moved to `doneFolder` (or deleted when `doneFolder` is null)
  *   under the same relative path, never overwriting (a suffix is added). A file that changed
- *   during its upload is not done: it waits until untouched and goes again. A transient failure
+ *   during its upload, or while it was queued (read again just before), is not sent as it is: it
+ *   waits until untouched and goes again. A transient failure
  *   (shared/retry.ts) leaves the file in place and tries again after the backoff, at most
  *   `retries` times; then, or on any other failure, it is moved to `failedFolder` with
  *   `<name>.error.json` beside it. A file that vanished (removed by someone else) is forgotten.
+ *   A file that cannot be moved (to done or failed) stays where it is, warned about once, and is
+ *   not taken again until its size or mtime change (or the watcher restarts: at-least-once).
  * - A file leaves the watched folder only after the server's success or a final failure, so a
  *   crash at any moment leaves it either in the watched folder (uploaded again: at-least-once)
  *   or in done/failed.
@@ -43,7 +46,8 @@ interface Tracked {
   since: number;
   /** When this watcher last read size and mtime. */
   checkedAt: number;
-  state: 'settling' | 'queued' | 'uploading' | 'retry-wait';
+  /** stuck: uploaded (or failed) but it could not be moved; left alone until size or mtime change. */
+  state: 'settling' | 'queued' | 'uploading' | 'retry-wait' | 'stuck';
   attempts: number;
   /** retry-wait: when the next try may start. */
   notBefore: number;
@@ -95,11 +99,13 @@ export class HotFolder<R> extends EventEmitter {
   counts(): HotFolderCounts {
     let waiting = 0;
     let uploading = 0;
+    let stuck = 0;
     for (const f of this.files.values()) {
       if (f.state === 'uploading') uploading++;
+      else if (f.state === 'stuck') stuck++;
       else if (f.size > 0) waiting++;
     }
-    return { waiting, uploading, done: this.done, failed: this.failed };
+    return { waiting, uploading, done: this.done, failed: this.failed, stuck };
   }
 
   /**
@@ -122,11 +128,12 @@ export class HotFolder<R> extends EventEmitter {
 
   private sink(): ScanSink {
     return {
-      // Only new files and those still settling are read on a full scan: a queued or retrying file
-      // is compared with what was read when its upload ends, so a rescan of thousands stays cheap.
+      // Only new files, those still settling and stuck ones (to notice a new version) are read on a
+      // full scan: a queued or retrying file is compared with what was read when its upload starts
+      // and ends, so a rescan of thousands stays cheap.
       wantsRead: (relativePath) => {
         const state = this.files.get(relativePath)?.state;
-        return state === undefined || state === 'settling';
+        return state === undefined || state === 'settling' || state === 'stuck';
       },
       observed: (relativePath, stat) => this.observeStat(relativePath, stat),
       gone: (relativePath) => {
@@ -160,7 +167,8 @@ export class HotFolder<R> extends EventEmitter {
       known.size = stat.size;
       known.mtimeMs = stat.mtimeMs;
       known.since = now;
-      if (known.state === 'queued') known.state = 'settling';
+      if (known.state === 'stuck') known.attempts = 0; // a new version: taken as a new file
+      if (known.state === 'queued' || known.state === 'stuck') known.state = 'settling';
     }
   }
 
@@ -243,12 +251,15 @@ export class HotFolder<R> extends EventEmitter {
     const full = path.join(this.options.folder, ...f.relativePath.split('/'));
     const controller = new AbortController();
     f.state = 'uploading';
-    f.attempts++;
     this.running.set(f.relativePath, controller);
     this.emitCounts();
-    const started = Date.now();
     const sent = { size: f.size, mtimeMs: f.mtimeMs };
     try {
+      // Scans do not read a queued file: one rewritten while it waited goes back to settling.
+      if (await this.changedSince(full, sent, f)) return;
+      if (this.closed) { f.state = 'settling'; return; }
+      f.attempts++;
+      const started = Date.now();
       let result: R;
       try {
         result = await this.options.upload({ path: full, relativePath: f.relativePath, size: f.size, attempt: f.attempts }, controller.signal);
@@ -263,8 +274,8 @@ export class HotFolder<R> extends EventEmitter {
         if (this.options.doneFolder === null) await fsp.unlink(full);
         else movedTo = await moveWithoutOverwrite(full, path.join(this.options.doneFolder, path.dirname(f.relativePath)));
       } catch (err) {
-        // Uploaded, but it cannot leave the folder: say so and forget it until it changes.
-        this.forget(f);
+        // Uploaded, but it cannot leave the folder: say so once and leave it until it changes.
+        this.stick(f, sent);
         this.emit('warning', `${full}: uploaded, but could not be moved to the done folder: ${(err as Error).message}`);
         return;
       }
@@ -323,7 +334,7 @@ export class HotFolder<R> extends EventEmitter {
     try {
       movedTo = await moveWithoutOverwrite(full, folder);
     } catch (err) {
-      this.forget(f);
+      this.stick(f, { size: f.size, mtimeMs: f.mtimeMs });
       this.emit('warning', `${full}: failed (${error.message}), and could not be moved to the failed folder: ${(err as Error).message}`);
       return;
     }
@@ -336,6 +347,17 @@ export class HotFolder<R> extends EventEmitter {
     this.forget(f);
     this.failed++;
     this.emit('failed', { relativePath: f.relativePath, movedTo, errorFile, error, attempts: f.attempts } satisfies FailedFile);
+  }
+
+  /**
+   * A file that could not be moved stays tracked as it was sent, so that scans do not take it for a
+   * new file (uploaded again at every rescan); a change of size or mtime makes it a new version.
+   */
+  private stick(f: Tracked, sent: { size: number; mtimeMs: number }): void {
+    if (this.files.get(f.relativePath) !== f) return;
+    f.state = 'stuck';
+    f.size = sent.size;
+    f.mtimeMs = sent.mtimeMs;
   }
 
   private forget(f: Tracked): void {
