@@ -3,9 +3,9 @@
  * or the error it stands for (error-mapping.ts builds the errors).
  */
 import type { AxiosResponse } from 'axios';
-import type { AssetApiError } from './errors';
+import type { AssetApiError, AssetOperation } from './errors';
 import {
-  type ErrorContext, errorForFailedAnswer, errorForMalformedAnswer, errorForStatus, isFailedAnswer, tunnelRefusedError, tryParseJson
+  type ErrorContext, errorForFailedAnswer, errorForMalformedAnswer, errorForStatus, isFailedAnswer, proxyAuthError, tunnelRefusedError, tryParseJson
 } from './error-mapping';
 import { refusedTunnelOf } from './proxy';
 import { isPlainObject } from './values';
@@ -45,10 +45,23 @@ export function isAnswerTooLarge(err: unknown): boolean {
   return err instanceof Error && (err as { code?: unknown }).code === 'ERR_BAD_RESPONSE' && /^maxContentLength size of \d+ exceeded/.test(err.message);
 }
 
+/** The error for an answer that is the HTTP proxy's own, not the server's (a CONNECT it refused, 407); else undefined. */
+export function proxyAnswerError(ctx: ErrorContext, response: AxiosResponse): AssetApiError | undefined {
+  const proxy = refusedTunnelOf(response.request);
+  if (proxy !== undefined) return tunnelRefusedError(ctx, response.status, proxy);
+  return response.status === 407 ? proxyAuthError(ctx.operation) : undefined;
+}
+
+/** For a request outside the JSON calls (the login): an answer the proxy gave is never taken for the server's. */
+export function throwIfFromProxy(operation: AssetOperation, origin: string, response: AxiosResponse): void {
+  const fromProxy = proxyAnswerError({ operation, origin, redact: (text) => text }, response); // the proxy's words hold no secret of ours
+  if (fromProxy) throw fromProxy;
+}
+
 /** The error for a status other than 2xx, with the server's message when its body says one. */
 export function statusError(ctx: ErrorContext, status: number, text: string, response: AxiosResponse): AssetApiError {
-  const proxy = refusedTunnelOf(response.request);
-  if (proxy !== undefined) return tunnelRefusedError(ctx, status, proxy);
+  const fromProxy = proxyAnswerError(ctx, response);
+  if (fromProxy) return fromProxy;
   return errorForStatus(ctx, status, tryParseJson(text)?.value, headerOf(response, 'location'), headerOf(response, 'retry-after'));
 }
 

@@ -112,6 +112,14 @@ function proxyUrlOf(text: string, field: string): URL {
     throw invalidInput(field, URL_RULE);
   }
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || !url.hostname) throw invalidInput(field, URL_RULE);
+  // The agents decode user name and password when they connect: https-proxy-agent's throw left its
+  // socket to the proxy open without an error listener (a refused connection then crashed Node-RED).
+  try {
+    decodeURIComponent(url.username);
+    decodeURIComponent(url.password);
+  } catch {
+    throw invalidInput(field, 'a user name or password in the URL must be URL-encoded: write % as %25');
+  }
   return url;
 }
 
@@ -228,7 +236,9 @@ export function proxySecrets(proxy: ResolvedProxy): string[] {
     if (!text) return;
     try {
       const url = new URL(text.includes('://') ? text : `http://${text}`);
-      if (url.password) secrets.push(url.password, decodeURIComponent(url.password));
+      if (!url.password) return;
+      secrets.push(url.password); // kept when the decoding below throws
+      secrets.push(decodeURIComponent(url.password));
     } catch { /* not a URL: no credentials in it */ }
   };
   if (proxy.mode === 'server') {

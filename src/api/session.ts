@@ -8,7 +8,8 @@
 import type { AxiosInstance, AxiosResponse } from 'axios';
 import { cookieHeaderOf } from './cookie';
 import { AssetApiError, invalidInput, redactSecrets, type AssetOperation } from './errors';
-import { proxyAuthError, serverMessageOf, tryParseJson } from './error-mapping';
+import { serverMessageOf, tryParseJson } from './error-mapping';
+import { throwIfFromProxy } from './json-answer';
 import { DEFAULT_MAX_RETRY_MS, DEFAULT_RETRY_MS, checkLoginHost, resolveLogin, type LoginOptions, type ResolvedLogin } from './login';
 import { loginLeaseMs, renewShared, type SharedSessionOption } from './shared-session';
 import { sendAgainIfStale } from './stale-connection';
@@ -42,7 +43,6 @@ export class LoginError extends AssetApiError {
     super('auth', message, { operation, status: 401, code: 'LOGIN_FAILED' });
   }
 }
-
 
 /** What the client lends the session for its login request. */
 export interface SessionDeps {
@@ -260,7 +260,7 @@ export class SessionHolder {
     } catch (err) {
       // The proxy refused its credentials (407): not the login's fault, no login backoff.
       if (err instanceof AssetApiError && err.kind === 'proxy') throw err;
-      const failure = err instanceof LoginFailure ? err : new LoginFailure('login request', String(err));
+      const failure = err instanceof LoginFailure ? err : new LoginFailure('login request', err instanceof Error ? err.message : String(err));
       this.fail(failure);
       throw failure;
     }
@@ -302,7 +302,7 @@ export class SessionHolder {
       const code = (err as { code?: unknown })?.code;
       throw new LoginFailure('login request', `${where} could not be reached${typeof code === 'string' ? ` (${code})` : ''}`);
     }
-    if (response.status === 407) throw proxyAuthError('login');
+    throwIfFromProxy('login', url.origin, response); // a proxy's refusal: not a refused password
     const okStatus = response.status >= 200 && response.status < (login.sessionFrom === 'set-cookie' ? 400 : 300);
     if (!okStatus) {
       const said = serverMessageOf(tryParseJson(String(response.data ?? ''))?.value);
@@ -329,7 +329,7 @@ export class SessionHolder {
       response = await sendAgainIfStale(() => this.deps.http.request({
         method: 'GET', url: url.toString(), responseType: 'text', timeout: this.deps.timeoutMs, signal: deadline, maxRedirects: 0
       }), true, deadline);
-      if (response.status === 407) throw proxyAuthError('login');
+      throwIfFromProxy('login', url.origin, response);
     } catch (err) {
       if (err instanceof AssetApiError) throw err;
       if (deadline.aborted) throw new LoginFailure('session page', `${url.origin}${url.pathname} did not answer completely within ${deadlineMs} ms (timed out)`);

@@ -198,6 +198,33 @@ describe('api client through an HTTP proxy (real squid)', function () {
     bad.field.should.equal('http_proxy');
   });
 
+  it('a proxy URL whose password holds a bare % (not URL-encoded) is invalid input naming the variable, with no socket left open nor a crash', async () => {
+    // Before: https-proxy-agent opened its socket to the proxy, then threw decoding the password and
+    // left the socket without an error listener: with the proxy down, the ECONNREFUSED was an
+    // uncaught 'error' event (Node-RED exits); with it up, one socket stayed open per call.
+    const closed = net.createServer();
+    await new Promise((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = closed.address().port;
+    await new Promise((resolve) => closed.close(resolve));
+    const uncaught = [];
+    const onUncaught = (err) => uncaught.push(err);
+    process.on('uncaughtException', onUncaught);
+    try {
+      process.env.https_proxy = `http://u:50%off-${PROXY_PASSWORD}@127.0.0.1:${port}`;
+      const error = await expectError(client({ baseUrl: secure.url }).getSubscription('proxy-percent-1'), 'invalid-input');
+      error.field.should.equal('https_proxy');
+      error.message.should.match(/must be URL-encoded: write % as %25/);
+      serialise(error).should.not.containEql(PROXY_PASSWORD);
+      await new Promise((resolve) => setImmediate(resolve));
+      // A refused connection's error would have arrived by now: the loopback answers at once.
+      await new Promise((resolve) => net.connect(port, '127.0.0.1').on('error', resolve));
+      uncaught.should.eql([]);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+      delete process.env.https_proxy;
+    }
+  });
+
   it('a proxy that refuses the CONNECT (as many do for ports other than 443) gives a network error saying so, not "the server answered"', async () => {
     const strict = await startSquid({ accessFirst: ['acl SSL_ports port 443', 'http_access deny CONNECT !SSL_ports'] });
     try {
@@ -207,6 +234,13 @@ describe('api client through an HTTP proxy (real squid)', function () {
       error.message.should.containEql(`the HTTP proxy ${strict.url} refused to open a tunnel (CONNECT) to ${secure.url}`);
       const download = await expectError(client({ baseUrl: secure.url, proxy: { url: strict.url } }).downloadToBuffer({ fuid: 1 }), 'network');
       download.code.should.equal('PROXY_TUNNEL_REFUSED');
+      // The automatic login too. Before: "answered HTTP 403 (user name or password refused)", a
+      // refused password (the login then waits longer each time, as against a lock-out).
+      const login = await expectError(client({ baseUrl: secure.url, cookie: '', proxy: { url: strict.url },
+        login: { preset: 'utility', username: LOGIN.name, password: LOGIN.password } }).login(), 'auth');
+      login.credentialsRefused.should.be.false();
+      login.message.should.containEql(`the HTTP proxy ${strict.url} refused to open a tunnel (CONNECT) to ${secure.url}`);
+      login.message.should.not.match(/password refused/);
     } finally {
       await strict.stop();
     }
