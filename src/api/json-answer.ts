@@ -3,11 +3,11 @@
  * or the error it stands for (error-mapping.ts builds the errors).
  */
 import type { AxiosResponse } from 'axios';
-import type { AssetApiError, AssetOperation } from './errors';
+import { AssetApiError, type AssetOperation } from './errors';
 import {
   type ErrorContext, errorForFailedAnswer, errorForMalformedAnswer, errorForStatus, isFailedAnswer, proxyAuthError, tunnelRefusedError, tryParseJson
 } from './error-mapping';
-import { refusedTunnelOf } from './proxy';
+import { proxyOriginOf, refusedTunnelOf } from './proxy';
 import { isPlainObject } from './values';
 
 /** A response header as one string (repeated ones joined with ", "), undefined when absent. */
@@ -62,7 +62,11 @@ export function throwIfFromProxy(operation: AssetOperation, origin: string, resp
 export function statusError(ctx: ErrorContext, status: number, text: string, response: AxiosResponse): AssetApiError {
   const fromProxy = proxyAnswerError(ctx, response);
   if (fromProxy) return fromProxy;
-  return errorForStatus(ctx, status, tryParseJson(text)?.value, headerOf(response, 'location'), headerOf(response, 'retry-after'));
+  const err = errorForStatus(ctx, status, tryParseJson(text)?.value, headerOf(response, 'location'), headerOf(response, 'retry-after'));
+  // A proxy that cannot reach the server answers so itself (squid: 503 for a wrong host name).
+  const proxy = proxyOriginOf(response.request);
+  if (proxy === undefined || (status !== 502 && status !== 503 && status !== 504)) return err;
+  return new AssetApiError(err.kind, `${err.message} This answer came through the HTTP proxy ${proxy}: it may be the proxy's own, when it cannot reach ${ctx.origin} (check the base URL's host, and the proxy).`, err);
 }
 
 /** A JSON answer with success true, or the error it stands for. */

@@ -198,6 +198,17 @@ describe('api client through an HTTP proxy (real squid)', function () {
     bad.field.should.equal('http_proxy');
   });
 
+  it('plain HTTP: a 502, 503 or 504 that came through the proxy says it may be the proxy\'s own (a server it cannot reach)', async () => {
+    // Before: "server busy (HTTP 503), retry later", as if the DAM server had answered.
+    const closed = net.createServer();
+    await new Promise((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = closed.address().port;
+    await new Promise((resolve) => closed.close(resolve));
+    const error = await expectError(client({ baseUrl: `http://127.0.0.1:${port}`, proxy: { url: squid.url } }).getSubscription('proxy-gateway-1'), 'http');
+    [502, 503, 504].should.containEql(error.status);
+    error.message.should.containEql(`This answer came through the HTTP proxy ${squid.url}: it may be the proxy's own, when it cannot reach http://127.0.0.1:${port}`);
+  });
+
   it('a proxy URL whose password holds a bare % (not URL-encoded) is invalid input naming the variable, with no socket left open nor a crash', async () => {
     // Before: https-proxy-agent opened its socket to the proxy, then threw decoding the password and
     // left the socket without an error listener: with the proxy down, the ECONNREFUSED was an
