@@ -217,7 +217,10 @@ export function errorForFailure(ctx: ErrorContext, err: unknown, state: FailureS
       `${describeNetwork(code, message).replace(/is the server running/, 'is the proxy running')} (${code}); check the Proxy setting of the asset-server`,
       { operation: op, code });
   }
-  return new AssetApiError('network', `${op}: network error with ${ctx.origin}${proxy ? ` through the HTTP proxy ${proxy}` : ''}: ${describeNetwork(code, message)}${code ? ` (${code})` : ''}`,
+  // TLS to a proxy that speaks plain HTTP: most often a proxy variable without a scheme (read as https://, as core does).
+  const plainProxyHint = proxy?.startsWith('https:') && (code === 'EPROTO' || code?.startsWith('ERR_SSL'))
+    ? `; if the proxy speaks plain HTTP, write its URL as http://${proxy.slice('https://'.length)} (a proxy URL without a scheme is read as https://)` : '';
+  return new AssetApiError('network', `${op}: network error with ${ctx.origin}${proxy ? ` through the HTTP proxy ${proxy}` : ''}: ${describeNetwork(code, message)}${code ? ` (${code})` : ''}${plainProxyHint}`,
     { operation: op, code });
 }
 

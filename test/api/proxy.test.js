@@ -209,6 +209,13 @@ describe('api client through an HTTP proxy (real squid)', function () {
     error.message.should.containEql(`This answer came through the HTTP proxy ${squid.url}: it may be the proxy's own, when it cannot reach http://127.0.0.1:${port}`);
   });
 
+  it('a proxy variable without a scheme (read as https://, as core does) that speaks plain HTTP: the error says to write http://', async () => {
+    // Before: only "EPROTO ... wrong version number ... through the HTTP proxy https://...".
+    process.env.https_proxy = squid.url.replace(/^http:\/\//, '');
+    const error = await expectError(client({ baseUrl: secure.url }).getSubscription('proxy-scheme-1'), 'network');
+    error.message.should.containEql(`write its URL as ${squid.url}`);
+  });
+
   it('a proxy URL whose password holds a bare % (not URL-encoded) is invalid input naming the variable, with no socket left open nor a crash', async () => {
     // Before: https-proxy-agent opened its socket to the proxy, then threw decoding the password and
     // left the socket without an error listener: with the proxy down, the ECONNREFUSED was an
