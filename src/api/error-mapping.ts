@@ -7,7 +7,7 @@
  */
 import { AssetApiError, type AssetOperation } from './errors';
 import { parseJsonKeepingBigInts } from './json';
-import { proxyOriginOf } from './proxy';
+import { proxyOriginOf, tunnelAnsweredFor } from './proxy';
 import { isPlainObject, readFlag } from './values';
 
 /** What the client knows when it builds an error. */
@@ -111,7 +111,6 @@ export function errorForStatus(ctx: ErrorContext, status: number, body?: unknown
       'Get a new session cookie and update it (in Node-RED: the Cookie of the asset-server config node, or at run time ' +
       'with an asset-session node), or set up automatic login (asset-server: Automatic login; README: Sessions).', details);
   }
-  if (status === 407) return proxyAuthError(op);
   if (status === 403) {
     return new AssetApiError('permission', `${op}: permission denied (HTTP 403).${suffix}`, details);
   }
@@ -148,7 +147,6 @@ export function proxyAuthError(operation: AssetOperation): AssetApiError {
  * kind `network`, as the server was not reached. Proxies often allow CONNECT to port 443 only.
  */
 export function tunnelRefusedError(ctx: ErrorContext, status: number, proxy: string): AssetApiError {
-  if (status === 407) return proxyAuthError(ctx.operation);
   return new AssetApiError('network',
     `${ctx.operation}: the HTTP proxy ${proxy} refused to open a tunnel (CONNECT) to ${ctx.origin} (HTTP ${status}): ` +
     'it cannot reach the server, or does not allow it (many proxies allow CONNECT to port 443 only); ask its administrator, or set the Proxy setting',
@@ -211,14 +209,16 @@ export function errorForFailure(ctx: ErrorContext, err: unknown, state: FailureS
   const message = ctx.redact(rawMessage).slice(0, MAX_SERVER_TEXT);
   // Sent to a proxy: a refused connection or unknown host is the proxy's (the proxy answers with
   // a status when it cannot reach the server).
-  const proxy = proxyOriginOf((err as { request?: unknown } | null)?.request);
+  const request = (err as { request?: unknown } | null)?.request;
+  const proxy = proxyOriginOf(request);
   if (proxy !== undefined && (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH')) {
     return new AssetApiError('network', `${op}: network error with the HTTP proxy ${proxy} (on the way to ${ctx.origin}): ` +
       `${describeNetwork(code, message).replace(/is the server running/, 'is the proxy running')} (${code}); check the Proxy setting of the asset-server`,
       { operation: op, code });
   }
-  // TLS to a proxy that speaks plain HTTP: most often a proxy variable without a scheme (read as https://, as core does).
-  const plainProxyHint = proxy?.startsWith('https:') && (code === 'EPROTO' || code?.startsWith('ERR_SSL'))
+  // TLS to a proxy that speaks plain HTTP: most often a proxy variable without a scheme (read as
+  // https://, as core does). Not once the proxy answered a CONNECT: then TLS failed with the server.
+  const plainProxyHint = proxy?.startsWith('https:') && (code === 'EPROTO' || code?.startsWith('ERR_SSL')) && !tunnelAnsweredFor(request)
     ? `; if the proxy speaks plain HTTP, write its URL as http://${proxy.slice('https://'.length)} (a proxy URL without a scheme is read as https://)` : '';
   return new AssetApiError('network', `${op}: network error with ${ctx.origin}${proxy ? ` through the HTTP proxy ${proxy}` : ''}: ${describeNetwork(code, message)}${code ? ` (${code})` : ''}${plainProxyHint}`,
     { operation: op, code });

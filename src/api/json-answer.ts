@@ -47,9 +47,9 @@ export function isAnswerTooLarge(err: unknown): boolean {
 
 /** The error for an answer that is the HTTP proxy's own, not the server's (a CONNECT it refused, 407); else undefined. */
 export function proxyAnswerError(ctx: ErrorContext, response: AxiosResponse): AssetApiError | undefined {
+  if (response.status === 407) return proxyAuthError(ctx.operation);
   const proxy = refusedTunnelOf(response.request);
-  if (proxy !== undefined) return tunnelRefusedError(ctx, response.status, proxy);
-  return response.status === 407 ? proxyAuthError(ctx.operation) : undefined;
+  return proxy === undefined ? undefined : tunnelRefusedError(ctx, response.status, proxy);
 }
 
 /** For a request outside the JSON calls (the login): an answer the proxy gave is never taken for the server's. */
@@ -63,9 +63,10 @@ export function statusError(ctx: ErrorContext, status: number, text: string, res
   const fromProxy = proxyAnswerError(ctx, response);
   if (fromProxy) return fromProxy;
   const err = errorForStatus(ctx, status, tryParseJson(text)?.value, headerOf(response, 'location'), headerOf(response, 'retry-after'));
-  // A proxy that cannot reach the server answers so itself (squid: 503 for a wrong host name).
+  // A proxy that cannot reach a plain-HTTP server answers so itself (squid: 503 for a wrong host
+  // name); through a CONNECT tunnel (https) that is a refused tunnel, above.
   const proxy = proxyOriginOf(response.request);
-  if (proxy === undefined || (status !== 502 && status !== 503 && status !== 504)) return err;
+  if (proxy === undefined || !ctx.origin.startsWith('http:') || (status !== 502 && status !== 503 && status !== 504)) return err;
   return new AssetApiError(err.kind, `${err.message} This answer came through the HTTP proxy ${proxy}: it may be the proxy's own, when it cannot reach ${ctx.origin} (check the base URL's host, and the proxy).`, err);
 }
 

@@ -127,6 +127,13 @@ function proxyUrlOf(text: string, field: string): URL {
 const routed = new WeakMap<object, string>();
 /** Requests whose CONNECT the proxy refused: their answer is the proxy's. */
 const tunnelRefused = new WeakSet<object>();
+/** Requests whose CONNECT the proxy answered (so a later TLS failure is with the server, not the proxy). */
+const tunnelAnswered = new WeakSet<object>();
+
+/** True when the proxy answered this request's CONNECT (an https server through a tunnel). */
+export function tunnelAnsweredFor(request: unknown): boolean {
+  return request !== null && typeof request === 'object' && tunnelAnswered.has(request);
+}
 
 /** The proxy's origin when the answer to this request (an axios response's `request`) came from the proxy refusing a CONNECT. */
 export function refusedTunnelOf(request: unknown): string | undefined {
@@ -222,6 +229,7 @@ class TunnelAgent extends HttpsProxyAgent<string> {
     // A CONNECT the proxy refuses is answered by the proxy itself (the agent replays its answer as
     // the request's): remembered so that the error says so, not "the server answered".
     req.once('proxyConnect', (connect: { statusCode?: number }) => {
+      tunnelAnswered.add(req);
       if (connect.statusCode !== 200) tunnelRefused.add(req);
     });
     (HttpsProxyAgent.prototype as unknown as { addRequest(r: http.ClientRequest, o: https.RequestOptions): void })

@@ -10,6 +10,7 @@ import { cookieHeaderOf } from './cookie';
 import { AssetApiError, invalidInput, redactSecrets, type AssetOperation } from './errors';
 import { serverMessageOf, tryParseJson } from './error-mapping';
 import { throwIfFromProxy } from './json-answer';
+import { LoginFailure, requestFailure } from './login-failure';
 import { DEFAULT_MAX_RETRY_MS, DEFAULT_RETRY_MS, checkLoginHost, resolveLogin, type LoginOptions, type ResolvedLogin } from './login';
 import { loginLeaseMs, renewShared, type SharedSessionOption } from './shared-session';
 import { sendAgainIfStale } from './stale-connection';
@@ -22,16 +23,6 @@ export * from './login';
 const REMEMBERED_SECRETS = 64;
 /** Longest a whole login may take when the client has no timeout (timeout 0). */
 const DEFAULT_LOGIN_DEADLINE_MS = 60000;
-
-/**
- * Why a login failed: the step, and what happened in our own words, free of secrets;
- * `credentialsRefused` when the server refused the user name or password; `said`: the login
- * server's own message (redacted), kept apart so that a caller can leave it out.
- */
-class LoginFailure {
-  constructor(readonly step: string, readonly reason: string, readonly credentialsRefused = false, readonly said?: string,
-    readonly preLoginSessionLost = false) {}
-}
 
 /**
  * An `auth` error of a failed automatic login (code LOGIN_FAILED): the step that failed and why
@@ -258,8 +249,8 @@ export class SessionHolder {
       }
       value = this.sessionOf(login, response);
     } catch (err) {
-      // The proxy refused its credentials (407): not the login's fault, no login backoff.
-      if (err instanceof AssetApiError && err.kind === 'proxy') throw err;
+      // The proxy refused its credentials (407), or a setting is not valid: not the login's fault, no login backoff.
+      if (err instanceof AssetApiError && (err.kind === 'proxy' || err.kind === 'invalid-input')) throw err;
       const failure = err instanceof LoginFailure ? err : new LoginFailure('login request', err instanceof Error ? err.message : String(err));
       this.fail(failure);
       throw failure;
@@ -298,9 +289,7 @@ export class SessionHolder {
         maxRedirects: 0
       }), true, deadline);
     } catch (err) {
-      if (deadline.aborted) throw new LoginFailure('login request', `${where} did not answer completely within ${deadlineMs} ms (timed out)`);
-      const code = (err as { code?: unknown })?.code;
-      throw new LoginFailure('login request', `${where} could not be reached${typeof code === 'string' ? ` (${code})` : ''}`);
+      throw requestFailure('login request', where, err, deadline.aborted ? deadlineMs : undefined);
     }
     throwIfFromProxy('login', url.origin, response); // a proxy's refusal: not a refused password
     const okStatus = response.status >= 200 && response.status < (login.sessionFrom === 'set-cookie' ? 400 : 300);
@@ -331,10 +320,7 @@ export class SessionHolder {
       }), true, deadline);
       throwIfFromProxy('login', url.origin, response);
     } catch (err) {
-      if (err instanceof AssetApiError) throw err;
-      if (deadline.aborted) throw new LoginFailure('session page', `${url.origin}${url.pathname} did not answer completely within ${deadlineMs} ms (timed out)`);
-      const code = (err as { code?: unknown })?.code;
-      throw new LoginFailure('session page', `${url.origin}${url.pathname} could not be reached${typeof code === 'string' ? ` (${code})` : ''}`);
+      throw requestFailure('session page', `${url.origin}${url.pathname}`, err, deadline.aborted ? deadlineMs : undefined);
     }
     const pairs = setCookieLines(response).map((line) => line.split(';')[0].trim()).filter((pair) => pair.indexOf('=') > 0);
     for (const pair of pairs) this.addSecret(pair.slice(pair.indexOf('=') + 1));

@@ -207,6 +207,11 @@ describe('api client through an HTTP proxy (real squid)', function () {
     const error = await expectError(client({ baseUrl: `http://127.0.0.1:${port}`, proxy: { url: squid.url } }).getSubscription('proxy-gateway-1'), 'http');
     [502, 503, 504].should.containEql(error.status);
     error.message.should.containEql(`This answer came through the HTTP proxy ${squid.url}: it may be the proxy's own, when it cannot reach http://127.0.0.1:${port}`);
+    // Through a CONNECT tunnel (https) the answer is the server's own: no such hint.
+    secure.injectBusy({ count: 5, status: 503, retryAfterSeconds: 0, pathContains: '/subscribe/proxy-gateway-2' });
+    const busy = await expectError(client({ baseUrl: secure.url, proxy: { url: squid.url } }).getSubscription('proxy-gateway-2'), 'http');
+    busy.status.should.equal(503);
+    busy.message.should.not.containEql('came through the HTTP proxy');
   });
 
   it('a proxy variable without a scheme (read as https://, as core does) that speaks plain HTTP: the error says to write http://', async () => {
@@ -233,6 +238,9 @@ describe('api client through an HTTP proxy (real squid)', function () {
       error.field.should.equal('https_proxy');
       error.message.should.match(/must be URL-encoded: write % as %25/);
       serialise(error).should.not.containEql(PROXY_PASSWORD);
+      // The automatic login says the same (before: "could not be reached", with the login's backoff).
+      const login = await expectError(client({ baseUrl: secure.url, cookie: '', login: { preset: 'utility', username: LOGIN.name, password: LOGIN.password } }).login(), 'invalid-input');
+      login.field.should.equal('https_proxy');
       await new Promise((resolve) => setImmediate(resolve));
       // A refused connection's error would have arrived by now: the loopback answers at once.
       await new Promise((resolve) => net.connect(port, '127.0.0.1').on('error', resolve));

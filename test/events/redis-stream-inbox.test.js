@@ -127,38 +127,49 @@ describe('events: at-least-once inbox on a Redis Stream (real redis-server)', fu
     names(await a.take(10)).should.eql(['1/2'], 'the line of asset 1 moved on by one');
   });
 
-  // The store script has two ways: one pass that writes as it checks (room for every entry of the
-  // callback) and a checking pass first (near the bound). Both must leave out the same entries and
-  // keep the newest revision of an asset when an older one comes in the same callback.
-  for (const [way, maxEntries] of [['room for all: one pass', 100], ['near the bound: checked first', 4]]) {
-    it(`repeats and older revisions within one callback, ${way}`, async function () {
-      const a = await copy({ maxEntries });
-      (await a.store([entry(1, 12), entry(1, 11), entry(2, 5), entry(2, 5), entry(1, 13)])).should.equal(2, 'asset 1 rev 11 and the second 2/5');
-      (await admin.get(`${PREFIX}v:asset:1`)).should.equal('13');
-      // With a repeat of 2/5 beside it: 3 stored + 2 is over a bound of 4, so that way checks first again.
-      (await a.store([entry(1, 12, { path: '/other' }), entry(2, 5)])).should.equal(2, 'older than 13 (not a repeat: another path), and a repeat');
-      (await admin.get(`${PREFIX}v:asset:1`)).should.equal('13', 'the newest revision put back');
-      (await admin.pttl(`${PREFIX}v:asset:1`)).should.be.above(0);
-      (await a.store([entry(1, 13, { path: '/other' }), entry(2, 5)])).should.equal(1, 'the same revision, another entry: stored');
-      const taken = await a.take(10);
-      names(taken).should.eql(['1/12', '2/5']);
-      (await admin.xlen(`${PREFIX}s`)).should.equal(4);
-      (await admin.lrange(`${PREFIX}l:asset:1`, 0, -1)).length.should.equal(3);
-    });
-  }
+  // The store script has two ways: one pass that writes as it checks (below the bound) and, when
+  // full, a checking pass that writes nothing: a callback of repeats and older revisions only is
+  // answered, any new entry refuses it. Both must leave out the same entries.
+  it('repeats and older revisions within one callback, below the bound: one pass', async function () {
+    const a = await copy({ maxEntries: 100 });
+    (await a.store([entry(1, 12), entry(1, 11), entry(2, 5), entry(2, 5), entry(1, 13)])).should.equal(2, 'asset 1 rev 11 and the second 2/5');
+    (await admin.get(`${PREFIX}v:asset:1`)).should.equal('13');
+    (await a.store([entry(1, 12, { path: '/other' }), entry(2, 5)])).should.equal(2, 'older than 13 (not a repeat: another path), and a repeat');
+    (await admin.get(`${PREFIX}v:asset:1`)).should.equal('13', 'the newest revision put back');
+    (await admin.pttl(`${PREFIX}v:asset:1`)).should.be.above(0);
+    (await a.store([entry(1, 13, { path: '/other' }), entry(2, 5)])).should.equal(1, 'the same revision, another entry: stored');
+    const taken = await a.take(10);
+    names(taken).should.eql(['1/12', '2/5']);
+    (await admin.xlen(`${PREFIX}s`)).should.equal(4);
+    (await admin.lrange(`${PREFIX}l:asset:1`, 0, -1)).length.should.equal(3);
+  });
+
+  it('repeats and older revisions within one callback, full: the checking pass answers them and writes nothing', async function () {
+    const a = await copy({ maxEntries: 3 });
+    (await a.store([entry(1, 12), entry(2, 5), entry(1, 13)])).should.equal(0);
+    (await a.store([entry(1, 12, { path: '/other' }), entry(2, 5), entry(1, 11)])).should.equal(3, 'older than 13 twice, and a repeat');
+    (await admin.get(`${PREFIX}v:asset:1`)).should.equal('13');
+    await a.store([entry(1, 12, { path: '/other' }), entry(1, 14)]).should.be.rejectedWith(InboxFullError);
+    (await admin.get(`${PREFIX}v:asset:1`)).should.equal('13', 'nothing written by a refused callback');
+    (await admin.xlen(`${PREFIX}s`)).should.equal(3);
+  });
 
   // An rrn beyond 2^53 comes as the nearest number (asset-event-in's inboxEntry); one below -1 is
-  // odd but a revision all the same: the first of an asset is stored either way (the checking pass
+  // odd but a revision all the same: the first of an asset is new either way (the checking pass
   // took "none stored" for -1, and left out a first revision below it).
-  for (const [way, maxEntries] of [['room for all: one pass', 100], ['near the bound: checked first', 2]]) {
-    it(`revisions beyond 2^53 and below -1, ${way}`, async function () {
-      const a = await copy({ maxEntries });
-      // Three entries (one a repeat): over a bound of 2, so that way checks first.
-      (await a.store([entry(3, -5), entry(4, Number('9007199254741001')), entry(4, Number('9007199254741001'))])).should.equal(1, 'the repeat');
-      (await a.store([entry(3, -7), entry(4, Number('9007199254740993'))])).should.equal(2, 'both older');
-      names(await a.take(10)).should.eql(['3/-5', '4/9007199254741000']);
-    });
-  }
+  it('revisions beyond 2^53 and below -1, below the bound: one pass', async function () {
+    const a = await copy({ maxEntries: 100 });
+    (await a.store([entry(3, -5), entry(4, Number('9007199254741001')), entry(4, Number('9007199254741001'))])).should.equal(1, 'the repeat');
+    (await a.store([entry(3, -7), entry(4, Number('9007199254740993'))])).should.equal(2, 'both older');
+    names(await a.take(10)).should.eql(['3/-5', '4/9007199254741000']);
+  });
+
+  it('revisions beyond 2^53 and below -1, full: a first revision below -1 is new (refused), older ones are answered', async function () {
+    const a = await copy({ maxEntries: 2 });
+    (await a.store([entry(3, -5), entry(4, Number('9007199254741001'))])).should.equal(0);
+    (await a.store([entry(3, -7), entry(4, Number('9007199254740993'))])).should.equal(2, 'both older');
+    await a.store([entry(9, -5)]).should.be.rejectedWith(InboxFullError); // the first of asset 9: new, not "older than none"
+  });
 
   it('full: refuses the whole callback, writes nothing, and takes it once there is room', async function () {
     const a = await copy({ maxEntries: 3 });

@@ -409,6 +409,25 @@ describe('hot folder core (real file system, emulator)', function () {
     events.ingested.find(e => e.relativePath === 'a.txt').should.containDeep({ size: 11, attempts: 1 });
   });
 
+  it('a file rewritten while it waits for a retry is a new version: it waits until untouched, then goes whole', async function () {
+    const jobs = [];
+    const { hot, folder, events } = hotFolder({
+      retryBaseMs: 5000, // the retry would come long after the change is seen
+      upload: async (file) => {
+        jobs.push({ size: file.size, text: fs.readFileSync(file.path, 'utf8'), attempt: file.attempt });
+        if (jobs.length === 1) throw new AssetApiError('network', 'upload: connection reset', { code: 'ECONNRESET' });
+        return { fuids: [1] };
+      }
+    });
+    hot.on('retry', () => fs.writeFileSync(path.join(folder, 'a.txt'), 'version two'));
+    fs.writeFileSync(path.join(folder, 'a.txt'), 'v1');
+    hot.start();
+    await waitFor(() => events.ingested.length === 1, 'ingested');
+    // Before: the change only updated the recorded size, and the retry sent the file as a retry
+    // (attempt 2) whenever it came, however recently it had changed.
+    jobs.map(j => [j.text, j.attempt]).should.eql([['v1', 1], ['version two', 1]]);
+  });
+
   it('symbolic links are never taken, whether found by a scan or named by an event', async function () {
     const target = path.join(tmp.dir, `link-target-${n + 1}.txt`);
     fs.writeFileSync(target, 'outside');

@@ -167,8 +167,9 @@ export class HotFolder<R> extends EventEmitter {
       known.size = stat.size;
       known.mtimeMs = stat.mtimeMs;
       known.since = now;
-      if (known.state === 'stuck') known.attempts = 0; // a new version: taken as a new file
-      if (known.state === 'queued' || known.state === 'stuck') known.state = 'settling';
+      // A new version: it waits until untouched (a retry due now would send it half-written).
+      if (known.state === 'stuck' || known.state === 'retry-wait') known.attempts = 0;
+      if (known.state !== 'settling') known.state = 'settling';
     }
   }
 
