@@ -101,7 +101,7 @@ describe('editor rules: browser copies answer as the source does', function () {
       ['untouchedSeconds', NUMBER_TEXTS], ['rescanSeconds', NUMBER_TEXTS]]) {
       for (const value of cases) {
         let runtimeTakes = true;
-        try { hotFolderSettings({ folder: '/tmp/x', [prop]: value }, (p) => p); } catch { runtimeTakes = false; }
+        try { hotFolderSettings({ folder: '/tmp/x', destination: '/inbox', [prop]: value }, (p) => p); } catch { runtimeTakes = false; }
         editorAccepts(defaults, prop, value, { _: (k) => k }).should.equal(runtimeTakes, `${prop} on ${JSON.stringify(value)}`);
       }
     }

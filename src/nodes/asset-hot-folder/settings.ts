@@ -75,6 +75,11 @@ export function hotFolderSettings(config: AssetHotFolderConfig, resolve: (p: str
   if (doneFolder !== null && doneFolder === failedFolder) {
     throw new SettingError('failedFolder (Failed folder): must differ from the done folder, so that a failed file is never taken for an ingested one');
   }
+  // asset-upload reads a blank one from the msg; a hot folder's files carry no msg.destination, so every file would fail.
+  const fixedBlank = (value: unknown, type: string | undefined, fixed: string) => (type === undefined || type === '' || type === fixed) && isBlankSetting(value);
+  if (fixedBlank(config.destination, config.destinationType, 'str') && fixedBlank(config.destinationFuid, config.destinationFuidType, 'num')) {
+    throw new SettingError('destination (Destination) or destinationFuid (Folder fuid): one is required: the server folder to upload into, e.g. /inbox');
+  }
   if (config.mode !== undefined && config.mode !== '' && config.mode !== 'events' && config.mode !== 'polling') {
     throw new SettingError(`mode (Watch): must be events or polling, got ${JSON.stringify(String(config.mode).slice(0, 20))}`);
   }
