@@ -64,17 +64,17 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number, max
     return { ok: false, status: 400, reason: `content encoding ${encoding} is not supported` };
   }
   const read = await readLimited(req, limitBytes);
-  if (!read.ok) return read;
-  const decoded = bodyText(read.body, req.headers['content-type']);
+  return read.ok ? parseBytes(read.body, req.headers['content-type'], maxEntries) : read;
+}
+
+function parseBytes(body: Buffer, contentType: string | undefined, maxEntries: number): BodyOutcome {
+  const decoded = bodyText(body, contentType);
   return decoded.ok ? parseText(decoded.text, maxEntries) : decoded;
 }
 
 /** An already parsed body's entries are counted by parseCallbackPayload. */
 function fromParsedBody(body: unknown, maxEntries: number, contentType: string | undefined): BodyOutcome {
-  if (Buffer.isBuffer(body)) {
-    const decoded = bodyText(body, contentType);
-    return decoded.ok ? parseText(decoded.text, maxEntries) : decoded;
-  }
+  if (Buffer.isBuffer(body)) return parseBytes(body, contentType, maxEntries);
   // No `text`: a string made by other code may hold lone surrogates, which a journal line would not keep.
   if (typeof body === 'string') { const parsed = parseText(body, maxEntries); return parsed.ok ? { ok: true, value: parsed.value } : parsed; }
   if (body === undefined || (typeof body === 'object' && body !== null && Object.keys(body).length === 0)) {

@@ -89,9 +89,11 @@ end
  *
  * Below the bound (the usual case), one pass writes as it checks: a repeat is `SET d NX` not setting, a
  * newest revision is `SET v GET` (put back when the one there is newer), four calls per new entry with
- * the XADD and the line's RPUSH. When full, a pass checks without writing whether any is new (a key with
- * nothing stored counts as -math.huge there, below every revision, as the one-pass way stores any first
- * revision): only a callback of repeats is answered.
+ * the XADD and the line's RPUSH. When full, a pass checks without writing whether any is new (not a
+ * repeat, and not older than its key's stored revision; a key with nothing stored takes any revision,
+ * as the one-pass way stores any first one): only a callback of repeats is answered. Each entry is
+ * compared with what is stored alone: an earlier entry of the callback that was new has answered -1
+ * already, and the others change nothing.
  */
 const STORE = `${STORED}local p, max, win, horizon = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local s = p .. 's'
@@ -118,23 +120,13 @@ if stored(p) < max then
   end
   return left
 end
-local seen, newest = {}, {}
 for b = 4, #ARGV, 4 do
   local dg, k, v = ARGV[b], ARGV[b + 1], ARGV[b + 2]
-  local keep = true
-  if dg ~= '' and win > 0 then
-    if seen[dg] or redis.call('EXISTS', p .. 'd:' .. dg) == 1 then keep = false end
-    seen[dg] = true
+  if not (dg ~= '' and win > 0 and redis.call('EXISTS', p .. 'd:' .. dg) == 1) then
+    if v == '' then return -1 end
+    local got = redis.call('GET', p .. 'v:' .. k)
+    if not got or tonumber(v) >= tonumber(got) then return -1 end
   end
-  if keep and v ~= '' then
-    local nv = tonumber(v)
-    if newest[k] == nil then
-      local got = redis.call('GET', p .. 'v:' .. k)
-      newest[k] = got and tonumber(got) or -math.huge
-    end
-    if nv < newest[k] then keep = false else newest[k] = nv end
-  end
-  if keep then return -1 end
 end
 return count`;
 

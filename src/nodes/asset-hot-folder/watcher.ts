@@ -163,14 +163,19 @@ export class HotFolder<R> extends EventEmitter {
     }
     if (known.state === 'uploading') return;
     known.checkedAt = now;
-    if (known.size !== stat.size || known.mtimeMs !== stat.mtimeMs) {
-      known.size = stat.size;
-      known.mtimeMs = stat.mtimeMs;
-      known.since = now;
-      // A new version: it waits until untouched (a retry due now would send it half-written).
-      if (known.state === 'stuck' || known.state === 'retry-wait') known.attempts = 0;
-      if (known.state !== 'settling') known.state = 'settling';
-    }
+    if (known.size !== stat.size || known.mtimeMs !== stat.mtimeMs) this.newVersion(known, stat);
+  }
+
+  /**
+   * The file changed: a new version, which waits until untouched whatever state it was in (a retry
+   * due now would send it half-written) and starts its attempts again.
+   */
+  private newVersion(f: Tracked, stat: fs.Stats): void {
+    f.state = 'settling';
+    f.size = stat.size;
+    f.mtimeMs = stat.mtimeMs;
+    f.since = Date.now();
+    f.attempts = 0;
   }
 
   /** Reads size and mtime again of the files whose untouched interval has passed, then queues those unchanged. */
@@ -319,11 +324,7 @@ export class HotFolder<R> extends EventEmitter {
       return true;
     }
     if (stat.size === sent.size && stat.mtimeMs === sent.mtimeMs) return false;
-    f.state = 'settling';
-    f.size = stat.size;
-    f.mtimeMs = stat.mtimeMs;
-    f.since = Date.now();
-    f.attempts = 0;
+    this.newVersion(f, stat);
     this.emit('changed', f.relativePath);
     this.checkDue();
     return true;
