@@ -216,6 +216,44 @@ describe('asset-hot-folder node (real Node-RED, real file system, emulator)', fu
     JSON.stringify(overview).should.not.containEql(s.VIEWER);
   });
 
+  it('the server away: yellow "server unavailable", one warning, the file waits past Retries and goes once the server is back', async function () {
+    const { folder, dest } = newFolder();
+    const away = await s.startTestEmulator();
+    const port = Number(new URL(away.url).port);
+    await away.close(); // connection refused until an emulator listens there again
+    let back;
+    try {
+      await load(hotFlow({ folder, ...upload(dest), ...fast, retries: 0 }, { baseUrl: away.url }));
+      const got = collect();
+      const statuses = s.recordStatus();
+      const warnings = [];
+      const logs = [];
+      helper.getNode('n1').on('call:warn', call => warnings.push(String(call.args[0])));
+      helper.getNode('n1').on('call:log', call => logs.push(String(call.args[0])));
+      fs.writeFileSync(path.join(folder, 'scan.pdf'), 'waits out the outage');
+      await waitFor(() => statuses.some(x => x.text === 'server unavailable: 1 waiting, 0 done, 0 failed'), 'the unavailable status');
+      statuses.find(x => /^server unavailable/.test(x.text)).should.containEql({ fill: 'yellow', shape: 'ring' });
+      warnings.filter(w => /^server unavailable \(network: connection refused\): files wait in the folder/.test(w)).should.have.length(1);
+      got.failedOut.should.have.length(0); // Retries 0, yet an outage fails no file
+      const { hotFolderStats } = require(path.join(root, 'dist', 'nodes', 'asset-hot-folder', 'stats'));
+      await waitFor(() => hotFolderStats.get('n1').serverUnavailable !== undefined, 'the DAM tab told');
+      hotFolderStats.get('n1').serverUnavailable.should.equal('network: connection refused');
+
+      back = await s.startTestEmulator({ port });
+      await waitFor(() => got.out.length === 1, 'the file after the outage');
+      const res = await fetch(`${back.url}/review/api/asset/download?fuid=${got.out[0].fuid}`, { headers: { Cookie: s.COOKIE } });
+      (await res.text()).should.equal('waits out the outage');
+      got.failedOut.should.have.length(0);
+      await waitFor(() => /^0 waiting, 0 uploading, 1 done, 0 failed$/.test(statuses[statuses.length - 1].text), 'the counts again');
+      statuses[statuses.length - 1].fill.should.equal('green');
+      logs.should.containEql('server available again');
+      hotFolderStats.get('n1').should.not.have.property('serverUnavailable');
+      warnings.filter(w => /^server unavailable/.test(w)).should.have.length(1);
+    } finally {
+      if (back) await back.close();
+    }
+  });
+
   it('pause, resume and rescan from msg.payload; anything else is an error naming msg.payload', async function () {
     const { folder, dest } = newFolder();
     await load(hotFlow({ folder, ...upload(dest), ...fast, rescanSeconds: 3600, mode: 'polling' }, { baseUrl: emulator.url }));

@@ -115,7 +115,7 @@ describe('hot folder core (real file system, emulator)', function () {
     hot.counts().failed.should.equal(1);
   });
 
-  it('a busy server: the file stays in place and is retried (Retry-After), then done; past Retries it fails', async function () {
+  it('a busy server: the file stays in place and is retried (Retry-After), then done', async function () {
     const { hot, folder, dest, events } = hotFolder({ retries: 2 });
     emulator.injectBusy({ count: 2, status: 449, retryAfterSeconds: 0, pathContains: '/asset/upload' });
     fs.writeFileSync(path.join(folder, 'busy.txt'), 'busy twice');
@@ -124,12 +124,78 @@ describe('hot folder core (real file system, emulator)', function () {
     events.retry.map(r => r.retry).should.eql([1, 2]);
     events.ingested[0].attempts.should.equal(3);
     (await serverBytes(`${dest}/busy.txt`)).toString().should.equal('busy twice');
+  });
 
-    emulator.injectBusy({ count: 3, status: 503, retryAfterSeconds: 0, pathContains: '/asset/upload' });
-    fs.writeFileSync(path.join(folder, 'too-busy.txt'), 'busy three times');
-    await waitFor(() => events.failed.length === 1);
-    events.failed[0].attempts.should.equal(3);
-    JSON.parse(fs.readFileSync(events.failed[0].errorFile, 'utf8')).status.should.equal(503);
+  it('an outage longer than Retries fails no file: they wait in the folder and go once the server is back', async function () {
+    const away = await s.startTestEmulator({ ingestDelayMs: 0 });
+    const port = new URL(away.url).port;
+    await away.close(); // connection refused from here on
+    let back;
+    try {
+      const client = new AssetClient({ baseUrl: away.url, cookie: s.COOKIE, timeout: 20000 });
+      const tries = {};
+      const { hot, folder, events } = hotFolder({
+        retries: 1,
+        upload: (file, signal) => {
+          tries[file.relativePath] = (tries[file.relativePath] || 0) + 1;
+          return client.upload({ file: { path: file.path }, destination: '/outage', wait: true, signal });
+        }
+      });
+      const unavailable = [];
+      let available = 0;
+      hot.on('unavailable', (err) => unavailable.push(err));
+      hot.on('available', () => available++);
+      for (const name of ['a.txt', 'b.txt', 'c.txt']) fs.writeFileSync(path.join(folder, name), `${name} bytes`);
+      hot.start();
+      // Each file tried twice past its Retries (1): an outage, not the files.
+      await waitFor(() => ['a.txt', 'b.txt', 'c.txt'].every(name => tries[name] >= 4), 'every file tried 4 times');
+      events.failed.should.eql([]);
+      hot.unavailable.kind.should.equal('network');
+      unavailable.length.should.equal(1);
+      events.retry.filter(r => r.relativePath === 'a.txt').map(r => r.retry).should.eql([1]); // logged within Retries only
+      hot.counts().should.containEql({ waiting: 3, failed: 0 });
+
+      back = await s.startTestEmulator({ ingestDelayMs: 0, port: Number(port) });
+      await waitFor(() => events.ingested.length === 3, 'the three files ingested after the outage');
+      events.failed.should.eql([]);
+      (hot.unavailable === undefined).should.be.true();
+      available.should.equal(1);
+      fs.readdirSync(path.join(folder, '.done')).sort().should.eql(['a.txt', 'b.txt', 'c.txt']);
+      fs.existsSync(path.join(folder, '.failed')).should.be.false();
+    } finally {
+      if (back) await back.close();
+    }
+  });
+
+  it('past Retries a file fails once the server answered another upload since its first failure (the file, not an outage)', async function () {
+    const busy = await s.startTestEmulator({ ingestDelayMs: 0 });
+    busy.injectBusy({ count: 1000, status: 503, retryAfterSeconds: 0, pathContains: '/asset/upload' });
+    try {
+      const busyClient = new AssetClient({ baseUrl: busy.url, cookie: s.COOKIE, timeout: 20000 });
+      const client = new AssetClient({ baseUrl: emulator.url, cookie: s.COOKIE, timeout: 20000 });
+      let poisonTries = 0;
+      const { hot, folder, events } = hotFolder({
+        retries: 1,
+        upload: (file, signal) => {
+          if (file.relativePath === 'poison.txt') poisonTries++;
+          return (file.relativePath === 'poison.txt' ? busyClient : client)
+            .upload({ file: { path: file.path }, destination: '/poison', wait: true, signal });
+        }
+      });
+      fs.writeFileSync(path.join(folder, 'poison.txt'), 'always busy for this one');
+      hot.start();
+      await waitFor(() => poisonTries >= 3, 'poison.txt tried past its Retries');
+      events.failed.should.eql([]); // nothing else answered yet: could be an outage
+      fs.writeFileSync(path.join(folder, 'fine.txt'), 'goes through');
+      await waitFor(() => events.failed.length === 1, 'poison.txt failed');
+      events.ingested.map(e => e.relativePath).should.eql(['fine.txt']);
+      events.failed[0].relativePath.should.equal('poison.txt');
+      events.failed[0].attempts.should.be.above(3);
+      JSON.parse(fs.readFileSync(events.failed[0].errorFile, 'utf8')).status.should.equal(503);
+      (hot.unavailable === undefined).should.be.false(); // its last answer was the busy one
+    } finally {
+      await busy.close();
+    }
   });
 
   it('a file changed during its upload is not done: it is uploaded again once untouched', async function () {

@@ -82,3 +82,18 @@ export async function writeFileAtomically(file: string, text: string): Promise<v
     throw err;
   }
 }
+
+/**
+ * Moves a file that failed for good into `folder` (never overwriting) with `<name>.error.json`
+ * beside it. Throws when the file cannot be moved; a trouble writing the error file is returned.
+ */
+export async function moveWithErrorFile(file: string, folder: string, record: object): Promise<{ movedTo: string; errorFile: string; problem?: string }> {
+  const movedTo = await moveWithoutOverwrite(file, folder);
+  const errorFile = `${movedTo}.error.json`;
+  try {
+    await writeFileAtomically(errorFile, JSON.stringify(record, null, 2) + '\n');
+    return { movedTo, errorFile };
+  } catch (err) {
+    return { movedTo, errorFile, problem: `${errorFile}: ${(err as Error).message}` };
+  }
+}

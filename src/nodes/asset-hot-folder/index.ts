@@ -20,12 +20,15 @@ const COMMANDS = ['pause', 'resume', 'rescan'] as const;
 const TEXT = {
   counts: '__waiting__ waiting, __uploading__ uploading, __done__ done, __failed__ failed',
   paused: 'paused: __waiting__ waiting, __done__ done, __failed__ failed',
+  unavailable: 'server unavailable: __waiting__ waiting, __done__ done, __failed__ failed',
   stuck: ', __stuck__ not moved',
   folderError: 'folder: __reason__',
   noDestinationPath: 'Subfolders are kept only below a Destination path; with a Folder fuid alone, files from subfolders go into that folder',
   empty: '__file__ is empty: it waits until it has content (empty files are never uploaded)',
   changed: '__file__ changed after it was found untouched (while queued or during its upload): it will be uploaded once untouched again',
-  retry: '__file__: __reason__; retry __retry__/__retries__ in __seconds__ s'
+  retry: '__file__: __reason__; retry __retry__/__retries__ in __seconds__ s',
+  unavailableLog: 'server unavailable (__reason__): files wait in the folder and are tried again (at most every 5 minutes) until it answers; none goes to the failed folder meanwhile',
+  availableLog: 'server available again'
 };
 
 export default function register(RED: NodeAPI): void {
@@ -83,11 +86,15 @@ export default function register(RED: NodeAPI): void {
           node.status({ fill: 'red', shape: 'ring', text: text('folderError', { reason }) });
         } else if (hot.isPaused) {
           node.status({ fill: 'yellow', shape: 'ring', text: text('paused', { ...counts }) + stuck });
+        } else if (hot.unavailable) {
+          node.status({ fill: 'yellow', shape: 'ring', text: text('unavailable', { ...counts }) + stuck });
         } else {
           const fill = counts.failed > 0 || counts.stuck > 0 ? 'yellow' : counts.uploading > 0 ? 'blue' : 'green';
           node.status({ fill, shape: 'dot', text: text('counts', { ...counts }) + stuck });
         }
-        hotFolderStats.update(view, { counts, paused: hot.isPaused, folderError: hot.error });
+        hotFolderStats.update(view, {
+          counts, paused: hot.isPaused, folderError: hot.error, serverUnavailable: hot.unavailable ? errorStatusText(RED, hot.unavailable) : undefined
+        });
       }, Math.max(0, wait));
     }
 
@@ -100,6 +107,8 @@ export default function register(RED: NodeAPI): void {
     hot.on('retry', (r: { relativePath: string; retry: number; retries: number; delayMs: number; error: AssetApiError }) => {
       node.log(text('retry', { file: r.relativePath, reason: errorStatusText(RED, r.error), retry: r.retry, retries: r.retries, seconds: Math.ceil(r.delayMs / 1000) }));
     });
+    hot.on('unavailable', (error: AssetApiError) => node.warn(text('unavailableLog', { reason: errorStatusText(RED, error) })));
+    hot.on('available', () => node.log(text('availableLog')));
     hot.on('ingested', (e: IngestedFile<UploadOutcome>) => {
       const msg: NodeMessage = {
         topic: e.relativePath,

@@ -15,6 +15,8 @@ export interface HotFolderView {
   paused: boolean;
   /** Why the folder cannot be watched, when it cannot. */
   folderError?: string;
+  /** The last transient failure's short text, while the server answers no upload. */
+  serverUnavailable?: string;
   /** The most recent failures, newest first. */
   failedFiles: Array<{ file: string; movedTo: string; kind: string; message: string; at: string }>;
 }
@@ -38,9 +40,10 @@ export const hotFolderStats = {
     notify(view);
     return view;
   },
-  update(view: HotFolderView, change: Partial<Pick<HotFolderView, 'counts' | 'paused' | 'folderError'>>): void {
+  update(view: HotFolderView, change: Partial<Pick<HotFolderView, 'counts' | 'paused' | 'folderError' | 'serverUnavailable'>>): void {
     Object.assign(view, change);
     if ('folderError' in change && change.folderError === undefined) delete view.folderError;
+    if ('serverUnavailable' in change && change.serverUnavailable === undefined) delete view.serverUnavailable;
     notify(view);
   },
   failed(view: HotFolderView, file: HotFolderView['failedFiles'][number]): void {

@@ -12,16 +12,16 @@
  * - Uploads: at most `maxParallel` at once, oldest modification time first.
  * - After the upload: success -> moved to `doneFolder` (or deleted when `doneFolder` is null)
  *   under the same relative path, never overwriting (a suffix is added). A file that changed
- *   during its upload, or while it was queued (read again just before), is not sent as it is: it
- *   waits until untouched and goes again. A transient failure
- *   (shared/retry.ts) leaves the file in place and tries again after the backoff, at most
- *   `retries` times; then, or on any other failure, it is moved to `failedFolder` with
- *   `<name>.error.json` beside it. A file that vanished (removed by someone else) is forgotten.
- *   A file that cannot be moved (to done or failed) stays where it is, warned about once, and is
- *   not taken again until its size or mtime change (or the watcher restarts: at-least-once).
- * - A file leaves the watched folder only after the server's success or a final failure, so a
- *   crash at any moment leaves it either in the watched folder (uploaded again: at-least-once)
- *   or in done/failed.
+ *   during its upload, or while it was queued (read again just before), waits until untouched
+ *   and goes again. A transient failure (shared/retry.ts) leaves it in place and tries again
+ *   after the backoff, `retries` times; then, or on any other failure, it is moved to
+ *   `failedFolder` with `<name>.error.json`. A vanished file (removed by someone else) is forgotten.
+ *   One that cannot be moved stays, warned about once, untouched until its size or mtime change.
+ * - An outage fails no file: past its `retries`, a file fails only if the server answered another
+ *   upload (not with a transient failure) since this file's first failure; until then it keeps
+ *   waiting and trying, the state `unavailable` (the last transient error) until such an answer.
+ * - A file leaves the watched folder only after the server's success or a final failure: a crash
+ *   leaves it in the watched folder (uploaded again: at-least-once) or in done/failed.
  * - The folder missing, unreadable or gone: state `error` with the reason; scans go on and the
  *   state is `ok` again once the folder is back.
  */
@@ -31,7 +31,7 @@ import * as fsp from 'fs/promises';
 import * as path from 'path';
 import type { AssetApiError } from '../../api/errors';
 import { canRepeatUpload, retryDelayMs, RETRY_BASE_MS } from '../shared/retry';
-import { moveWithoutOverwrite, writeFileAtomically } from './files';
+import { moveWithErrorFile, moveWithoutOverwrite } from './files';
 import { FolderScanner, type ScanSink } from './scanner';
 import { asAssetError, errorRecord, type FailedFile, type HotFolderCounts, type HotFolderOptions, type IngestedFile } from './types';
 
@@ -53,6 +53,8 @@ interface Tracked {
   notBefore: number;
   /** An empty file was reported once. */
   emptyReported?: boolean;
+  /** {@link HotFolder.answers} at this version's first transient failure: unchanged means no upload went through since. */
+  answersAtFirstFailure?: number;
 }
 
 /** Files due within this long of each other are re-read and queued as one batch. */
@@ -69,6 +71,9 @@ export class HotFolder<R> extends EventEmitter {
   private queue: Tracked[] = [];
   private done = 0;
   private failed = 0;
+  /** Uploads the server answered (not with a transient failure), and the last transient failure since. */
+  private answers = 0;
+  private unavailableError: AssetApiError | undefined;
   private paused = false;
   private closed = false;
   private dueTimer: NodeJS.Timeout | undefined;
@@ -92,6 +97,8 @@ export class HotFolder<R> extends EventEmitter {
   get isPaused(): boolean { return this.paused; }
   /** undefined while the folder can be read; else why not. */
   get error(): string | undefined { return this.scanner.error; }
+  /** The transient failure that says the server is unavailable, until it answers an upload again. */
+  get unavailable(): AssetApiError | undefined { return this.unavailableError; }
 
   /** Scans now (the node's `rescan` command). */
   rescan(): Promise<void> { return this.scanner.rescan(); }
@@ -176,6 +183,7 @@ export class HotFolder<R> extends EventEmitter {
     f.mtimeMs = stat.mtimeMs;
     f.since = Date.now();
     f.attempts = 0;
+    f.answersAtFirstFailure = undefined;
   }
 
   /** Reads size and mtime again of the files whose untouched interval has passed, then queues those unchanged. */
@@ -273,6 +281,7 @@ export class HotFolder<R> extends EventEmitter {
         await this.afterFailure(f, full, sent, asAssetError(err));
         return;
       }
+      this.serverAnswered();
       // The server has it: moved even while closing, so that it is not uploaded again.
       if (await this.changedSince(full, sent, f)) return;
       let movedTo: string | undefined;
@@ -295,19 +304,37 @@ export class HotFolder<R> extends EventEmitter {
     }
   }
 
-  /** After a failure: changed or vanished files go back to waiting; transient ones wait to retry; the rest fail. */
+  /** After a failure: a changed or vanished file waits again; a transient one retries (past Retries during an outage); the rest fail. */
   private async afterFailure(f: Tracked, full: string, sent: { size: number; mtimeMs: number }, error: AssetApiError): Promise<void> {
     if (this.closed || error.kind === 'aborted') { f.state = 'settling'; f.since = Date.now(); return; }
+    const transient = canRepeatUpload({ path: full }, error);
+    if (transient) f.answersAtFirstFailure ??= this.answers;
+    if (transient) this.serverUnavailable(error);
+    else if (error.status !== undefined) this.serverAnswered();
     if (await this.changedSince(full, sent, f)) return;
-    if (f.attempts <= this.options.retries && canRepeatUpload({ path: full }, error)) {
-      const delayMs = retryDelayMs(error, f.attempts, this.options.retryBaseMs ?? RETRY_BASE_MS);
-      f.state = 'retry-wait';
-      f.notBefore = Date.now() + delayMs;
-      this.emit('retry', { relativePath: f.relativePath, retry: f.attempts, retries: this.options.retries, delayMs, error });
-      this.checkDue();
-      return;
+    if (transient) {
+      const withinRetries = f.attempts <= this.options.retries;
+      if (withinRetries || f.answersAtFirstFailure === this.answers) {
+        const delayMs = retryDelayMs(error, f.attempts, this.options.retryBaseMs ?? RETRY_BASE_MS);
+        f.state = 'retry-wait';
+        f.notBefore = Date.now() + delayMs;
+        if (withinRetries) this.emit('retry', { relativePath: f.relativePath, retry: f.attempts, retries: this.options.retries, delayMs, error });
+        this.checkDue();
+        return;
+      }
     }
     await this.moveToFailed(f, full, error);
+  }
+
+  private serverUnavailable(error: AssetApiError): void {
+    const first = this.unavailableError === undefined;
+    this.unavailableError = error;
+    if (first) this.emit('unavailable', error);
+  }
+
+  private serverAnswered(): void {
+    this.answers++;
+    if (this.unavailableError !== undefined) { this.unavailableError = undefined; this.emit('available'); }
   }
 
   /**
@@ -331,24 +358,18 @@ export class HotFolder<R> extends EventEmitter {
   }
 
   private async moveToFailed(f: Tracked, full: string, error: AssetApiError): Promise<void> {
-    const folder = path.join(this.options.failedFolder, path.dirname(f.relativePath));
-    let movedTo: string;
+    let moved: Awaited<ReturnType<typeof moveWithErrorFile>>;
     try {
-      movedTo = await moveWithoutOverwrite(full, folder);
+      moved = await moveWithErrorFile(full, path.join(this.options.failedFolder, path.dirname(f.relativePath)), errorRecord(error, f.relativePath, f.attempts));
     } catch (err) {
       this.stick(f, { size: f.size, mtimeMs: f.mtimeMs });
       this.emit('warning', `${full}: failed (${error.message}), and could not be moved to the failed folder: ${(err as Error).message}`);
       return;
     }
-    const errorFile = `${movedTo}.error.json`;
-    try {
-      await writeFileAtomically(errorFile, JSON.stringify(errorRecord(error, f.relativePath, f.attempts), null, 2) + '\n');
-    } catch (err) {
-      this.emit('warning', `${errorFile}: ${(err as Error).message}`);
-    }
+    if (moved.problem) this.emit('warning', moved.problem);
     this.forget(f);
     this.failed++;
-    this.emit('failed', { relativePath: f.relativePath, movedTo, errorFile, error, attempts: f.attempts } satisfies FailedFile);
+    this.emit('failed', { relativePath: f.relativePath, movedTo: moved.movedTo, errorFile: moved.errorFile, error, attempts: f.attempts } satisfies FailedFile);
   }
 
   /**
@@ -369,7 +390,7 @@ export class HotFolder<R> extends EventEmitter {
   private lastCounts = '';
   private emitCounts(): void {
     const counts = this.counts();
-    const key = JSON.stringify(counts) + this.paused + (this.scanner.error ?? '');
+    const key = JSON.stringify(counts) + this.paused + (this.scanner.error ?? '') + (this.unavailableError?.message ?? '');
     if (key === this.lastCounts) return;
     this.lastCounts = key;
     this.emit('counts', counts);
