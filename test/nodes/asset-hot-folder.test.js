@@ -216,14 +216,14 @@ describe('asset-hot-folder node (real Node-RED, real file system, emulator)', fu
     JSON.stringify(overview).should.not.containEql(s.VIEWER);
   });
 
-  it('the server away: yellow "server unavailable", one warning, the file waits past Retries and goes once the server is back', async function () {
+  it('the server away: yellow "server unavailable", one warning, the DAM tab told; the file goes once the server is back', async function () {
     const { folder, dest } = newFolder();
     const away = await s.startTestEmulator();
     const port = Number(new URL(away.url).port);
     await away.close(); // connection refused until an emulator listens there again
     let back;
     try {
-      await load(hotFlow({ folder, ...upload(dest), ...fast, retries: 0 }, { baseUrl: away.url }));
+      await load(hotFlow({ folder, ...upload(dest), ...fast, retries: 1 }, { baseUrl: away.url }));
       const got = collect();
       const statuses = s.recordStatus();
       const warnings = [];
@@ -231,10 +231,10 @@ describe('asset-hot-folder node (real Node-RED, real file system, emulator)', fu
       helper.getNode('n1').on('call:warn', call => warnings.push(String(call.args[0])));
       helper.getNode('n1').on('call:log', call => logs.push(String(call.args[0])));
       fs.writeFileSync(path.join(folder, 'scan.pdf'), 'waits out the outage');
-      await waitFor(() => statuses.some(x => x.text === 'server unavailable: 1 waiting, 0 done, 0 failed'), 'the unavailable status');
+      await waitFor(() => statuses.some(x => x.text === 'server unavailable: 1 waiting, 0 uploading, 0 done, 0 failed'), 'the unavailable status');
       statuses.find(x => /^server unavailable/.test(x.text)).should.containEql({ fill: 'yellow', shape: 'ring' });
-      warnings.filter(w => /^server unavailable \(network: connection refused\): files wait in the folder/.test(w)).should.have.length(1);
-      got.failedOut.should.have.length(0); // Retries 0, yet an outage fails no file
+      warnings.filter(w => /^server unavailable \(network: connection refused\): uploads are held/.test(w)).should.have.length(1);
+      got.failedOut.should.have.length(0);
       const { hotFolderStats } = require(path.join(root, 'dist', 'nodes', 'asset-hot-folder', 'stats'));
       await waitFor(() => hotFolderStats.get('n1').serverUnavailable !== undefined, 'the DAM tab told');
       hotFolderStats.get('n1').serverUnavailable.should.equal('network: connection refused');

@@ -117,57 +117,122 @@ describe('hot folder core (real file system, emulator)', function () {
 
   it('a busy server: the file stays in place and is retried (Retry-After), then done', async function () {
     const { hot, folder, dest, events } = hotFolder({ retries: 2 });
+    const outage = [];
+    hot.on('unavailable', (err) => outage.push(`unavailable ${err.status}`));
+    hot.on('available', () => outage.push('available'));
     emulator.injectBusy({ count: 2, status: 449, retryAfterSeconds: 0, pathContains: '/asset/upload' });
     fs.writeFileSync(path.join(folder, 'busy.txt'), 'busy twice');
     hot.start();
     await waitFor(() => events.ingested.length === 1);
-    events.retry.map(r => r.retry).should.eql([1, 2]);
+    // The first busy answer counts (retry 1 of 2) and holds the folder; the second was a probe.
+    events.retry.map(r => r.retry).should.eql([1]);
+    outage.should.eql(['unavailable 449', 'available']);
     events.ingested[0].attempts.should.equal(3);
     (await serverBytes(`${dest}/busy.txt`)).toString().should.equal('busy twice');
   });
 
-  it('an outage longer than Retries fails no file: they wait in the folder and go once the server is back', async function () {
+  /** An emulator's address with nothing listening (connection refused); `back()` starts one there. */
+  async function awayServer() {
     const away = await s.startTestEmulator({ ingestDelayMs: 0 });
-    const port = new URL(away.url).port;
-    await away.close(); // connection refused from here on
-    let back;
+    const port = Number(new URL(away.url).port);
+    await away.close();
+    const started = [];
+    return {
+      url: away.url,
+      back: async (extra = {}) => { const e = await s.startTestEmulator({ ingestDelayMs: 0, port, ...extra }); started.push(e); return e; },
+      close: async () => { for (const e of started) await e.close(); }
+    };
+  }
+
+  /** Uploads through `client`, counting each file's tries and the most uploads at once while an outage is on. */
+  function counting(client, hotRef, destination) {
+    const seen = { tries: {}, running: 0, mostDuringOutage: 0 };
+    seen.upload = async (file, signal) => {
+      seen.tries[file.relativePath] = (seen.tries[file.relativePath] || 0) + 1;
+      seen.running++;
+      if (hotRef.hot.unavailable) seen.mostDuringOutage = Math.max(seen.mostDuringOutage, seen.running);
+      try {
+        return await client.upload({ file: { path: file.path }, destination, wait: true, signal });
+      } finally {
+        seen.running--;
+      }
+    };
+    return seen;
+  }
+
+  it('an outage fails no file: uploads held, one probe at a time, every file goes once the server is back', async function () {
+    const server = await awayServer();
     try {
-      const client = new AssetClient({ baseUrl: away.url, cookie: s.COOKIE, timeout: 20000 });
-      const tries = {};
-      const { hot, folder, events } = hotFolder({
-        retries: 1,
-        upload: (file, signal) => {
-          tries[file.relativePath] = (tries[file.relativePath] || 0) + 1;
-          return client.upload({ file: { path: file.path }, destination: '/outage', wait: true, signal });
-        }
-      });
-      const unavailable = [];
-      let available = 0;
-      hot.on('unavailable', (err) => unavailable.push(err));
-      hot.on('available', () => available++);
+      const ref = {};
+      const seen = counting(new AssetClient({ baseUrl: server.url, cookie: s.COOKIE, timeout: 20000 }), ref, '/outage');
+      const { hot, folder, events } = ref.hot = hotFolder({ retries: 1, upload: seen.upload });
+      ref.hot = hot;
+      const outage = [];
+      hot.on('unavailable', (err) => outage.push(`unavailable ${err.kind}`));
+      hot.on('available', () => outage.push('available'));
       for (const name of ['a.txt', 'b.txt', 'c.txt']) fs.writeFileSync(path.join(folder, name), `${name} bytes`);
       hot.start();
-      // Each file tried twice past its Retries (1): an outage, not the files.
-      await waitFor(() => ['a.txt', 'b.txt', 'c.txt'].every(name => tries[name] >= 4), 'every file tried 4 times');
+      // Every file sent as often as Retries (1) allows, one more often, as probes taking turns.
+      await waitFor(() => ['a.txt', 'b.txt', 'c.txt'].every(name => seen.tries[name] >= 2) && Object.values(seen.tries).some(n => n >= 3), 'every file tried twice, one 3 times');
       events.failed.should.eql([]);
       hot.unavailable.kind.should.equal('network');
-      unavailable.length.should.equal(1);
-      events.retry.filter(r => r.relativePath === 'a.txt').map(r => r.retry).should.eql([1]); // logged within Retries only
-      hot.counts().should.containEql({ waiting: 3, failed: 0 });
+      outage.should.eql(['unavailable network']);
+      seen.mostDuringOutage.should.equal(1);
+      const counts = hot.counts();
+      (counts.waiting + counts.uploading).should.equal(3);
 
-      back = await s.startTestEmulator({ ingestDelayMs: 0, port: Number(port) });
+      await server.back();
       await waitFor(() => events.ingested.length === 3, 'the three files ingested after the outage');
       events.failed.should.eql([]);
       (hot.unavailable === undefined).should.be.true();
-      available.should.equal(1);
+      outage.should.eql(['unavailable network', 'available']);
       fs.readdirSync(path.join(folder, '.done')).sort().should.eql(['a.txt', 'b.txt', 'c.txt']);
       fs.existsSync(path.join(folder, '.failed')).should.be.false();
     } finally {
-      if (back) await back.close();
+      await server.close();
     }
   });
 
-  it('past Retries a file fails once the server answered another upload since its first failure (the file, not an outage)', async function () {
+  it('an outage: an upload sent before it that succeeds does not end it; a busy answer right after it fails no file', async function () {
+    const server = await awayServer();
+    const slow = new AssetClient({ baseUrl: emulator.url, cookie: s.COOKIE, timeout: 20000 });
+    const away = new AssetClient({ baseUrl: server.url, cookie: s.COOKIE, timeout: 20000 });
+    let release;
+    const gate = new Promise((resolve) => { release = resolve; });
+    try {
+      const { hot, folder, events } = hotFolder({
+        retries: 2,
+        upload: async (file, signal) => {
+          if (file.relativePath === 'early.txt') { await gate; return slow.upload({ file: { path: file.path }, destination: '/early', wait: true, signal }); }
+          return away.upload({ file: { path: file.path }, destination: '/late', wait: true, signal });
+        }
+      });
+      const outage = [];
+      hot.on('unavailable', () => { outage.push('unavailable'); release(); });
+      hot.on('available', () => outage.push('available'));
+      fs.writeFileSync(path.join(folder, 'early.txt'), 'sent before the outage');
+      fs.writeFileSync(path.join(folder, 'late.txt'), 'meets the outage');
+      hot.start();
+      await waitFor(() => events.ingested.length === 1, 'early.txt, answered during the outage');
+      // Answered, but sent before the outage began: it says nothing of the server now.
+      events.ingested[0].relativePath.should.equal('early.txt');
+      outage.should.eql(['unavailable']);
+      (hot.unavailable === undefined).should.be.false();
+
+      const back = await server.back();
+      hot.once('available', () => back.injectBusy({ count: 1, status: 503, retryAfterSeconds: 0, pathContains: '/asset/upload' }));
+      fs.writeFileSync(path.join(folder, 'after.txt'), 'dropped while away');
+      await waitFor(() => events.ingested.length === 3, 'late.txt and after.txt ingested');
+      events.failed.should.eql([]); // the busy answer after the outage started another one, and counted for one file only
+      back.busyAnswers().should.equal(1);
+      (hot.unavailable === undefined).should.be.true();
+    } finally {
+      release();
+      await server.close();
+    }
+  });
+
+  it('a file that alone fails transiently past Retries, while another goes through, fails (the file, not an outage)', async function () {
     const busy = await s.startTestEmulator({ ingestDelayMs: 0 });
     busy.injectBusy({ count: 1000, status: 503, retryAfterSeconds: 0, pathContains: '/asset/upload' });
     try {
@@ -185,16 +250,33 @@ describe('hot folder core (real file system, emulator)', function () {
       fs.writeFileSync(path.join(folder, 'poison.txt'), 'always busy for this one');
       hot.start();
       await waitFor(() => poisonTries >= 3, 'poison.txt tried past its Retries');
-      events.failed.should.eql([]); // nothing else answered yet: could be an outage
+      events.failed.should.eql([]); // alone, it cannot be told from an outage
       fs.writeFileSync(path.join(folder, 'fine.txt'), 'goes through');
       await waitFor(() => events.failed.length === 1, 'poison.txt failed');
       events.ingested.map(e => e.relativePath).should.eql(['fine.txt']);
       events.failed[0].relativePath.should.equal('poison.txt');
       events.failed[0].attempts.should.be.above(3);
       JSON.parse(fs.readFileSync(events.failed[0].errorFile, 'utf8')).status.should.equal(503);
-      (hot.unavailable === undefined).should.be.false(); // its last answer was the busy one
+      (hot.unavailable === undefined).should.be.true(); // it failed for good: no outage started
     } finally {
       await busy.close();
+    }
+  });
+
+  it('an outage ends when no file waits for the server any more (the last one removed)', async function () {
+    const server = await awayServer();
+    try {
+      const away = new AssetClient({ baseUrl: server.url, cookie: s.COOKIE, timeout: 20000 });
+      const { hot, folder } = hotFolder({ upload: (file, signal) => away.upload({ file: { path: file.path }, destination: '/gone', signal }) });
+      fs.writeFileSync(path.join(folder, 'removed.txt'), 'taken away by hand');
+      hot.start();
+      await waitFor(() => hot.unavailable !== undefined, 'the outage');
+      fs.rmSync(path.join(folder, 'removed.txt'));
+      await hot.rescan();
+      await waitFor(() => hot.unavailable === undefined, 'the outage over');
+      hot.counts().should.containEql({ waiting: 0, failed: 0 });
+    } finally {
+      await server.close();
     }
   });
 

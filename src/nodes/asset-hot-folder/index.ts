@@ -20,14 +20,14 @@ const COMMANDS = ['pause', 'resume', 'rescan'] as const;
 const TEXT = {
   counts: '__waiting__ waiting, __uploading__ uploading, __done__ done, __failed__ failed',
   paused: 'paused: __waiting__ waiting, __done__ done, __failed__ failed',
-  unavailable: 'server unavailable: __waiting__ waiting, __done__ done, __failed__ failed',
+  unavailable: 'server unavailable: __waiting__ waiting, __uploading__ uploading, __done__ done, __failed__ failed',
   stuck: ', __stuck__ not moved',
   folderError: 'folder: __reason__',
   noDestinationPath: 'Subfolders are kept only below a Destination path; with a Folder fuid alone, files from subfolders go into that folder',
   empty: '__file__ is empty: it waits until it has content (empty files are never uploaded)',
   changed: '__file__ changed after it was found untouched (while queued or during its upload): it will be uploaded once untouched again',
   retry: '__file__: __reason__; retry __retry__/__retries__ in __seconds__ s',
-  unavailableLog: 'server unavailable (__reason__): files wait in the folder and are tried again (at most every 5 minutes) until it answers; none goes to the failed folder meanwhile',
+  unavailableLog: 'server unavailable (__reason__): uploads are held, one file at a time is tried again (waits of 5 s doubling up to 5 minutes) until the server answers; files wait in the folder',
   availableLog: 'server available again'
 };
 

@@ -17,9 +17,12 @@
  *   after the backoff, `retries` times; then, or on any other failure, it is moved to
  *   `failedFolder` with `<name>.error.json`. A vanished file (removed by someone else) is forgotten.
  *   One that cannot be moved stays, warned about once, untouched until its size or mtime change.
- * - An outage fails no file: past its `retries`, a file fails only if the server answered another
- *   upload (not with a transient failure) since this file's first failure; until then it keeps
- *   waiting and trying, the state `unavailable` (the last transient error) until such an answer.
+ * - Outages (outage.ts): a transient failure while none is on starts one, and counts towards that
+ *   file's `retries` (past them it fails: the file, not the server, since only such failures
+ *   count). During an outage uploads are held: one probe at a time, files that never failed first,
+ *   then the others in the order they failed; its failures count for no file. An answer to a
+ *   probe that is not a transient failure ends it (answers to uploads sent before do not); so does
+ *   no file waiting any more.
  * - A file leaves the watched folder only after the server's success or a final failure: a crash
  *   leaves it in the watched folder (uploaded again: at-least-once) or in done/failed.
  * - The folder missing, unreadable or gone: state `error` with the reason; scans go on and the
@@ -30,32 +33,15 @@ import type * as fs from 'fs';
 import * as fsp from 'fs/promises';
 import * as path from 'path';
 import type { AssetApiError } from '../../api/errors';
-import { canRepeatUpload, retryDelayMs, RETRY_BASE_MS } from '../shared/retry';
+import { canRepeatUpload } from '../shared/retry';
 import { moveWithErrorFile, moveWithoutOverwrite } from './files';
+import { Outage } from './outage';
+import { queueOrder, type Tracked } from './tracked';
 import { FolderScanner, type ScanSink } from './scanner';
 import { asAssetError, errorRecord, type FailedFile, type HotFolderCounts, type HotFolderOptions, type IngestedFile } from './types';
 
 export { errorRecord } from './types';
 export type { FailedFile, FileJob, HotFolderCounts, HotFolderOptions, IngestedFile } from './types';
-
-interface Tracked {
-  relativePath: string;
-  size: number;
-  mtimeMs: number;
-  /** When this watcher last saw size or mtime change (or first saw the file). */
-  since: number;
-  /** When this watcher last read size and mtime. */
-  checkedAt: number;
-  /** stuck: uploaded (or failed) but it could not be moved; left alone until size or mtime change. */
-  state: 'settling' | 'queued' | 'uploading' | 'retry-wait' | 'stuck';
-  attempts: number;
-  /** retry-wait: when the next try may start. */
-  notBefore: number;
-  /** An empty file was reported once. */
-  emptyReported?: boolean;
-  /** {@link HotFolder.answers} at this version's first transient failure: unchanged means no upload went through since. */
-  answersAtFirstFailure?: number;
-}
 
 /** Files due within this long of each other are re-read and queued as one batch. */
 const DUE_GROUP_MS = 50;
@@ -71,9 +57,7 @@ export class HotFolder<R> extends EventEmitter {
   private queue: Tracked[] = [];
   private done = 0;
   private failed = 0;
-  /** Uploads the server answered (not with a transient failure), and the last transient failure since. */
-  private answers = 0;
-  private unavailableError: AssetApiError | undefined;
+  private outage: Outage | undefined;
   private paused = false;
   private closed = false;
   private dueTimer: NodeJS.Timeout | undefined;
@@ -98,7 +82,7 @@ export class HotFolder<R> extends EventEmitter {
   /** undefined while the folder can be read; else why not. */
   get error(): string | undefined { return this.scanner.error; }
   /** The transient failure that says the server is unavailable, until it answers an upload again. */
-  get unavailable(): AssetApiError | undefined { return this.unavailableError; }
+  get unavailable(): AssetApiError | undefined { return this.outage?.error; }
 
   /** Scans now (the node's `rescan` command). */
   rescan(): Promise<void> { return this.scanner.rescan(); }
@@ -163,7 +147,7 @@ export class HotFolder<R> extends EventEmitter {
     const known = this.files.get(relativePath);
     if (!known) {
       this.files.set(relativePath, {
-        relativePath, size: stat.size, mtimeMs: stat.mtimeMs, since: now, checkedAt: now, state: 'settling', attempts: 0, notBefore: 0
+        relativePath, size: stat.size, mtimeMs: stat.mtimeMs, since: now, checkedAt: now, state: 'settling', attempts: 0, counted: 0
       });
       this.emitCounts();
       return;
@@ -183,7 +167,8 @@ export class HotFolder<R> extends EventEmitter {
     f.mtimeMs = stat.mtimeMs;
     f.since = Date.now();
     f.attempts = 0;
-    f.answersAtFirstFailure = undefined;
+    f.counted = 0;
+    f.failedAt = undefined;
   }
 
   /** Reads size and mtime again of the files whose untouched interval has passed, then queues those unchanged. */
@@ -224,16 +209,11 @@ export class HotFolder<R> extends EventEmitter {
           f.state = 'queued';
           ready.push(f);
         } else next = Math.min(next, due);
-      } else if (f.state === 'retry-wait') {
-        if (f.notBefore <= now) { f.state = 'queued'; ready.push(f); }
-        else next = Math.min(next, f.notBefore);
       }
     }
-    if (ready.length > 0) {
-      this.queue = this.queue.filter(f => f.state === 'queued').concat(ready)
-        .sort((a, b) => a.mtimeMs - b.mtimeMs || (a.relativePath < b.relativePath ? -1 : 1));
-    }
+    if (ready.length > 0) this.queue = this.queue.filter(f => f.state === 'queued').concat(ready).sort(queueOrder);
     this.startUploads();
+    if (this.outage && this.queue.length > 0) next = Math.min(next, this.outage.nextProbeAt);
     if (this.dueTimer) clearTimeout(this.dueTimer);
     this.dueTimer = undefined;
     if (next !== Infinity) {
@@ -245,7 +225,17 @@ export class HotFolder<R> extends EventEmitter {
 
   private startUploads(): void {
     if (this.paused || this.closed || this.scanner.error !== undefined) return;
-    const free = this.options.maxParallel - this.running.size;
+    let free = this.options.maxParallel - this.running.size;
+    if (this.outage) {
+      if (this.running.size === 0 && ![...this.files.values()].some(f => f.state !== 'stuck')) {
+        this.outage = undefined; // no file waits for the server any more
+        this.emitCounts();
+        return;
+      }
+      // One probe at a time, once its wait is over (checkDue times it).
+      if (this.running.size > 0 || Date.now() < this.outage.nextProbeAt) return;
+      free = 1;
+    }
     if (free <= 0) return;
     const queued: Tracked[] = [];
     while (queued.length < free && this.queue.length > 0) {
@@ -274,14 +264,15 @@ export class HotFolder<R> extends EventEmitter {
       if (this.closed) { f.state = 'settling'; return; }
       f.attempts++;
       const started = Date.now();
+      const probe = this.outage !== undefined;
       let result: R;
       try {
         result = await this.options.upload({ path: full, relativePath: f.relativePath, size: f.size, attempt: f.attempts }, controller.signal);
       } catch (err) {
-        await this.afterFailure(f, full, sent, asAssetError(err));
+        await this.afterFailure(f, full, sent, asAssetError(err), probe);
         return;
       }
-      this.serverAnswered();
+      if (probe) this.endOutage();
       // The server has it: moved even while closing, so that it is not uploaded again.
       if (await this.changedSince(full, sent, f)) return;
       let movedTo: string | undefined;
@@ -304,21 +295,25 @@ export class HotFolder<R> extends EventEmitter {
     }
   }
 
-  /** After a failure: a changed or vanished file waits again; a transient one retries (past Retries during an outage); the rest fail. */
-  private async afterFailure(f: Tracked, full: string, sent: { size: number; mtimeMs: number }, error: AssetApiError): Promise<void> {
+  /**
+   * After a failure: a changed or vanished file waits again; a transient one is queued again (an
+   * outage on), unless it has counted more than Retries; the rest fail. `probe`: sent during an outage.
+   */
+  private async afterFailure(f: Tracked, full: string, sent: { size: number; mtimeMs: number }, error: AssetApiError, probe: boolean): Promise<void> {
     if (this.closed || error.kind === 'aborted') { f.state = 'settling'; f.since = Date.now(); return; }
     const transient = canRepeatUpload({ path: full }, error);
-    if (transient) f.answersAtFirstFailure ??= this.answers;
-    if (transient) this.serverUnavailable(error);
-    else if (error.status !== undefined) this.serverAnswered();
+    if (!transient && probe && error.status !== undefined && error.kind !== 'proxy') this.endOutage(); // the server answered
     if (await this.changedSince(full, sent, f)) return;
     if (transient) {
-      const withinRetries = f.attempts <= this.options.retries;
-      if (withinRetries || f.answersAtFirstFailure === this.answers) {
-        const delayMs = retryDelayMs(error, f.attempts, this.options.retryBaseMs ?? RETRY_BASE_MS);
-        f.state = 'retry-wait';
-        f.notBefore = Date.now() + delayMs;
-        if (withinRetries) this.emit('retry', { relativePath: f.relativePath, retry: f.attempts, retries: this.options.retries, delayMs, error });
+      const counts = !this.outage; // this failure reveals an outage
+      if (counts) f.counted++;
+      if (f.counted <= this.options.retries) {
+        if (counts) { this.outage = new Outage(error, this.options.retryBaseMs); this.emit('unavailable', error); }
+        else if (probe) this.outage!.probeFailed(error);
+        f.state = 'queued';
+        f.failedAt = Date.now();
+        this.queue.push(f);
+        if (counts) this.emit('retry', { relativePath: f.relativePath, retry: f.counted, retries: this.options.retries, delayMs: this.outage!.nextProbeAt - Date.now(), error });
         this.checkDue();
         return;
       }
@@ -326,15 +321,10 @@ export class HotFolder<R> extends EventEmitter {
     await this.moveToFailed(f, full, error);
   }
 
-  private serverUnavailable(error: AssetApiError): void {
-    const first = this.unavailableError === undefined;
-    this.unavailableError = error;
-    if (first) this.emit('unavailable', error);
-  }
-
-  private serverAnswered(): void {
-    this.answers++;
-    if (this.unavailableError !== undefined) { this.unavailableError = undefined; this.emit('available'); }
+  private endOutage(): void {
+    if (!this.outage) return;
+    this.outage = undefined;
+    this.emit('available');
   }
 
   /**
@@ -390,7 +380,7 @@ export class HotFolder<R> extends EventEmitter {
   private lastCounts = '';
   private emitCounts(): void {
     const counts = this.counts();
-    const key = JSON.stringify(counts) + this.paused + (this.scanner.error ?? '') + (this.unavailableError?.message ?? '');
+    const key = JSON.stringify(counts) + this.paused + (this.scanner.error ?? '') + (this.outage?.error.message ?? '');
     if (key === this.lastCounts) return;
     this.lastCounts = key;
     this.emit('counts', counts);

@@ -1,0 +1,26 @@
+/**
+ * The server as the hot folder sees it: away from a transient failure (shared/retry.ts) until it
+ * answers a probe. Meanwhile uploads are held and one file at a time is sent as a probe, after
+ * waits of 5 s doubling up to 5 minutes (or the server's Retry-After); a probe's failure counts
+ * towards no file's Retries, so an outage of any length fails no file. Rules in watcher.ts.
+ */
+import type { AssetApiError } from '../../api/errors';
+import { retryDelayMs, RETRY_BASE_MS } from '../shared/retry';
+
+export class Outage {
+  /** Probes that failed so far. */
+  private probes = 0;
+  /** When the next probe may start. */
+  nextProbeAt: number;
+
+  constructor(public error: AssetApiError, private readonly baseMs = RETRY_BASE_MS) {
+    this.nextProbeAt = Date.now() + retryDelayMs(error, 1, baseMs);
+  }
+
+  /** A probe met a transient failure too: the next one waits longer. */
+  probeFailed(error: AssetApiError): void {
+    this.error = error;
+    this.probes++;
+    this.nextProbeAt = Date.now() + retryDelayMs(error, this.probes + 1, this.baseMs);
+  }
+}

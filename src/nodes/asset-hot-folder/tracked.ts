@@ -1,0 +1,27 @@
+/** What the hot folder (watcher.ts) keeps of each file it found, and the order uploads go in. */
+
+export interface Tracked {
+  relativePath: string;
+  size: number;
+  mtimeMs: number;
+  /** When this watcher last saw size or mtime change (or first saw the file). */
+  since: number;
+  /** When this watcher last read size and mtime. */
+  checkedAt: number;
+  /** stuck: uploaded (or failed) but it could not be moved; left alone until size or mtime change. */
+  state: 'settling' | 'queued' | 'uploading' | 'stuck';
+  /** Sends of this version. */
+  attempts: number;
+  /** Its transient failures that count towards Retries (those that started an outage). */
+  counted: number;
+  /** When it last failed transiently: queued behind the files that never failed. */
+  failedAt?: number;
+  /** An empty file was reported once. */
+  emptyReported?: boolean;
+}
+
+/** Upload order: files that never failed first, oldest modification time first; then the others in the order they failed. */
+export function queueOrder(a: Tracked, b: Tracked): number {
+  if (a.failedAt !== undefined || b.failedAt !== undefined) return (a.failedAt ?? -Infinity) - (b.failedAt ?? -Infinity);
+  return a.mtimeMs - b.mtimeMs || (a.relativePath < b.relativePath ? -1 : 1);
+}
