@@ -6,10 +6,13 @@ const http = require('http');
  *
  * Node-RED runs with adminAuth: `admin` (all permissions) and `viewer` ('read'). The flow
  * (deployed through the admin API) has an asset-server on the emulator, an asset-event-in
- * that owns its subscription, and an asset-subscribe with a fixed id. Every action is checked
+ * that owns its subscription, an asset-subscribe with a fixed id, an at-least-once asset-event-in
+ * and an asset-hot-folder. Every action is checked
  * at the emulator. Screenshots go to test/e2e/screenshots/ (sidebar, dialog).
  */
 const should = require('should');
+const fs = require('fs');
+const os = require('os');
 const path = require('path');
 // Node-RED's own bcrypt (adminAuth password hashes), as the project does not depend on it directly.
 const bcrypt = require(require.resolve('bcryptjs', { paths: [path.dirname(require.resolve('node-red'))] }));
@@ -26,13 +29,14 @@ const SECRET = 'sidebar-webhook-s3cret';
 /** A user of the emulator who may log in (automatic login of a new asset-server). */
 const LOGIN = { name: 'robot', password: 'sidebar-login-pass-7' };
 const USERS = { admin: 'admin-pass-1', viewer: 'viewer-pass-1' };
-const IDS = { tab: 'dam0000000000001', server: 'dam0000000000002', eventIn: 'dam0000000000003', subscribe: 'dam0000000000004', inboxIn: 'dam0000000000005', reject: 'dam0000000000006' };
+const IDS = { tab: 'dam0000000000001', server: 'dam0000000000002', eventIn: 'dam0000000000003', subscribe: 'dam0000000000004', inboxIn: 'dam0000000000005', reject: 'dam0000000000006', hotFolder: 'dam0000000000007' };
 const OWNED_ID = `nr-${IDS.eventIn}`;
 const FIXED_ID = 'sidebar-fixed-0001';
 
 describe('DAM sidebar tab and connection test in a real browser (Chromium)', function () {
   this.timeout(60000);
   let emulator, nr, browser, admin, viewer, adminToken, viewerToken;
+  const hotDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-sidebar-hot-'));
 
   before(async function () {
     this.timeout(120000);
@@ -76,6 +80,7 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
       await nr.stop();
     }
     if (emulator) await emulator.close();
+    fs.rmSync(hotDir, { recursive: true, force: true });
   });
 
   // ---- helpers
@@ -123,7 +128,11 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
         manage: false, checkId: false, delivery: 'atLeastOnce', maxDeliveries: 1, rejectBackoff: 0, outputs: 2,
         x: 160, y: 240, wires: [[IDS.reject], []]
       },
-      { id: IDS.reject, type: 'asset-event-ack', z: IDS.tab, name: 'reject', action: 'reject', x: 360, y: 240, wires: [[]] }
+      { id: IDS.reject, type: 'asset-event-ack', z: IDS.tab, name: 'reject', action: 'reject', x: 360, y: 240, wires: [[]] },
+      {
+        id: IDS.hotFolder, type: 'asset-hot-folder', z: IDS.tab, name: 'scans', server: IDS.server, folder: hotDir,
+        untouchedSeconds: 0.2, rescanSeconds: 1, destination: '/hotfolder', destinationType: 'str', retries: 2, x: 160, y: 320, wires: [[], []]
+      }
     ];
     const res = await nr.deploy(flows, { headers: { Authorization: `Bearer ${adminToken}` } });
     [200, 204].should.containEql(res.status, `deploy: ${res.text}`);
@@ -402,6 +411,23 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
     await inbox.locator(`.dam-parked-entry[data-entry="${first.id}"] .dam-discard`).click();
     await waitFor('discarded', async () => (await parkedView()).counts.stored === 0, 15000);
     await inbox.locator('.dam-parked-entry').waitFor({ state: 'detached' });
+    should(problems.all()).eql([]);
+  });
+
+  it('shows a hot folder with its counters, and "server unavailable" while the server answers busy', async function () {
+    const { page, problems } = admin;
+    await refresh(page);
+    const hot = item(page, 'hot-folder', IDS.hotFolder);
+    (await hot.innerText()).should.containEql('scans').and.containEql(hotDir);
+    // Busy with a Retry-After beyond the test: the folder stays held (the next probe in 5 minutes).
+    emulator.injectBusy({ count: 1, status: 503, retryAfterSeconds: 3600, pathContains: '/asset/upload' });
+    fs.writeFileSync(path.join(hotDir, 'held.txt'), 'waits out the busy server');
+    await hot.locator('.dam-state').getByText('server unavailable (503: server busy, retry): files wait in the folder').waitFor({ timeout: 20000 });
+    await waitFor('one file waiting', async () => (await hot.locator('tr[data-counter="waiting"] td').nth(1).innerText()) === '1', 10000);
+    (await hot.locator('tr[data-counter="failed"] td').nth(1).innerText()).should.equal('0');
+    fs.existsSync(path.join(hotDir, 'held.txt')).should.be.true();
+    (await untranslatedKeys(page, '.dam-sidebar-tab', ['dam-sidebar'])).should.eql([], 'untranslated keys in the tab');
+    await shoot(page, 'dam-sidebar-hot-folder', hot);
     should(problems.all()).eql([]);
   });
 
