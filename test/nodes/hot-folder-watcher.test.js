@@ -140,7 +140,7 @@ describe('hot folder core (real file system, emulator)', function () {
     return {
       url: away.url,
       back: async (extra = {}) => { const e = await s.startTestEmulator({ ingestDelayMs: 0, port, ...extra }); started.push(e); return e; },
-      close: async () => { for (const e of started) await e.close(); }
+      close: async () => { for (const e of started.splice(0)) await e.close(); }
     };
   }
 
@@ -257,7 +257,8 @@ describe('hot folder core (real file system, emulator)', function () {
       events.failed[0].relativePath.should.equal('poison.txt');
       events.failed[0].attempts.should.be.above(3);
       JSON.parse(fs.readFileSync(events.failed[0].errorFile, 'utf8')).status.should.equal(503);
-      (hot.unavailable === undefined).should.be.true(); // it failed for good: no outage started
+      // Its last failure started an outage, which ends once no file waits any more.
+      await waitFor(() => hot.unavailable === undefined, 'no outage left on');
     } finally {
       await busy.close();
     }
@@ -275,6 +276,66 @@ describe('hot folder core (real file system, emulator)', function () {
       await hot.rescan();
       await waitFor(() => hot.unavailable === undefined, 'the outage over');
       hot.counts().should.containEql({ waiting: 0, failed: 0 });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('Retries 0: the file that meets an outage fails, the others are held and go once the server is back', async function () {
+    const server = await awayServer();
+    try {
+      const ref = {};
+      const seen = counting(new AssetClient({ baseUrl: server.url, cookie: s.COOKIE, timeout: 20000 }), ref, '/retries-0');
+      const { hot, folder, events } = hotFolder({ retries: 0, upload: seen.upload });
+      ref.hot = hot;
+      for (const name of ['a.txt', 'b.txt', 'c.txt', 'd.txt']) fs.writeFileSync(path.join(folder, name), `${name} bytes`);
+      hot.start();
+      await waitFor(() => Object.values(seen.tries).reduce((a, b) => a + b, 0) >= 6, 'probes after the first failure');
+      events.failed.should.have.length(1); // the one whose failure showed the outage; one in flight beside it met it too
+      hot.unavailable.kind.should.equal('network');
+      await server.back();
+      await waitFor(() => events.ingested.length === 3, 'the three others ingested');
+      events.failed.should.have.length(1);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('an outage: an empty file does not keep it on; a file that failed goes by age again once it is over', async function () {
+    const server = await awayServer();
+    try {
+      const away = new AssetClient({ baseUrl: server.url, cookie: s.COOKIE, timeout: 20000 });
+      const order = [];
+      const { hot, folder, events } = hotFolder({
+        maxParallel: 1,
+        upload: (file, signal) => { order.push(file.relativePath); return away.upload({ file: { path: file.path }, destination: '/order', wait: true, signal }); }
+      });
+      const old = Date.now() / 1000 - 3600;
+      fs.writeFileSync(path.join(folder, 'old.txt'), 'the oldest');
+      fs.utimesSync(path.join(folder, 'old.txt'), old, old);
+      fs.writeFileSync(path.join(folder, 'empty.txt'), '');
+      hot.start();
+      await waitFor(() => hot.unavailable !== undefined && events.empty.length === 1, 'the outage, the empty file seen');
+      // Newer files while away: probes take them before old.txt, which failed.
+      fs.writeFileSync(path.join(folder, 'new-1.txt'), 'newer');
+      await waitFor(() => order.includes('new-1.txt'), 'new-1.txt probed');
+      fs.writeFileSync(path.join(folder, 'new-2.txt'), 'newer still');
+      await waitFor(() => hot.counts().waiting === 3, 'three waiting');
+      await server.back();
+      await waitFor(() => events.ingested.length === 3, 'the three ingested');
+      // Back in age order once the server answered: old.txt right after the probe that got through.
+      const after = events.ingested.map(e => e.relativePath);
+      after[1].should.equal('old.txt', after.join(', '));
+      (hot.unavailable === undefined).should.be.true();
+
+      // A new outage with only the empty file left beside the one that meets it: removed, it ends.
+      await server.close();
+      fs.writeFileSync(path.join(folder, 'lone.txt'), 'meets the outage');
+      await waitFor(() => hot.unavailable !== undefined, 'a new outage');
+      fs.rmSync(path.join(folder, 'lone.txt'));
+      await hot.rescan();
+      await waitFor(() => hot.unavailable === undefined, 'the outage over, the empty file aside');
+      fs.existsSync(path.join(folder, 'empty.txt')).should.be.true();
     } finally {
       await server.close();
     }

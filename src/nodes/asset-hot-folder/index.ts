@@ -26,7 +26,7 @@ const TEXT = {
   noDestinationPath: 'Subfolders are kept only below a Destination path; with a Folder fuid alone, files from subfolders go into that folder',
   empty: '__file__ is empty: it waits until it has content (empty files are never uploaded)',
   changed: '__file__ changed after it was found untouched (while queued or during its upload): it will be uploaded once untouched again',
-  retry: '__file__: __reason__; retry __retry__/__retries__ in __seconds__ s',
+  retry: '__file__: __reason__; retry __retry__/__retries__, uploads held, next try in __seconds__ s',
   unavailableLog: 'server unavailable (__reason__): uploads are held, one file at a time is tried again (waits of 5 s doubling up to 5 minutes) until the server answers; files wait in the folder',
   availableLog: 'server available again'
 };

@@ -12,6 +12,9 @@ export class Outage {
   private probes = 0;
   /** When the next probe may start. */
   nextProbeAt: number;
+  /** A probe is in flight. */
+  probing = false;
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(public error: AssetApiError, private readonly baseMs = RETRY_BASE_MS) {
     this.nextProbeAt = Date.now() + retryDelayMs(error, 1, baseMs);
@@ -22,5 +25,16 @@ export class Outage {
     this.error = error;
     this.probes++;
     this.nextProbeAt = Date.now() + retryDelayMs(error, this.probes + 1, this.baseMs);
+  }
+
+  /** Calls `start` when the next probe is due (one timer at a time). */
+  whenDue(start: () => void): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => { this.timer = undefined; start(); }, Math.max(0, this.nextProbeAt - Date.now()));
+  }
+
+  end(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
   }
 }

@@ -21,8 +21,8 @@
  *   file's `retries` (past them it fails: the file, not the server, since only such failures
  *   count). During an outage uploads are held: one probe at a time, files that never failed first,
  *   then the others in the order they failed; its failures count for no file. An answer to a
- *   probe that is not a transient failure ends it (answers to uploads sent before do not); so does
- *   no file waiting any more.
+ *   probe that is not a transient failure ends it (answers to uploads sent before do not), and
+ *   the queue is back in age order; no file waiting any more (empty ones aside) ends it silently.
  * - A file leaves the watched folder only after the server's success or a final failure: a crash
  *   leaves it in the watched folder (uploaded again: at-least-once) or in done/failed.
  * - The folder missing, unreadable or gone: state `error` with the reason; scans go on and the
@@ -106,6 +106,7 @@ export class HotFolder<R> extends EventEmitter {
   async close(waitMs = 4000): Promise<void> {
     this.closed = true;
     if (this.dueTimer) clearTimeout(this.dueTimer);
+    this.outage?.end();
     for (const controller of this.running.values()) controller.abort();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
@@ -213,7 +214,6 @@ export class HotFolder<R> extends EventEmitter {
     }
     if (ready.length > 0) this.queue = this.queue.filter(f => f.state === 'queued').concat(ready).sort(queueOrder);
     this.startUploads();
-    if (this.outage && this.queue.length > 0) next = Math.min(next, this.outage.nextProbeAt);
     if (this.dueTimer) clearTimeout(this.dueTimer);
     this.dueTimer = undefined;
     if (next !== Infinity) {
@@ -227,13 +227,13 @@ export class HotFolder<R> extends EventEmitter {
     if (this.paused || this.closed || this.scanner.error !== undefined) return;
     let free = this.options.maxParallel - this.running.size;
     if (this.outage) {
-      if (this.running.size === 0 && ![...this.files.values()].some(f => f.state !== 'stuck')) {
-        this.outage = undefined; // no file waits for the server any more
-        this.emitCounts();
+      if (this.running.size === 0 && ![...this.files.values()].some(f => f.state !== 'stuck' && f.size > 0)) {
+        this.endOutage(false); // no file waits for the server any more
         return;
       }
-      // One probe at a time, once its wait is over (checkDue times it).
-      if (this.running.size > 0 || Date.now() < this.outage.nextProbeAt) return;
+      // One probe at a time, once its wait is over.
+      if (this.outage.probing) return;
+      if (Date.now() < this.outage.nextProbeAt) { this.outage.whenDue(() => this.startUploads()); return; }
       free = 1;
     }
     if (free <= 0) return;
@@ -243,7 +243,7 @@ export class HotFolder<R> extends EventEmitter {
       if (f.state === 'queued' && this.files.get(f.relativePath) === f && !queued.includes(f)) queued.push(f);
     }
     for (const f of queued) {
-      const handled = this.uploadOne(f);
+      const handled = this.uploadOne(f, this.outage);
       this.handling.add(handled);
       void handled.finally(() => this.handling.delete(handled));
     }
@@ -251,7 +251,9 @@ export class HotFolder<R> extends EventEmitter {
 
   // ---------------------------------------------------------------- one upload
 
-  private async uploadOne(f: Tracked): Promise<void> {
+  /** `probe`: the outage this upload is the probe of. */
+  private async uploadOne(f: Tracked, probe: Outage | undefined): Promise<void> {
+    if (probe) probe.probing = true;
     const full = path.join(this.options.folder, ...f.relativePath.split('/'));
     const controller = new AbortController();
     f.state = 'uploading';
@@ -264,7 +266,6 @@ export class HotFolder<R> extends EventEmitter {
       if (this.closed) { f.state = 'settling'; return; }
       f.attempts++;
       const started = Date.now();
-      const probe = this.outage !== undefined;
       let result: R;
       try {
         result = await this.options.upload({ path: full, relativePath: f.relativePath, size: f.size, attempt: f.attempts }, controller.signal);
@@ -272,7 +273,7 @@ export class HotFolder<R> extends EventEmitter {
         await this.afterFailure(f, full, sent, asAssetError(err), probe);
         return;
       }
-      if (probe) this.endOutage();
+      if (probe && probe === this.outage) this.endOutage(true);
       // The server has it: moved even while closing, so that it is not uploaded again.
       if (await this.changedSince(full, sent, f)) return;
       let movedTo: string | undefined;
@@ -289,6 +290,7 @@ export class HotFolder<R> extends EventEmitter {
       this.done++;
       this.emit('ingested', { relativePath: f.relativePath, movedTo, size: sent.size, durationMs: Date.now() - started, attempts: f.attempts, result } satisfies IngestedFile<R>);
     } finally {
+      if (probe) probe.probing = false;
       this.running.delete(f.relativePath);
       this.emitCounts();
       this.startUploads();
@@ -297,34 +299,38 @@ export class HotFolder<R> extends EventEmitter {
 
   /**
    * After a failure: a changed or vanished file waits again; a transient one is queued again (an
-   * outage on), unless it has counted more than Retries; the rest fail. `probe`: sent during an outage.
+   * outage on) unless it has counted more than Retries; the rest fail. `probe`: see uploadOne.
    */
-  private async afterFailure(f: Tracked, full: string, sent: { size: number; mtimeMs: number }, error: AssetApiError, probe: boolean): Promise<void> {
+  private async afterFailure(f: Tracked, full: string, sent: { size: number; mtimeMs: number }, error: AssetApiError, probe: Outage | undefined): Promise<void> {
     if (this.closed || error.kind === 'aborted') { f.state = 'settling'; f.since = Date.now(); return; }
     const transient = canRepeatUpload({ path: full }, error);
-    if (!transient && probe && error.status !== undefined && error.kind !== 'proxy') this.endOutage(); // the server answered
+    const probed = probe !== undefined && probe === this.outage;
+    if (!transient && probed && error.status !== undefined && error.kind !== 'proxy') this.endOutage(true); // the server answered
     if (await this.changedSince(full, sent, f)) return;
-    if (transient) {
-      const counts = !this.outage; // this failure reveals an outage
-      if (counts) f.counted++;
-      if (f.counted <= this.options.retries) {
-        if (counts) { this.outage = new Outage(error, this.options.retryBaseMs); this.emit('unavailable', error); }
-        else if (probe) this.outage!.probeFailed(error);
-        f.state = 'queued';
-        f.failedAt = Date.now();
-        this.queue.push(f);
-        if (counts) this.emit('retry', { relativePath: f.relativePath, retry: f.counted, retries: this.options.retries, delayMs: this.outage!.nextProbeAt - Date.now(), error });
-        this.checkDue();
-        return;
-      }
-    }
-    await this.moveToFailed(f, full, error);
+    if (!transient) { await this.moveToFailed(f, full, error); return; }
+    const reveals = !this.outage; // the others met an outage already on: not counted
+    if (reveals) {
+      f.counted++;
+      this.outage = new Outage(error, this.options.retryBaseMs);
+      this.emit('unavailable', error);
+    } else if (probed) this.outage!.probeFailed(error);
+    if (f.counted > this.options.retries) { await this.moveToFailed(f, full, error); return; }
+    f.state = 'queued';
+    f.failedAt = Date.now();
+    this.queue.push(f);
+    if (reveals) this.emit('retry', { relativePath: f.relativePath, retry: f.counted, retries: this.options.retries, delayMs: this.outage!.nextProbeAt - Date.now(), error });
+    this.checkDue();
   }
 
-  private endOutage(): void {
+  /** `announce`: a probe got through (else no file waits any more). Files queue by age again. */
+  private endOutage(announce: boolean): void {
     if (!this.outage) return;
+    this.outage.end();
     this.outage = undefined;
-    this.emit('available');
+    for (const f of this.files.values()) f.failedAt = undefined;
+    this.queue.sort(queueOrder);
+    if (announce) this.emit('available');
+    this.emitCounts();
   }
 
   /**
