@@ -257,31 +257,68 @@ describe('hot folder core (real file system, emulator)', function () {
       events.failed[0].relativePath.should.equal('poison.txt');
       events.failed[0].attempts.should.be.above(3);
       JSON.parse(fs.readFileSync(events.failed[0].errorFile, 'utf8')).status.should.equal(503);
-      // Its last failure started an outage, which ends once no file waits any more.
-      await waitFor(() => hot.unavailable === undefined, 'no outage left on');
+      // Its last failure started a hold (it cannot be told from an outage); the next file is its probe.
+      hot.unavailable.status.should.equal(503);
     } finally {
       await busy.close();
     }
   });
 
-  it('an outage ends when no file waits for the server any more (the last one removed)', async function () {
+  it('a hold with no file left stays on until a probe gets through: the next file dropped is the probe', async function () {
     const server = await awayServer();
     try {
       const away = new AssetClient({ baseUrl: server.url, cookie: s.COOKIE, timeout: 20000 });
-      const { hot, folder } = hotFolder({ upload: (file, signal) => away.upload({ file: { path: file.path }, destination: '/gone', signal }) });
+      const outage = [];
+      const { hot, folder, events } = hotFolder({ upload: (file, signal) => away.upload({ file: { path: file.path }, destination: '/gone', signal }) });
+      hot.on('unavailable', () => outage.push('unavailable'));
+      hot.on('available', () => outage.push('available'));
       fs.writeFileSync(path.join(folder, 'removed.txt'), 'taken away by hand');
       hot.start();
       await waitFor(() => hot.unavailable !== undefined, 'the outage');
       fs.rmSync(path.join(folder, 'removed.txt'));
       await hot.rescan();
-      await waitFor(() => hot.unavailable === undefined, 'the outage over');
       hot.counts().should.containEql({ waiting: 0, failed: 0 });
+      (hot.unavailable === undefined).should.be.false(); // what is known of the server: away
+      await server.back();
+      fs.writeFileSync(path.join(folder, 'next.txt'), 'the probe');
+      await waitFor(() => events.ingested.length === 1, 'next.txt ingested');
+      (hot.unavailable === undefined).should.be.true();
+      outage.should.eql(['unavailable', 'available']);
     } finally {
       await server.close();
     }
   });
 
-  it('Retries 0: the file that meets an outage fails, the others are held and go once the server is back', async function () {
+  it('behind nginx, the server stopped: the gateway\'s 502 holds the folder as a refused connection does; none fails', async function () {
+    const { installed, startNginx } = require('../reliability/lib/servers');
+    if (!installed('nginx')) {
+      if (process.env.CI) throw new Error('nginx is not installed (.ci/run installs it)');
+      this.skip();
+    }
+    const server = await awayServer();
+    const nginx = await startNginx(path.join(tmp.dir, `nginx-${n + 1}`), [Number(new URL(server.url).port)]);
+    try {
+      const ref = {};
+      const seen = counting(new AssetClient({ baseUrl: nginx.url, cookie: s.COOKIE, timeout: 20000 }), ref, '/gateway');
+      const { hot, folder, events } = hotFolder({ retries: 1, upload: seen.upload });
+      ref.hot = hot;
+      for (const name of ['a.txt', 'b.txt']) fs.writeFileSync(path.join(folder, name), `${name} bytes`);
+      hot.start();
+      await waitFor(() => Object.values(seen.tries).reduce((x, y) => x + y, 0) >= 5, 'probes through the gateway');
+      hot.unavailable.status.should.equal(502);
+      events.failed.should.eql([]);
+      seen.mostDuringOutage.should.equal(1);
+      await server.back();
+      await waitFor(() => events.ingested.length === 2, 'both ingested through nginx');
+      events.failed.should.eql([]);
+      (hot.unavailable === undefined).should.be.true();
+    } finally {
+      await nginx.stop();
+      await server.close();
+    }
+  });
+
+  it('Retries 0: the file that meets an outage fails, the others (and one dropped later) are held and go once the server is back', async function () {
     const server = await awayServer();
     try {
       const ref = {};
@@ -293,15 +330,19 @@ describe('hot folder core (real file system, emulator)', function () {
       await waitFor(() => Object.values(seen.tries).reduce((a, b) => a + b, 0) >= 6, 'probes after the first failure');
       events.failed.should.have.length(1); // the one whose failure showed the outage; one in flight beside it met it too
       hot.unavailable.kind.should.equal('network');
+      // A file dropped alone during the outage is held too (a probe), not failed.
+      fs.writeFileSync(path.join(folder, 'e.txt'), 'dropped while away');
+      await waitFor(() => seen.tries['e.txt'] >= 1, 'e.txt probed');
+      events.failed.should.have.length(1);
       await server.back();
-      await waitFor(() => events.ingested.length === 3, 'the three others ingested');
+      await waitFor(() => events.ingested.length === 4, 'the four others ingested');
       events.failed.should.have.length(1);
     } finally {
       await server.close();
     }
   });
 
-  it('an outage: an empty file does not keep it on; a file that failed goes by age again once it is over', async function () {
+  it('an outage: a file that failed goes by age again once it is over; an empty file beside it stays', async function () {
     const server = await awayServer();
     try {
       const away = new AssetClient({ baseUrl: server.url, cookie: s.COOKIE, timeout: 20000 });
@@ -328,14 +369,7 @@ describe('hot folder core (real file system, emulator)', function () {
       after[1].should.equal('old.txt', after.join(', '));
       (hot.unavailable === undefined).should.be.true();
 
-      // A new outage with only the empty file left beside the one that meets it: removed, it ends.
-      await server.close();
-      fs.writeFileSync(path.join(folder, 'lone.txt'), 'meets the outage');
-      await waitFor(() => hot.unavailable !== undefined, 'a new outage');
-      fs.rmSync(path.join(folder, 'lone.txt'));
-      await hot.rescan();
-      await waitFor(() => hot.unavailable === undefined, 'the outage over, the empty file aside');
-      fs.existsSync(path.join(folder, 'empty.txt')).should.be.true();
+      fs.existsSync(path.join(folder, 'empty.txt')).should.be.true(); // never uploaded
     } finally {
       await server.close();
     }

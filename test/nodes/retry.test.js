@@ -63,6 +63,18 @@ describe('retry rule (src/nodes/shared/retry.ts)', function () {
     retry.canRepeatUpload({ stream: Readable.from([]) }, err('network')).should.be.false();
     retry.canRepeatUpload({ path: '/x' }, err('rejected', { status: 200 })).should.be.false();
     retry.canRepeatUpload({ path: '/x' }, err('http', { status: 500 })).should.be.false();
+    // An HTTP proxy that refused the tunnel: the server never saw the upload.
+    retry.canRepeatUpload({ path: '/x' }, err('network', { status: 403, code: 'PROXY_TUNNEL_REFUSED' })).should.be.true();
+    retry.canRepeatUpload({ path: '/x' }, err('http', { status: 502 })).should.be.false(); // per message: final
+  });
+
+  it('tells a gateway\'s or proxy\'s answer from the server\'s (502, 504, a refused tunnel, 407)', function () {
+    for (const e of [err('http', { status: 502 }), err('http', { status: 504 }), err('network', { status: 403, code: 'PROXY_TUNNEL_REFUSED' }), err('proxy', { status: 407 })]) {
+      retry.isGatewayAnswer(e).should.be.true(e.message);
+    }
+    for (const e of [err('http', { status: 503 }), err('http', { status: 500 }), err('permission', { status: 403 }), err('network')]) {
+      retry.isGatewayAnswer(e).should.be.false(e.message);
+    }
   });
 
   it('"Retries": missing (flows saved before) is 0; 0 to 10 taken; anything else an error naming the setting', function () {

@@ -21,8 +21,10 @@
  *   file's `retries` (past them it fails: the file, not the server, since only such failures
  *   count). During an outage uploads are held: one probe at a time, files that never failed first,
  *   then the others in the order they failed; its failures count for no file. An answer to a
- *   probe that is not a transient failure ends it (answers to uploads sent before do not), and
- *   the queue is back in age order; no file waiting any more (empty ones aside) ends it silently.
+ *   probe that is the server's own and not a transient failure ends it (answers to uploads sent
+ *   before do not, nor a gateway's: isGatewayAnswer), and the queue is back in age order. With no
+ *   file waiting it stays on: the next file is the probe. A gateway's 502 counts as transient
+ *   here (the server took nothing; the file is sent again at worst: at least once).
  * - A file leaves the watched folder only after the server's success or a final failure: a crash
  *   leaves it in the watched folder (uploaded again: at-least-once) or in done/failed.
  * - The folder missing, unreadable or gone: state `error` with the reason; scans go on and the
@@ -33,7 +35,7 @@ import type * as fs from 'fs';
 import * as fsp from 'fs/promises';
 import * as path from 'path';
 import type { AssetApiError } from '../../api/errors';
-import { canRepeatUpload } from '../shared/retry';
+import { canRepeatUpload, isGatewayAnswer } from '../shared/retry';
 import { moveWithErrorFile, moveWithoutOverwrite } from './files';
 import { Outage } from './outage';
 import { queueOrder, type Tracked } from './tracked';
@@ -227,10 +229,6 @@ export class HotFolder<R> extends EventEmitter {
     if (this.paused || this.closed || this.scanner.error !== undefined) return;
     let free = this.options.maxParallel - this.running.size;
     if (this.outage) {
-      if (this.running.size === 0 && ![...this.files.values()].some(f => f.state !== 'stuck' && f.size > 0)) {
-        this.endOutage(false); // no file waits for the server any more
-        return;
-      }
       // One probe at a time, once its wait is over.
       if (this.outage.probing) return;
       if (Date.now() < this.outage.nextProbeAt) { this.outage.whenDue(() => this.startUploads()); return; }
@@ -273,7 +271,7 @@ export class HotFolder<R> extends EventEmitter {
         await this.afterFailure(f, full, sent, asAssetError(err), probe);
         return;
       }
-      if (probe && probe === this.outage) this.endOutage(true);
+      if (probe && probe === this.outage) this.endOutage();
       // The server has it: moved even while closing, so that it is not uploaded again.
       if (await this.changedSince(full, sent, f)) return;
       let movedTo: string | undefined;
@@ -303,9 +301,9 @@ export class HotFolder<R> extends EventEmitter {
    */
   private async afterFailure(f: Tracked, full: string, sent: { size: number; mtimeMs: number }, error: AssetApiError, probe: Outage | undefined): Promise<void> {
     if (this.closed || error.kind === 'aborted') { f.state = 'settling'; f.since = Date.now(); return; }
-    const transient = canRepeatUpload({ path: full }, error);
+    const transient = canRepeatUpload({ path: full }, error) || (error.kind === 'http' && error.status === 502);
     const probed = probe !== undefined && probe === this.outage;
-    if (!transient && probed && error.status !== undefined && error.kind !== 'proxy') this.endOutage(true); // the server answered
+    if (!transient && probed && error.status !== undefined && !isGatewayAnswer(error)) this.endOutage(); // the server answered
     if (await this.changedSince(full, sent, f)) return;
     if (!transient) { await this.moveToFailed(f, full, error); return; }
     const reveals = !this.outage; // the others met an outage already on: not counted
@@ -322,14 +320,14 @@ export class HotFolder<R> extends EventEmitter {
     this.checkDue();
   }
 
-  /** `announce`: a probe got through (else no file waits any more). Files queue by age again. */
-  private endOutage(announce: boolean): void {
+  /** A probe got through: files queue by age again. */
+  private endOutage(): void {
     if (!this.outage) return;
     this.outage.end();
     this.outage = undefined;
     for (const f of this.files.values()) f.failedAt = undefined;
     this.queue.sort(queueOrder);
-    if (announce) this.emit('available');
+    if (!this.closed) this.emit('available');
     this.emitCounts();
   }
 

@@ -12,8 +12,8 @@
  * - Wait: the server's Retry-After when a busy answer has one, else 5 s doubling (5, 10, 20 ...),
  *   at most 5 minutes. A close (the AbortSignal) ends the wait at once with kind `aborted`.
  * - An upload is sent again only when its body can be sent again (a path or a Buffer, not a
- *   stream) and the server did not take it: no answer at all, a busy answer, or the 401 of a
- *   failed login. Any other answer stands.
+ *   stream) and the server did not take it: no answer at all, a busy answer, the 401 of a failed
+ *   login, or a proxy's refusal to open the tunnel to it. Any other answer stands.
  *
  * "Retries" counts the tries after the first: 2 means at most 3 sends.
  */
@@ -48,11 +48,22 @@ export function isTransient(err: unknown): err is AssetApiError {
 
 /**
  * True when an upload that failed with `err` may be sent again: the body can be read again (a
- * path or a Buffer) and the server did not take the file (no answer, busy, or a failed login's 401).
+ * path or a Buffer) and the server did not take the file (no answer, busy, a failed login's 401,
+ * or an HTTP proxy that refused the tunnel to it).
  */
 export function canRepeatUpload(file: UploadOptions['file'] | undefined, err: unknown): boolean {
   if (!canSendAgain(file) || !isTransient(err)) return false;
-  return err.status === undefined || BUSY.has(err.status) || err.code === 'LOGIN_FAILED';
+  return err.status === undefined || BUSY.has(err.status) || err.code === 'LOGIN_FAILED' || err.code === 'PROXY_TUNNEL_REFUSED';
+}
+
+/**
+ * An answer that is not the server's but a gateway's or proxy's in front of it: 502 and 504 (nginx
+ * before a stopped or slow Tomcat), a refused CONNECT tunnel, the proxy's 407. It says nothing of
+ * the server itself. The per-message nodes take 502/504 as final (after a 504 the server may have
+ * taken an upload); asset-hot-folder, at least once anyway, holds on a 502 (watcher.ts).
+ */
+export function isGatewayAnswer(err: AssetApiError): boolean {
+  return err.kind === 'proxy' || err.code === 'PROXY_TUNNEL_REFUSED' || (err.kind === 'http' && (err.status === 502 || err.status === 504));
 }
 
 /** Wait before try `retry` (1 = the first retry): the server's Retry-After, else 5 s doubling; at most 5 min. */
