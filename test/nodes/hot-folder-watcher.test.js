@@ -318,6 +318,63 @@ describe('hot folder core (real file system, emulator)', function () {
     }
   });
 
+  it('a gateway\'s 504 holds too, but counts for a probe (the server may have taken the file): no file is sent for ever', async function () {
+    const sends = {};
+    let running = 0;
+    let most = 0;
+    const { hot, folder, events } = hotFolder({
+      retries: 1,
+      upload: async (file) => {
+        sends[file.relativePath] = (sends[file.relativePath] || 0) + 1;
+        running++;
+        if (hot.unavailable) most = Math.max(most, running);
+        await s.delay(5);
+        running--;
+        throw new AssetApiError('http', 'upload: HTTP 504 Gateway Time-out', { status: 504 });
+      }
+    });
+    const outage = [];
+    hot.on('unavailable', () => outage.push('unavailable'));
+    for (const name of ['a.txt', 'b.txt', 'c.txt']) fs.writeFileSync(path.join(folder, name), `${name} bytes`);
+    hot.start();
+    await waitFor(() => events.failed.length === 3, 'the three failed');
+    // Retries + 1 counted sends each; the one sent beside the first met the outage uncounted once more.
+    Object.values(sends).sort().should.eql([2, 2, 3]);
+    outage.should.eql(['unavailable']); // one hold, probes spaced by its waits
+    most.should.equal(1);
+  });
+
+  it('an upload sent before an outage that came and went says nothing new: its failure starts no hold and does not count', async function () {
+    let release;
+    const gate = new Promise((resolve) => { release = resolve; });
+    let bTries = 0;
+    const attempts = [];
+    const { hot, folder, events } = hotFolder({
+      retries: 1,
+      upload: async (file) => {
+        attempts.push(`${file.relativePath} ${file.attempt}`);
+        if (file.relativePath === 'a.txt' && file.attempt === 1) {
+          await gate; // under way through the whole outage
+          throw new AssetApiError('timeout', 'upload: no answer within 20 s');
+        }
+        if (file.relativePath === 'b.txt' && ++bTries === 1) throw new AssetApiError('network', 'upload: connect ECONNREFUSED', { code: 'ECONNREFUSED' });
+        return { fuids: [1] };
+      }
+    });
+    const outage = [];
+    hot.on('unavailable', () => outage.push('unavailable'));
+    hot.on('available', () => { outage.push('available'); release(); });
+    fs.writeFileSync(path.join(folder, 'a.txt'), 'sent first, slow');
+    fs.writeFileSync(path.join(folder, 'b.txt'), 'meets the outage');
+    hot.start();
+    await waitFor(() => events.ingested.length === 2, 'both ingested');
+    // a.txt's timeout came after the outage it met had ended: sent again at once, no second hold.
+    outage.should.eql(['unavailable', 'available']);
+    attempts.filter(a => a.startsWith('a.txt')).should.eql(['a.txt 1', 'a.txt 2']);
+    events.retry.map(r => r.relativePath).should.eql(['b.txt']); // only b.txt's failure counted
+    events.failed.should.eql([]);
+  });
+
   it('Retries 0: the file that meets an outage fails, the others (and one dropped later) are held and go once the server is back', async function () {
     const server = await awayServer();
     try {

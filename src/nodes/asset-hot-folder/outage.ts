@@ -2,7 +2,7 @@
  * The server as the hot folder sees it: away from a transient failure (shared/retry.ts) until it
  * answers a probe. Meanwhile uploads are held and one file at a time is sent as a probe, after
  * waits of 5 s doubling up to 5 minutes (or the server's Retry-After); a probe's failure counts
- * towards no file's Retries, so an outage of any length fails no file. Rules in watcher.ts.
+ * towards no file's Retries (a gateway's 504 aside). Rules in watcher.ts.
  */
 import type { AssetApiError } from '../../api/errors';
 import { retryDelayMs, RETRY_BASE_MS } from '../shared/retry';
@@ -33,7 +33,7 @@ export class Outage {
     this.timer = setTimeout(() => { this.timer = undefined; start(); }, Math.max(0, this.nextProbeAt - Date.now()));
   }
 
-  end(): void {
+  cancelTimer(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
   }

@@ -15,7 +15,7 @@ export interface HotFolderView {
   paused: boolean;
   /** Why the folder cannot be watched, when it cannot. */
   folderError?: string;
-  /** The last transient failure's short text, while the server answers no upload. */
+  /** Why the folder is held (an outage, watcher.ts), short; absent when it is not. */
   serverUnavailable?: string;
   /** The most recent failures, newest first. */
   failedFiles: Array<{ file: string; movedTo: string; kind: string; message: string; at: string }>;

@@ -12,7 +12,7 @@ export interface Tracked {
   state: 'settling' | 'queued' | 'uploading' | 'stuck';
   /** Sends of this version. */
   attempts: number;
-  /** Its transient failures that count towards Retries (those that started an outage). */
+  /** Its failures that count towards Retries: those that started an outage, and a gateway's 504 to it as a probe. */
   counted: number;
   /** When it last failed transiently: queued behind the files that never failed. */
   failedAt?: number;
@@ -24,4 +24,17 @@ export interface Tracked {
 export function queueOrder(a: Tracked, b: Tracked): number {
   if (a.failedAt !== undefined || b.failedAt !== undefined) return (a.failedAt ?? -Infinity) - (b.failedAt ?? -Infinity);
   return a.mtimeMs - b.mtimeMs || (a.relativePath < b.relativePath ? -1 : 1);
+}
+
+/** Files waiting (empty ones aside: they are never uploaded), uploading, and stuck (not movable). */
+export function countByState(files: Iterable<Tracked>): { waiting: number; uploading: number; stuck: number } {
+  let waiting = 0;
+  let uploading = 0;
+  let stuck = 0;
+  for (const f of files) {
+    if (f.state === 'uploading') uploading++;
+    else if (f.state === 'stuck') stuck++;
+    else if (f.size > 0) waiting++;
+  }
+  return { waiting, uploading, stuck };
 }

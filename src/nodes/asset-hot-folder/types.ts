@@ -23,9 +23,9 @@ export interface HotFolderOptions<R> {
   doneFolder: string | null;
   /** Where failed files go (absolute), with `<name>.error.json`. */
   failedFolder: string;
-  /** Tries after a transient failure before the file counts as failed. */
+  /** Failures of a file that count (those that start an outage, a probe's 504) before it fails: watcher.ts. */
   retries: number;
-  /** First backoff (ms); tests make it short. Default 5 s. */
+  /** First wait before a probe (ms); tests make it short. Default 5 s. */
   retryBaseMs?: number;
   /** Sends one file; rejects with an AssetApiError on failure. */
   upload: (file: FileJob, signal: AbortSignal) => Promise<R>;

@@ -5,26 +5,24 @@
  * Rules (README "Hot folders"):
  * - Finding (scanner.ts): a full scan at start and every `rescanMs`; file-system events in
  *   between name the files to look at; `polling` uses only the rescans (network shares).
- * - Untouched: a file is taken once its size and modification time, as this watcher saw them,
- *   have not changed for `untouchedMs`. What a file's mtime says is not trusted alone: a copy
- *   that keeps the original's mtime is still being written. An empty file waits until it has
- *   content (an empty placeholder is often filled later); it is never uploaded.
+ * - Untouched: a file is taken once its size and mtime, as this watcher saw them, have not
+ *   changed for `untouchedMs` (a copy that keeps the original's mtime is still being written).
+ *   An empty file waits until it has content; it is never uploaded.
  * - Uploads: at most `maxParallel` at once, oldest modification time first.
  * - After the upload: success -> moved to `doneFolder` (or deleted when `doneFolder` is null)
  *   under the same relative path, never overwriting (a suffix is added). A file that changed
  *   during its upload, or while it was queued (read again just before), waits until untouched
- *   and goes again. A transient failure (shared/retry.ts) leaves it in place and tries again
- *   after the backoff, `retries` times; then, or on any other failure, it is moved to
+ *   and goes again. A failure that holds (below) leaves it in place; any other moves it to
  *   `failedFolder` with `<name>.error.json`. A vanished file (removed by someone else) is forgotten.
  *   One that cannot be moved stays, warned about once, untouched until its size or mtime change.
- * - Outages (outage.ts): a transient failure while none is on starts one, and counts towards that
- *   file's `retries` (past them it fails: the file, not the server, since only such failures
- *   count). During an outage uploads are held: one probe at a time, files that never failed first,
- *   then the others in the order they failed; its failures count for no file. An answer to a
- *   probe that is the server's own and not a transient failure ends it (answers to uploads sent
- *   before do not, nor a gateway's: isGatewayAnswer), and the queue is back in age order. With no
- *   file waiting it stays on: the next file is the probe. A gateway's 502 counts as transient
- *   here (the server took nothing; the file is sent again at worst: at least once).
+ * - Outages (outage.ts): a failure that holds (retry.ts holdsHotFolder: transient, or a gateway's
+ *   502/504) starts an outage when none is on and none came and went since the upload was sent;
+ *   that failure counts towards the file's `retries`, and past them the file fails. During an
+ *   outage uploads are held: one probe at a time, files that never failed first, then the others
+ *   in the order they failed. A probe's failure counts for no file, except a 504 (the server may
+ *   have taken the file: it is not sent for ever). The server's own answer to a probe
+ *   (isServerAnswer) ends the outage and the queue is back in age order; answers to uploads sent
+ *   before it began do not. With no file waiting it stays on: the next file is the probe.
  * - A file leaves the watched folder only after the server's success or a final failure: a crash
  *   leaves it in the watched folder (uploaded again: at-least-once) or in done/failed.
  * - The folder missing, unreadable or gone: state `error` with the reason; scans go on and the
@@ -35,15 +33,18 @@ import type * as fs from 'fs';
 import * as fsp from 'fs/promises';
 import * as path from 'path';
 import type { AssetApiError } from '../../api/errors';
-import { canRepeatUpload, isGatewayAnswer } from '../shared/retry';
+import { holdsHotFolder, isServerAnswer } from '../shared/retry';
 import { moveWithErrorFile, moveWithoutOverwrite } from './files';
 import { Outage } from './outage';
-import { queueOrder, type Tracked } from './tracked';
+import { countByState, queueOrder, type Tracked } from './tracked';
 import { FolderScanner, type ScanSink } from './scanner';
 import { asAssetError, errorRecord, type FailedFile, type HotFolderCounts, type HotFolderOptions, type IngestedFile } from './types';
 
 export { errorRecord } from './types';
 export type { FailedFile, FileJob, HotFolderCounts, HotFolderOptions, IngestedFile } from './types';
+
+/** When an upload was sent: the outage era then, and the outage it is the probe of. */
+interface SentIn { era: number; probe: Outage | undefined }
 
 /** Files due within this long of each other are re-read and queued as one batch. */
 const DUE_GROUP_MS = 50;
@@ -60,6 +61,8 @@ export class HotFolder<R> extends EventEmitter {
   private done = 0;
   private failed = 0;
   private outage: Outage | undefined;
+  /** Outages begun and ended: an upload sent before the last change says nothing new of the server. */
+  private outageEra = 0;
   private paused = false;
   private closed = false;
   private dueTimer: NodeJS.Timeout | undefined;
@@ -83,22 +86,14 @@ export class HotFolder<R> extends EventEmitter {
   get isPaused(): boolean { return this.paused; }
   /** undefined while the folder can be read; else why not. */
   get error(): string | undefined { return this.scanner.error; }
-  /** The transient failure that says the server is unavailable, until it answers an upload again. */
+  /** The failure that says the server is unavailable, until it answers a probe. */
   get unavailable(): AssetApiError | undefined { return this.outage?.error; }
 
   /** Scans now (the node's `rescan` command). */
   rescan(): Promise<void> { return this.scanner.rescan(); }
 
   counts(): HotFolderCounts {
-    let waiting = 0;
-    let uploading = 0;
-    let stuck = 0;
-    for (const f of this.files.values()) {
-      if (f.state === 'uploading') uploading++;
-      else if (f.state === 'stuck') stuck++;
-      else if (f.size > 0) waiting++;
-    }
-    return { waiting, uploading, done: this.done, failed: this.failed, stuck };
+    return { ...countByState(this.files.values()), done: this.done, failed: this.failed };
   }
 
   /**
@@ -108,7 +103,7 @@ export class HotFolder<R> extends EventEmitter {
   async close(waitMs = 4000): Promise<void> {
     this.closed = true;
     if (this.dueTimer) clearTimeout(this.dueTimer);
-    this.outage?.end();
+    this.outage?.cancelTimer();
     for (const controller of this.running.values()) controller.abort();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
@@ -122,9 +117,8 @@ export class HotFolder<R> extends EventEmitter {
 
   private sink(): ScanSink {
     return {
-      // Only new files, those still settling and stuck ones (to notice a new version) are read on a
-      // full scan: a queued or retrying file is compared with what was read when its upload starts
-      // and ends, so a rescan of thousands stays cheap.
+      // A full scan reads only new, settling and stuck files (a stuck one may be a new version): a
+      // queued file is read when its upload starts and ends, so a rescan of thousands stays cheap.
       wantsRead: (relativePath) => {
         const state = this.files.get(relativePath)?.state;
         return state === undefined || state === 'settling' || state === 'stuck';
@@ -241,7 +235,7 @@ export class HotFolder<R> extends EventEmitter {
       if (f.state === 'queued' && this.files.get(f.relativePath) === f && !queued.includes(f)) queued.push(f);
     }
     for (const f of queued) {
-      const handled = this.uploadOne(f, this.outage);
+      const handled = this.uploadOne(f, { era: this.outageEra, probe: this.outage });
       this.handling.add(handled);
       void handled.finally(() => this.handling.delete(handled));
     }
@@ -249,8 +243,8 @@ export class HotFolder<R> extends EventEmitter {
 
   // ---------------------------------------------------------------- one upload
 
-  /** `probe`: the outage this upload is the probe of. */
-  private async uploadOne(f: Tracked, probe: Outage | undefined): Promise<void> {
+  private async uploadOne(f: Tracked, sentIn: SentIn): Promise<void> {
+    const { probe } = sentIn;
     if (probe) probe.probing = true;
     const full = path.join(this.options.folder, ...f.relativePath.split('/'));
     const controller = new AbortController();
@@ -268,7 +262,7 @@ export class HotFolder<R> extends EventEmitter {
       try {
         result = await this.options.upload({ path: full, relativePath: f.relativePath, size: f.size, attempt: f.attempts }, controller.signal);
       } catch (err) {
-        await this.afterFailure(f, full, sent, asAssetError(err), probe);
+        await this.afterFailure(f, full, sent, asAssetError(err), sentIn);
         return;
       }
       if (probe && probe === this.outage) this.endOutage();
@@ -296,35 +290,44 @@ export class HotFolder<R> extends EventEmitter {
   }
 
   /**
-   * After a failure: a changed or vanished file waits again; a transient one is queued again (an
-   * outage on) unless it has counted more than Retries; the rest fail. `probe`: see uploadOne.
+   * After a failure: first what it says of the server (the outage), then the file: changed or
+   * vanished, it waits again; a failure that holds queues it again unless it has counted more
+   * than Retries; any other fails it.
    */
-  private async afterFailure(f: Tracked, full: string, sent: { size: number; mtimeMs: number }, error: AssetApiError, probe: Outage | undefined): Promise<void> {
+  private async afterFailure(f: Tracked, full: string, sent: { size: number; mtimeMs: number }, error: AssetApiError, sentIn: SentIn): Promise<void> {
     if (this.closed || error.kind === 'aborted') { f.state = 'settling'; f.since = Date.now(); return; }
-    const transient = canRepeatUpload({ path: full }, error) || (error.kind === 'http' && error.status === 502);
-    const probed = probe !== undefined && probe === this.outage;
-    if (!transient && probed && error.status !== undefined && !isGatewayAnswer(error)) this.endOutage(); // the server answered
+    const holds = holdsHotFolder(error);
+    const probed = sentIn.probe !== undefined && sentIn.probe === this.outage;
+    let counts = false;
+    if (holds && probed) {
+      this.outage!.probeFailed(error);
+      counts = error.status === 504;
+    } else if (holds && !this.outage && sentIn.era === this.outageEra) {
+      this.startOutage(error);
+      counts = true;
+    } else if (!holds && probed && isServerAnswer(error)) this.endOutage();
     if (await this.changedSince(full, sent, f)) return;
-    if (!transient) { await this.moveToFailed(f, full, error); return; }
-    const reveals = !this.outage; // the others met an outage already on: not counted
-    if (reveals) {
-      f.counted++;
-      this.outage = new Outage(error, this.options.retryBaseMs);
-      this.emit('unavailable', error);
-    } else if (probed) this.outage!.probeFailed(error);
-    if (f.counted > this.options.retries) { await this.moveToFailed(f, full, error); return; }
+    if (counts) f.counted++;
+    if (!holds || f.counted > this.options.retries) { await this.moveToFailed(f, full, error); return; }
     f.state = 'queued';
     f.failedAt = Date.now();
     this.queue.push(f);
-    if (reveals) this.emit('retry', { relativePath: f.relativePath, retry: f.counted, retries: this.options.retries, delayMs: this.outage!.nextProbeAt - Date.now(), error });
+    if (counts) this.emit('retry', { relativePath: f.relativePath, retry: f.counted, retries: this.options.retries, delayMs: this.outage!.nextProbeAt - Date.now(), error });
     this.checkDue();
+  }
+
+  private startOutage(error: AssetApiError): void {
+    this.outage = new Outage(error, this.options.retryBaseMs);
+    this.outageEra++;
+    this.emit('unavailable', error);
   }
 
   /** A probe got through: files queue by age again. */
   private endOutage(): void {
     if (!this.outage) return;
-    this.outage.end();
+    this.outage.cancelTimer();
     this.outage = undefined;
+    this.outageEra++;
     for (const f of this.files.values()) f.failedAt = undefined;
     this.queue.sort(queueOrder);
     if (!this.closed) this.emit('available');

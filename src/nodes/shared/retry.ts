@@ -48,11 +48,15 @@ export function isTransient(err: unknown): err is AssetApiError {
 
 /**
  * True when an upload that failed with `err` may be sent again: the body can be read again (a
- * path or a Buffer) and the server did not take the file (no answer, busy, a failed login's 401,
- * or an HTTP proxy that refused the tunnel to it).
+ * path or a Buffer) and the server did not take the file (uploadNotTaken).
  */
 export function canRepeatUpload(file: UploadOptions['file'] | undefined, err: unknown): boolean {
-  if (!canSendAgain(file) || !isTransient(err)) return false;
+  return canSendAgain(file) && uploadNotTaken(err);
+}
+
+/** A transient failure after which the server cannot have taken the upload: no answer, busy, a failed login's 401, or a proxy that refused the tunnel to it. */
+function uploadNotTaken(err: unknown): boolean {
+  if (!isTransient(err)) return false;
   return err.status === undefined || BUSY.has(err.status) || err.code === 'LOGIN_FAILED' || err.code === 'PROXY_TUNNEL_REFUSED';
 }
 
@@ -60,10 +64,24 @@ export function canRepeatUpload(file: UploadOptions['file'] | undefined, err: un
  * An answer that is not the server's but a gateway's or proxy's in front of it: 502 and 504 (nginx
  * before a stopped or slow Tomcat), a refused CONNECT tunnel, the proxy's 407. It says nothing of
  * the server itself. The per-message nodes take 502/504 as final (after a 504 the server may have
- * taken an upload); asset-hot-folder, at least once anyway, holds on a 502 (watcher.ts).
+ * taken an upload).
  */
 export function isGatewayAnswer(err: AssetApiError): boolean {
   return err.kind === 'proxy' || err.code === 'PROXY_TUNNEL_REFUSED' || (err.kind === 'http' && (err.status === 502 || err.status === 504));
+}
+
+/** The server's own answer, other than a transient failure: it works (the hot folder ends an outage on it). */
+export function isServerAnswer(err: AssetApiError): boolean {
+  return err.status !== undefined && !isTransient(err) && !isGatewayAnswer(err);
+}
+
+/**
+ * asset-hot-folder: a failure that holds the folder rather than failing the file (its uploads are
+ * at least once: a file may go twice): what an upload may be repeated after (uploadNotTaken),
+ * and a gateway's 502 or 504 (the server behind it stopped, or starting).
+ */
+export function holdsHotFolder(err: AssetApiError): boolean {
+  return uploadNotTaken(err) || (err.kind === 'http' && (err.status === 502 || err.status === 504));
 }
 
 /** Wait before try `retry` (1 = the first retry): the server's Retry-After, else 5 s doubling; at most 5 min. */
