@@ -344,6 +344,40 @@ describe('hot folder core (real file system, emulator)', function () {
     most.should.equal(1);
   });
 
+  it('a probe\'s timeout counts (the server may have the file): a file alone is not sent for ever; a proxy\'s 504 to CONNECT does not count', async function () {
+    const sends = {};
+    const { hot, folder, events } = hotFolder({
+      retries: 1,
+      upload: async (file) => {
+        sends[file.relativePath] = (sends[file.relativePath] || 0) + 1;
+        if (file.relativePath === 'big.mov') throw new AssetApiError('timeout', 'upload: no answer within 60 s');
+        // A forward proxy that cannot reach the server answers CONNECT 504: the server never saw it.
+        throw new AssetApiError('network', 'upload: the HTTP proxy refused to open a tunnel (HTTP 504)', { status: 504, code: 'PROXY_TUNNEL_REFUSED' });
+      }
+    });
+    fs.writeFileSync(path.join(folder, 'big.mov'), 'times out');
+    hot.start();
+    await waitFor(() => events.failed.length === 1, 'big.mov failed');
+    sends['big.mov'].should.equal(2); // Retries + 1
+    fs.writeFileSync(path.join(folder, 'tunnel.txt'), 'the proxy cannot reach the server');
+    await waitFor(() => sends['tunnel.txt'] >= 4, 'tunnel.txt probed past its Retries');
+    events.failed.should.have.length(1);
+  });
+
+  it('a Retry-After of 0 does not make probes run back to back (at least the base wait between them)', async function () {
+    let sends = 0;
+    const { hot, folder, events } = hotFolder({
+      retryBaseMs: 300,
+      upload: async () => { sends++; throw new AssetApiError('http', 'upload: HTTP 503', { status: 503, retryAfterMs: 0 }); }
+    });
+    fs.writeFileSync(path.join(folder, 'busy.txt'), 'busy for ever');
+    hot.start();
+    await waitFor(() => sends >= 1, 'the first send');
+    await s.delay(1000);
+    sends.should.be.belowOrEqual(5); // 1 + at most one probe per 300 ms; without a floor, hundreds
+    events.failed.should.eql([]);
+  });
+
   it('an upload sent before an outage that came and went says nothing new: its failure starts no hold and does not count', async function () {
     let release;
     const gate = new Promise((resolve) => { release = resolve; });

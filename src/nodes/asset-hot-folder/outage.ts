@@ -17,14 +17,19 @@ export class Outage {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(public error: AssetApiError, private readonly baseMs = RETRY_BASE_MS) {
-    this.nextProbeAt = Date.now() + retryDelayMs(error, 1, baseMs);
+    this.nextProbeAt = this.after(1);
   }
 
   /** A probe met a transient failure too: the next one waits longer. */
   probeFailed(error: AssetApiError): void {
     this.error = error;
     this.probes++;
-    this.nextProbeAt = Date.now() + retryDelayMs(error, this.probes + 1, this.baseMs);
+    this.nextProbeAt = this.after(this.probes + 1);
+  }
+
+  /** The wait before probe `n`: never below 1 s (the base in tests), whatever a Retry-After of 0 or a past date says. */
+  private after(n: number): number {
+    return Date.now() + Math.max(Math.min(1000, this.baseMs), retryDelayMs(this.error, n, this.baseMs));
   }
 
   /** Calls `start` when the next probe is due (one timer at a time). */

@@ -19,8 +19,8 @@
  *   502/504) starts an outage when none is on and none came and went since the upload was sent;
  *   that failure counts towards the file's `retries`, and past them the file fails. During an
  *   outage uploads are held: one probe at a time, files that never failed first, then the others
- *   in the order they failed. A probe's failure counts for no file, except a 504 (the server may
- *   have taken the file: it is not sent for ever). The server's own answer to a probe
+ *   in the order they failed. A probe's failure counts for no file, unless the server may have
+ *   taken the file (mayHaveTaken: a timeout, a gateway's 504), so that none is sent for ever. The server's own answer to a probe
  *   (isServerAnswer) ends the outage and the queue is back in age order; answers to uploads sent
  *   before it began do not. With no file waiting it stays on: the next file is the probe.
  * - A file leaves the watched folder only after the server's success or a final failure: a crash
@@ -33,7 +33,7 @@ import type * as fs from 'fs';
 import * as fsp from 'fs/promises';
 import * as path from 'path';
 import type { AssetApiError } from '../../api/errors';
-import { holdsHotFolder, isServerAnswer } from '../shared/retry';
+import { holdsHotFolder, isServerAnswer, mayHaveTaken } from '../shared/retry';
 import { moveWithErrorFile, moveWithoutOverwrite } from './files';
 import { Outage } from './outage';
 import { countByState, queueOrder, type Tracked } from './tracked';
@@ -301,7 +301,7 @@ export class HotFolder<R> extends EventEmitter {
     let counts = false;
     if (holds && probed) {
       this.outage!.probeFailed(error);
-      counts = error.status === 504;
+      counts = mayHaveTaken(error);
     } else if (holds && !this.outage && sentIn.era === this.outageEra) {
       this.startOutage(error);
       counts = true;
@@ -309,10 +309,12 @@ export class HotFolder<R> extends EventEmitter {
     if (await this.changedSince(full, sent, f)) return;
     if (counts) f.counted++;
     if (!holds || f.counted > this.options.retries) { await this.moveToFailed(f, full, error); return; }
+    // The outage may have ended during the read: then the file is back in age order, at once.
+    const outage = this.outage;
     f.state = 'queued';
-    f.failedAt = Date.now();
+    f.failedAt = outage ? Date.now() : undefined;
     this.queue.push(f);
-    if (counts) this.emit('retry', { relativePath: f.relativePath, retry: f.counted, retries: this.options.retries, delayMs: this.outage!.nextProbeAt - Date.now(), error });
+    if (counts) this.emit('retry', { relativePath: f.relativePath, retry: f.counted, retries: this.options.retries, delayMs: outage ? outage.nextProbeAt - Date.now() : 0, error });
     this.checkDue();
   }
 

@@ -54,7 +54,7 @@ export function canRepeatUpload(file: UploadOptions['file'] | undefined, err: un
   return canSendAgain(file) && uploadNotTaken(err);
 }
 
-/** A transient failure after which the server cannot have taken the upload: no answer, busy, a failed login's 401, or a proxy that refused the tunnel to it. */
+/** A transient failure after which the upload may be sent again: no answer (a timeout included: the server may then have it), busy, a failed login's 401, or a proxy that refused the tunnel to it. */
 function uploadNotTaken(err: unknown): boolean {
   if (!isTransient(err)) return false;
   return err.status === undefined || BUSY.has(err.status) || err.code === 'LOGIN_FAILED' || err.code === 'PROXY_TUNNEL_REFUSED';
@@ -68,6 +68,11 @@ function uploadNotTaken(err: unknown): boolean {
  */
 export function isGatewayAnswer(err: AssetApiError): boolean {
   return err.kind === 'proxy' || err.code === 'PROXY_TUNNEL_REFUSED' || (err.kind === 'http' && (err.status === 502 || err.status === 504));
+}
+
+/** A failure after which the server may have the upload all the same: no answer in time, or a gateway's 504 (it gave up waiting). */
+export function mayHaveTaken(err: AssetApiError): boolean {
+  return err.kind === 'timeout' || (err.kind === 'http' && err.status === 504);
 }
 
 /** The server's own answer, other than a transient failure: it works (the hot folder ends an outage on it). */
