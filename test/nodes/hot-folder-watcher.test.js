@@ -364,6 +364,41 @@ describe('hot folder core (real file system, emulator)', function () {
     events.failed.should.have.length(1);
   });
 
+  it('a probe that gets through while a failed file is read again (a slow share): no crash, the file goes by age at once', async function () {
+    const fsp = require('fs/promises');
+    const realStat = fsp.stat;
+    let aSent = false;
+    // After a.txt's failed send, reading it takes 300 ms (a slow network share).
+    fsp.stat = async (p, ...rest) => {
+      if (aSent && String(p).endsWith('a.txt')) await s.delay(300);
+      return realStat(p, ...rest);
+    };
+    const rejections = [];
+    const onRejection = (err) => rejections.push(err);
+    process.on('unhandledRejection', onRejection);
+    try {
+      const { hot, folder, events } = hotFolder({
+        maxParallel: 1,
+        upload: async (file) => {
+          if (file.relativePath === 'a.txt' && !aSent) { aSent = true; throw new AssetApiError('http', 'upload: HTTP 503', { status: 503, retryAfterMs: 0 }); }
+          return { fuids: [1] };
+        }
+      });
+      const old = Date.now() / 1000 - 60;
+      fs.writeFileSync(path.join(folder, 'a.txt'), 'fails once');
+      fs.utimesSync(path.join(folder, 'a.txt'), old, old);
+      fs.writeFileSync(path.join(folder, 'b.txt'), 'the probe');
+      hot.start();
+      await waitFor(() => events.ingested.length === 2, 'both ingested');
+      events.ingested.map(e => e.relativePath).should.eql(['b.txt', 'a.txt']);
+      await s.delay(50);
+      rejections.should.eql([]);
+    } finally {
+      fsp.stat = realStat;
+      process.removeListener('unhandledRejection', onRejection);
+    }
+  });
+
   it('a Retry-After of 0 does not make probes run back to back (at least the base wait between them)', async function () {
     let sends = 0;
     const { hot, folder, events } = hotFolder({
