@@ -35,9 +35,11 @@ export class AssetApiError extends Error {
   readonly code?: string;
   /** A busy answer's Retry-After, in ms, when the server sent one. */
   readonly retryAfterMs?: number;
+  /** An upload that failed after its whole file had gone out: the server may have it all the same. */
+  readonly bodySent?: boolean;
 
   constructor(kind: AssetErrorKind, message: string, details: {
-    operation?: AssetOperation; status?: number; serverMessage?: string; field?: string; code?: string; retryAfterMs?: number;
+    operation?: AssetOperation; status?: number; serverMessage?: string; field?: string; code?: string; retryAfterMs?: number; bodySent?: boolean;
   } = {}) {
     super(message);
     this.name = 'AssetApiError';
@@ -48,6 +50,7 @@ export class AssetApiError extends Error {
     if (details.field !== undefined) this.field = details.field;
     if (details.code !== undefined) this.code = details.code;
     if (details.retryAfterMs !== undefined) this.retryAfterMs = details.retryAfterMs;
+    if (details.bodySent !== undefined) this.bodySent = details.bodySent;
   }
 
   /** Plain object for msg.error and JSON. */
@@ -55,7 +58,7 @@ export class AssetApiError extends Error {
     return {
       name: this.name, message: this.message, kind: this.kind, operation: this.operation,
       status: this.status, serverMessage: this.serverMessage, field: this.field, code: this.code,
-      retryAfterMs: this.retryAfterMs
+      retryAfterMs: this.retryAfterMs, bodySent: this.bodySent
     };
   }
 }

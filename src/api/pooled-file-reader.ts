@@ -138,9 +138,7 @@ export function returnBuffersWhenSent(body: Readable, reader: PooledFileReader):
     }
     check();
   };
-  const pipe = body.pipe.bind(body);
-  body.pipe = <T extends NodeJS.WritableStream>(destination: T, options?: { end?: boolean }): T => {
-    const result = pipe(destination, options);
+  onPipedInto(body, (destination) => {
     const writable = destination as unknown as Writable & SentBytes;
     if (typeof writable.writableLength === 'number' && request === undefined) {
       request = writable;
@@ -148,6 +146,15 @@ export function returnBuffersWhenSent(body: Readable, reader: PooledFileReader):
       writable.on('finish', check);
       body.on('data', onData);
     }
+  });
+}
+
+/** Calls `piped` with each stream `body` is piped into (axios pipes a request body into its http.ClientRequest). */
+export function onPipedInto(body: Readable, piped: (destination: NodeJS.WritableStream) => void): void {
+  const pipe = body.pipe.bind(body);
+  body.pipe = <T extends NodeJS.WritableStream>(destination: T, options?: { end?: boolean }): T => {
+    const result = pipe(destination, options);
+    piped(destination);
     return result;
   };
 }

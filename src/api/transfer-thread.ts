@@ -151,6 +151,7 @@ export function errorFromThread(operation: AssetOperation, e: Record<string, unk
     serverMessage: text(e.serverMessage),
     field: text(e.field),
     code: text(e.code),
-    retryAfterMs: typeof e.retryAfterMs === 'number' ? e.retryAfterMs : undefined
+    retryAfterMs: typeof e.retryAfterMs === 'number' ? e.retryAfterMs : undefined,
+    bodySent: e.bodySent === true ? true : undefined
   });
 }

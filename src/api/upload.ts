@@ -17,7 +17,7 @@ import { errorForLocalFile } from './error-mapping';
 import { sanitizeFilename } from './filename';
 import { closeIdleSockets, isStaleConnection } from './stale-connection';
 import { readJsonAnswer } from './json-answer';
-import { PooledFileReader, returnBuffersWhenSent } from './pooled-file-reader';
+import { onPipedInto, PooledFileReader, returnBuffersWhenSent } from './pooled-file-reader';
 import { ByteCounter, TRANSFER_HIGH_WATER_MARK, slices, type TransferProgress } from './transfer';
 import { API_PATHS, type UploadResult } from './types';
 import { integerField, textField, validateUploadFields } from './validate';
@@ -144,6 +144,7 @@ async function uploadAttempt(calls: ApiCalls, opts: UploadOptions, mayRepeat: bo
   let body: PassThrough | undefined;
   let sourceError: unknown;
   let failed = true;
+  let request: { writableFinished?: boolean } | undefined;
   try {
     source = await openUploadSource(opts.file, opts.name, operation);
     const expected = source.length;
@@ -169,6 +170,7 @@ async function uploadAttempt(calls: ApiCalls, opts: UploadOptions, mayRepeat: bo
     const multipart = multipartBody(fields, counter, filename, partType, expected);
     body = multipart.body;
     if (stream instanceof PooledFileReader) returnBuffersWhenSent(body, stream);
+    onPipedInto(body, (destination) => { request ??= destination as { writableFinished?: boolean }; });
 
     let response: AxiosResponse;
     const usedHeader = calls.session.cookieHeader;
@@ -192,15 +194,19 @@ async function uploadAttempt(calls: ApiCalls, opts: UploadOptions, mayRepeat: bo
       throw calls.failure(operation, err, control);
     }
     if (response.status !== 401) calls.session.accepted(usedHeader);
-    const request = response.request as http.ClientRequest | undefined;
-    if (request && !request.writableFinished) {
+    const answered = response.request as http.ClientRequest | undefined;
+    if (answered && !answered.writableFinished) {
       // Answered before the whole file was sent (a redirect, 401, permission denied):
       // stop sending the rest.
-      request.destroy();
+      answered.destroy();
     }
     const result = readJsonAnswer(calls.context(operation), response) as UploadResult;
     failed = false;
     return uploadOutcome({ ...result, success: true });
+  } catch (err) {
+    // The request had handed the whole body to its connection: whatever the failure, the server
+    // may have the file (asset-hot-folder: mayHaveTaken).
+    throw request?.writableFinished === true && err instanceof AssetApiError ? new AssetApiError(err.kind, err.message, { ...err, bodySent: true }) : err;
   } finally {
     control.dispose();
     if (failed) body?.destroy(new Error('upload ended'));

@@ -73,6 +73,28 @@ describe('api client: transfers on a worker thread (transferThread: worker)', ()
     }
   });
 
+  it('a big upload on the worker that times out after its whole file went out says so (bodySent); cut before, it does not', async () => {
+    const file = path.join(dir, 'silent.bin');
+    await fsp.writeFile(file, crypto.randomBytes(5 * MiB)); // above the thread's threshold (4 MiB)
+    let cut = false;
+    const server = await startServer((req) => {
+      let size = 0;
+      // The first request is cut after 1 MiB; the second is read whole and never answered.
+      req.on('data', (c) => { size += c.length; if (!cut && size > MiB) { cut = true; req.socket.destroy(); } });
+    });
+    const silent = new AssetClient({ baseUrl: server.url, cookie: COOKIES.editor, transferThread: 'worker', timeout: 1000 });
+    try {
+      const early = await expectError(silent.upload({ file: { path: file }, destination: '/x' }), 'network');
+      should.not.exist(early.bodySent);
+      const late = await expectError(silent.upload({ file: { path: file }, destination: '/x' }), 'timeout');
+      late.bodySent.should.be.true();
+    } finally {
+      silent.close();
+      await server.close();
+      await fsp.rm(file);
+    }
+  });
+
   it('a worker that dies mid-transfer fails its calls as kind network; the next call starts a new one', async () => {
     const client = new AssetClient({ baseUrl: emu.url, cookie: COOKIES.editor, transferThread: 'worker' });
     try {

@@ -286,6 +286,7 @@ describe('api client: upload faults (small real servers)', () => {
     waited.fuids.should.eql([1]);
     const error = await expectError(api.upload({ file: { buffer: Buffer.from('abc') }, name: 'a', destination: '/x', wait: false }), 'timeout');
     error.message.should.match(/300 ms/);
+    error.bodySent.should.be.true('the whole file had gone out: the server may have it');
   });
 
   it('a server that resets the connection mid-upload is kind network; a down server too', async () => {
@@ -299,9 +300,12 @@ describe('api client: upload faults (small real servers)', () => {
     await handle.close();
     const error = await expectError(client().upload({ file: { path: file }, destination: '/x' }), 'network');
     should.exist(error.code);
+    should.not.exist(error.bodySent); // cut after 1 MiB of 32: the server cannot have the file
     await fsp.rm(path.dirname(file), { recursive: true, force: true });
     const down = new AssetClient({ baseUrl: await closedPortUrl(), cookie: COOKIES.editor });
-    (await expectError(down.upload({ file: { buffer: Buffer.from('x') }, destination: '/x' }), 'network')).code.should.equal('ECONNREFUSED');
+    const refused = await expectError(down.upload({ file: { buffer: Buffer.from('x') }, destination: '/x' }), 'network');
+    refused.code.should.equal('ECONNREFUSED');
+    should.not.exist(refused.bodySent); // a one-byte file, all read, but never on a connection
     down.close();
   });
 

@@ -318,7 +318,7 @@ describe('hot folder core (real file system, emulator)', function () {
     }
   });
 
-  it('a gateway\'s 504 holds too, but counts for a probe (the server may have taken the file): no file is sent for ever', async function () {
+  it('a gateway\'s 504 after the whole file holds too, but counts for a probe (the server may have it): no file is sent for ever', async function () {
     const sends = {};
     let running = 0;
     let most = 0;
@@ -330,7 +330,7 @@ describe('hot folder core (real file system, emulator)', function () {
         if (hot.unavailable) most = Math.max(most, running);
         await s.delay(5);
         running--;
-        throw new AssetApiError('http', 'upload: HTTP 504 Gateway Time-out', { status: 504 });
+        throw new AssetApiError('http', 'upload: HTTP 504 Gateway Time-out', { status: 504, bodySent: true }); // after the whole file, as nginx answers
       }
     });
     const outage = [];
@@ -344,24 +344,31 @@ describe('hot folder core (real file system, emulator)', function () {
     most.should.equal(1);
   });
 
-  it('a probe\'s timeout counts (the server may have the file): a file alone is not sent for ever; a proxy\'s 504 to CONNECT does not count', async function () {
+  it('a probe\'s failure after the whole file went out counts (a reset, a timeout): none is sent for ever; one before it (a dead host, a proxy\'s CONNECT 504) does not', async function () {
     const sends = {};
-    const { hot, folder, events } = hotFolder({
+    const failing = () => ({
       retries: 1,
       upload: async (file) => {
         sends[file.relativePath] = (sends[file.relativePath] || 0) + 1;
-        if (file.relativePath === 'big.mov') throw new AssetApiError('timeout', 'upload: no answer within 60 s');
+        if (file.relativePath === 'reset.mov') throw new AssetApiError('network', 'upload: socket hang up', { code: 'ECONNRESET', bodySent: true });
+        if (file.relativePath === 'slow.mov') throw new AssetApiError('timeout', 'upload: no answer within 60 s', { bodySent: true });
+        if (file.relativePath === 'dead-host.txt') throw new AssetApiError('timeout', 'upload: no answer within 60 s'); // never connected
         // A forward proxy that cannot reach the server answers CONNECT 504: the server never saw it.
         throw new AssetApiError('network', 'upload: the HTTP proxy refused to open a tunnel (HTTP 504)', { status: 504, code: 'PROXY_TUNNEL_REFUSED' });
       }
     });
-    fs.writeFileSync(path.join(folder, 'big.mov'), 'times out');
-    hot.start();
-    await waitFor(() => events.failed.length === 1, 'big.mov failed');
-    sends['big.mov'].should.equal(2); // Retries + 1
-    fs.writeFileSync(path.join(folder, 'tunnel.txt'), 'the proxy cannot reach the server');
-    await waitFor(() => sends['tunnel.txt'] >= 4, 'tunnel.txt probed past its Retries');
-    events.failed.should.have.length(1);
+    const counted = hotFolder(failing());
+    for (const name of ['reset.mov', 'slow.mov']) fs.writeFileSync(path.join(counted.folder, name), `${name}: the server may have it`);
+    counted.hot.start();
+    await waitFor(() => counted.events.failed.length === 2, 'both failed');
+    // Retries + 1 counted sends each, the one sent beside the first met the outage uncounted once more.
+    [sends['reset.mov'], sends['slow.mov']].sort().should.eql([2, 3]);
+
+    const notCounted = hotFolder(failing());
+    for (const name of ['dead-host.txt', 'tunnel.txt']) fs.writeFileSync(path.join(notCounted.folder, name), `${name}: never reached the server`);
+    notCounted.hot.start();
+    await waitFor(() => sends['dead-host.txt'] >= 3 && sends['tunnel.txt'] >= 3, 'both probed past their Retries');
+    notCounted.events.failed.should.eql([]);
   });
 
   it('a probe that gets through while a failed file is read again (a slow share): no crash, the file goes by age at once', async function () {

@@ -2,7 +2,7 @@
  * The server as the hot folder sees it: away from a transient failure (shared/retry.ts) until it
  * answers a probe. Meanwhile uploads are held and one file at a time is sent as a probe, after
  * waits of 5 s doubling up to 5 minutes (or the server's Retry-After); a probe's failure counts
- * towards no file's Retries (a gateway's 504 aside). Rules in watcher.ts.
+ * towards no file's Retries unless the server may have the file. Rules in watcher.ts.
  */
 import type { AssetApiError } from '../../api/errors';
 import { retryDelayMs, RETRY_BASE_MS } from '../shared/retry';

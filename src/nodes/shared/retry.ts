@@ -70,9 +70,15 @@ export function isGatewayAnswer(err: AssetApiError): boolean {
   return err.kind === 'proxy' || err.code === 'PROXY_TUNNEL_REFUSED' || (err.kind === 'http' && (err.status === 502 || err.status === 504));
 }
 
-/** A failure after which the server may have the upload all the same: no answer in time, or a gateway's 504 (it gave up waiting). */
+/**
+ * An upload that failed after its whole file had gone out (bodySent), when nothing says the server
+ * did not get it: a reset, a timeout or a gateway's 504 may come after the server stored it. Not
+ * a busy answer, a failed login, a refused tunnel, nor a gateway's 502 (nginx could not reach the
+ * server: what it answers while the server is stopped). Before the whole file went out, never.
+ */
 export function mayHaveTaken(err: AssetApiError): boolean {
-  return err.kind === 'timeout' || (err.kind === 'http' && err.status === 504);
+  if (err.bodySent !== true || err.code === 'LOGIN_FAILED' || err.code === 'PROXY_TUNNEL_REFUSED') return false;
+  return err.status === undefined || err.status === 504;
 }
 
 /** The server's own answer, other than a transient failure: it works (the hot folder ends an outage on it). */
