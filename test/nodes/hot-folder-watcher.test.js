@@ -36,6 +36,9 @@ describe('hot folder core (real file system, emulator)', function () {
     tmp.cleanup();
   });
   afterEach(async () => { for (const w of open.splice(0)) await w.close(); });
+  /** Servers a test started, stopped after it even when it timed out (its finally never runs then). */
+  const stopAfter = [];
+  afterEach(async () => { for (const x of stopAfter.splice(0)) await x.stop(); });
 
   /** A new watched folder and a hot folder on it (not started); records every event. */
   function hotFolder(options = {}, cookie = 'JSESSIONID=local-dev') {
@@ -297,6 +300,7 @@ describe('hot folder core (real file system, emulator)', function () {
     }
     const server = await awayServer();
     const nginx = await startNginx(path.join(tmp.dir, `nginx-${n + 1}`), [Number(new URL(server.url).port)]);
+    stopAfter.push(nginx);
     try {
       const ref = {};
       const seen = counting(new AssetClient({ baseUrl: nginx.url, cookie: s.COOKIE, timeout: 20000 }), ref, '/gateway');
@@ -313,7 +317,6 @@ describe('hot folder core (real file system, emulator)', function () {
       events.failed.should.eql([]);
       (hot.unavailable === undefined).should.be.true();
     } finally {
-      await nginx.stop();
       await server.close();
     }
   });
@@ -363,6 +366,8 @@ describe('hot folder core (real file system, emulator)', function () {
     await waitFor(() => counted.events.failed.length === 2, 'both failed');
     // Retries + 1 counted sends each, the one sent beside the first met the outage uncounted once more.
     [sends['reset.mov'], sends['slow.mov']].sort().should.eql([2, 3]);
+    // Its error file says the server may have it (moved back, it may arrive twice).
+    JSON.parse(fs.readFileSync(counted.events.failed[0].errorFile, 'utf8')).bodySent.should.be.true();
 
     const notCounted = hotFolder(failing());
     for (const name of ['dead-host.txt', 'tunnel.txt']) fs.writeFileSync(path.join(notCounted.folder, name), `${name}: never reached the server`);

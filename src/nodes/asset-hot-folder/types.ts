@@ -74,6 +74,8 @@ export function errorRecord(error: AssetApiError, relativePath: string, attempts
   return {
     file: relativePath, kind: error.kind, message: error.message, serverMessage: error.serverMessage,
     status: error.status, code: error.code, field: error.field, operation: error.operation,
+    // The whole file had gone out: the server may have it; moved back, it may arrive twice.
+    ...(error.bodySent ? { bodySent: true } : {}),
     time: new Date().toISOString(), attempts
   };
 }
