@@ -20,9 +20,10 @@
  *   that failure counts towards the file's `retries`, and past them the file fails. During an
  *   outage uploads are held: one probe at a time, files that never failed first, then the others
  *   in the order they failed. A probe's failure counts for no file, unless the server may have
- *   the file (mayHaveTaken: it failed after the whole file went out), so that none is sent for ever. The server's own answer to a probe
- *   (isServerAnswer) ends the outage and the queue is back in age order; answers to uploads sent
- *   before it began do not. With no file waiting it stays on: the next file is the probe.
+ *   the file (mayHaveTaken: it failed after the whole file went out), so that none is sent for
+ *   ever. The server's own answer to a probe (isServerAnswer) ends the outage and the queue is
+ *   back in age order; answers to uploads sent before it began do not. With no file waiting it
+ *   stays on: the next file is the probe.
  * - A file leaves the watched folder only after the server's success or a final failure: a crash
  *   leaves it in the watched folder (uploaded again: at-least-once) or in done/failed.
  * - The folder missing, unreadable or gone: state `error` with the reason; scans go on and the
