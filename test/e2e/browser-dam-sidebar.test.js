@@ -422,6 +422,15 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
     // Busy with a Retry-After beyond the test: the folder stays held (the next probe in 5 minutes).
     emulator.injectBusy({ count: 1, status: 503, retryAfterSeconds: 3600, pathContains: '/asset/upload' });
     fs.writeFileSync(path.join(hotDir, 'held.txt'), 'waits out the busy server');
+    // The node's state first (the overview route), then what the tab shows of it after a refresh.
+    let view;
+    await waitFor('the hot folder held', async () => {
+      const overview = await (await adminApi('dam-assets/overview')).json();
+      view = overview.hotFolders.find(h => h.id === IDS.hotFolder);
+      return view && view.serverUnavailable !== undefined;
+    }, 30000);
+    view.serverUnavailable.should.equal('503: server busy, retry');
+    await refresh(page);
     await hot.locator('.dam-state').getByText('server unavailable (503: server busy, retry): files wait in the folder').waitFor({ timeout: 20000 });
     await waitFor('one file waiting', async () => (await hot.locator('tr[data-counter="waiting"] td').nth(1).innerText()) === '1', 10000);
     (await hot.locator('tr[data-counter="failed"] td').nth(1).innerText()).should.equal('0');
