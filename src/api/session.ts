@@ -33,6 +33,11 @@ export class LoginError extends AssetApiError {
     readonly serverSaid?: string) {
     super('auth', message, { operation, status: 401, code: 'LOGIN_FAILED' });
   }
+
+  /** With credentialsRefused: msg.assetError must tell a refused password (final) from a busy login server (transient). */
+  toJSON(): Record<string, unknown> {
+    return { ...super.toJSON(), credentialsRefused: this.credentialsRefused };
+  }
 }
 
 /** What the client lends the session for its login request. */

@@ -1,6 +1,6 @@
 'use strict';
 // The embedded at-least-once inbox on the real file system: journal, bound, compaction, order, time.
-require('should');
+const should = require('should');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
@@ -245,6 +245,29 @@ describe('events: at-least-once inbox (journal)', function () {
     await again.store([entry(5, 1)]);
     // discard only takes parked entries
     (await again.discard(back.deliveries[0].id)).should.be.false();
+  });
+
+  it('a rejection because the server was away does not count: due at once, never parked, and the count given back is on disk', async function () {
+    const file = path.join(dir, 'away.journal');
+    const { inbox } = await open(file, { maxDeliveries: 2 });
+    await inbox.store([entry(1, 1), entry(1, 2), entry(2, 1)]);
+    let d = (await inbox.take(1)).deliveries[0];
+    for (let i = 0; i < 5; i++) {
+      d.delivery.should.equal(1, `delivery ${i + 1} is counted as the first`);
+      (await inbox.reject(d.id, d.delivery, 'ECONNREFUSED', true)).should.equal('again');
+      const t = await inbox.take(10); // no backoff; the asset's next entry still waits behind it
+      ids(t).should.eql(['2/1', '1/1'].slice(i === 0 ? 0 : 1));
+      d = t.deliveries.find((x) => x.entry.assetId === 1);
+    }
+    (await inbox.parked()).should.eql([]);
+    should(await inbox.reject(d.id, d.delivery + 1, 'late', true)).be.undefined(); // another delivery: unknown
+    await inbox.close();
+    const { inbox: again, load } = await open(file, { maxDeliveries: 2 });
+    load.parkedAtLoad.should.eql([], 'a stop with it in flight is its second delivery, not its sixth');
+    const t = await again.take(10);
+    t.deliveries.map((x) => [x.entry.assetId, x.delivery]).should.eql([[1, 2], [2, 2]]);
+    // A counted rejection after that parks it as usual.
+    (await again.reject(t.deliveries[0].id, 2, 'disk full')).should.match({ deliveries: 2, reason: 'disk full' });
   });
 
   it('after a restart, entries not acknowledged are delivered again with their count; spent ones are parked', async function () {

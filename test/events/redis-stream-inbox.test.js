@@ -283,6 +283,24 @@ describe('events: at-least-once inbox on a Redis Stream (real redis-server)', fu
     (await b.discard(parked.id)).should.be.false('not parked any more');
   });
 
+  it('a rejection because the server was away does not count: never parked, delivered again at once with the same count', async function () {
+    const a = await copy({ maxDeliveries: 2 });
+    const b = await copy({ maxDeliveries: 2 });
+    await a.store([entry(1, 1), entry(1, 2)]);
+    let d = (await takeUntil(a, (x) => x.deliveries.length > 0, 'the entry')).deliveries[0];
+    for (let i = 0; i < 4; i++) {
+      [d.entry.rrn, d.delivery].should.eql([1, 1]);
+      (await a.reject(d.id, d.delivery, 'ECONNREFUSED', true)).should.equal('again');
+      d = (await takeUntil(a, (x) => x.deliveries.length > 0, 'the entry again')).deliveries[0];
+    }
+    (await b.parked()).should.eql([]);
+    // Counted again from there: a rejection of its own parks it at the set number.
+    (await a.reject(d.id, 1, 'disk full')).should.equal('again');
+    d = (await takeUntil(a, (x) => x.deliveries.length > 0, 'the second delivery')).deliveries[0];
+    d.delivery.should.equal(2);
+    (await a.reject(d.id, 2, 'disk full')).should.match({ deliveries: 2, reason: 'disk full' });
+  });
+
   it('an entry whose last delivery times out is parked by the copy that finds it', async function () {
     const a = await copy({ visibilityTimeoutMs: 200, maxDeliveries: 1 });
     const b = await copy({ visibilityTimeoutMs: 200, maxDeliveries: 1 });

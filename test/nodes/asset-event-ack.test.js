@@ -198,6 +198,69 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
     await until(() => n1.status.args.some((a) => /1 parked/.test(a[0].text || '')), 'the parked count in the status');
   });
 
+  describe('rejections that say the DAM server is away (msg.assetError)', function () {
+    const refused = { kind: 'network', code: 'ECONNREFUSED', operation: 'download' };
+    const reject = (msg, assetError, message = 'connect ECONNREFUSED') => helper.getNode('r1').receive(Object.assign(msg, { error: { message }, assetError }));
+    /** The deliveries held by the work node, checking that at most `most` are out at once. */
+    async function next(count, what, most = count) {
+      await until(() => held.length >= count, what);
+      held.length.should.be.belowOrEqual(most, `at most ${most} out: ${what}`);
+      return held.splice(0);
+    }
+
+    it('hold deliveries: one probe at a time, no delivery counted, nothing parked; the probe\'s acknowledgement resumes them all', async function () {
+      await load({ maxDeliveries: 2, rejectBackoff: 0.05 });
+      holdWork.add(1).add(2).add(3);
+      await request(app).post('/dam/inbox').send(payload([entry(1, 1), entry(2, 1), entry(3, 1)])).expect(200);
+      const first = await next(3, 'three deliveries');
+      const n1 = helper.getNode('n1');
+      first.forEach((m) => reject(m, refused));
+      await until(() => n1.warn.args.some((a) => /DAM server unavailable \(connect ECONNREFUSED\): deliveries held/.test(String(a[0]))), 'the hold\'s warning');
+      await until(() => n1.status.args.some((a) => /server unavailable \(ECONNREFUSED\): \d+ waiting/.test(a[0].text || '') && a[0].fill === 'yellow'), 'the status');
+      // Five probes, one at a time, each of the first delivery (more than Deliveries: 2).
+      let probe;
+      for (let i = 0; i < 5; i++) {
+        [probe] = await next(1, `probe ${i + 1}`, 1);
+        probe.redelivered.should.equal(0);
+        if (i < 4) reject(probe, { kind: 'http', status: 503, operation: 'download', retryAfterMs: 0 }, '503 busy');
+      }
+      parked.should.eql([]);
+      helper.getNode('a1').receive(probe);
+      const rest = await next(2, 'the other two at once');
+      rest.map((m) => m.redelivered).should.eql([0, 0]);
+      rest.map((m) => m.payload.assetId).sort().should.eql([1, 2, 3].filter((a) => a !== probe.payload.assetId));
+      await until(() => n1.log.args.some((a) => /DAM server available again/.test(String(a[0]))), 'the log line');
+      rest.forEach((m) => helper.getNode('a1').receive(m));
+      await until(() => acked.filter((m) => !m.error).length === 3, 'all acknowledged'); // done1 gets the rejected msgs too
+      parked.should.eql([]);
+    });
+
+    it('the server\'s own answer to a probe ends the hold and counts; the flow\'s own failure (no msg.assetError) counts and keeps it', async function () {
+      await load({ maxDeliveries: 2, rejectBackoff: 0.05 });
+      holdWork.add(1).add(2);
+      await request(app).post('/dam/inbox').send(payload([entry(1, 1), entry(2, 1)]));
+      const first = await next(2, 'two deliveries');
+      first.forEach((m) => reject(m, { kind: 'http', status: 502, operation: 'download' }, '502 bad gateway'));
+      let [probe] = await next(1, 'a probe', 1);
+      reject(probe, undefined, 'mirror disk full'); // its own failure: counted, still held
+      [probe] = await next(1, 'the next probe', 1);
+      reject(probe, { kind: 'http', status: 404, operation: 'download' }, '404 not found'); // the server answered: counted, hold over
+      const again = await next(2, 'both again, no longer held');
+      again.map((m) => m.redelivered).should.eql([1, 1]);
+      again.forEach((m) => reject(m, { kind: 'http', status: 404, operation: 'download' }, '404 not found'));
+      await until(() => parked.length === 2, 'both parked after their second counted delivery');
+    });
+
+    it('a login the server refused (wrong password) is not the server away: counted and parked', async function () {
+      await load({ maxDeliveries: 1, rejectBackoff: 0.05 });
+      holdWork.add(4);
+      await request(app).post('/dam/inbox').send(payload([entry(4, 1)]));
+      const [m] = await next(1, 'the delivery');
+      reject(m, { kind: 'auth', status: 401, code: 'LOGIN_FAILED', credentialsRefused: true, operation: 'download' }, 'login failed');
+      await until(() => parked.length === 1, 'parked at once');
+    });
+  });
+
   it('a change node that changes msg.payload in place does not change the stored entry: delivered again as the server sent it', async function () {
     // c2 gets the msg itself (first wire) and changes its payload; h0 gets Node-RED's copy made at
     // send time: what the inbox handed out. The work (w2) rejects the first delivery, acks the second.

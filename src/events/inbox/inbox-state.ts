@@ -220,6 +220,19 @@ export class InboxState {
     return 'again';
   }
 
+  /**
+   * Not done because the server was away: the delivery is not counted and the record is due at
+   * once (the caller holds deliveries until the server is back). The record, or undefined as reject.
+   */
+  giveBack(id: number, delivery: number): StoredRecord | undefined {
+    const record = this.records.get(id);
+    if (!record || record.state !== 'flight' || record.deliveries !== delivery) return undefined;
+    this.flights.delete(record);
+    record.deliveries--;
+    this.wait(record, 0);
+    return record;
+  }
+
   /** Parks a record that is not in flight (waiting, e.g. loaded with its deliveries spent). */
   park(record: StoredRecord, reason: string, now: number): void {
     if (record.state === 'parked') return;

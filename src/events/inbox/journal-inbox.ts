@@ -192,9 +192,19 @@ export class JournalInbox implements Inbox {
   }
 
   /** A rejection that parks is on disk before the next entry of the asset goes (as acknowledge). */
-  async reject(id: string, delivery: number, reason: string): Promise<'again' | ParkedEntry | undefined> {
+  async reject(id: string, delivery: number, reason: string, away = false): Promise<'again' | ParkedEntry | undefined> {
     if (this.closed) return undefined;
     const n = Number(id);
+    if (away) {
+      const record = this.state.giveBack(n, delivery);
+      if (!record) return undefined;
+      // The count given back goes with the next write, as counts do (lost: one delivery counted more).
+      const g = this.gathered();
+      g.d.push(n);
+      g.n.push(record.deliveries);
+      this.counted(1);
+      return 'again';
+    }
     if (!this.state.rejectParks(n, delivery)) return this.state.reject(n, delivery, reason, this.now()) as 'again' | undefined;
     const now = this.now();
     this.state.beginClose(n);

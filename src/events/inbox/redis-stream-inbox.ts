@@ -235,17 +235,18 @@ export class RedisStreamInbox implements Inbox {
     }, (err) => { for (const a of batch) a.reject(err); });
   }
 
-  async reject(id: string, delivery: number, reason: string): Promise<'again' | ParkedEntry | undefined> {
+  async reject(id: string, delivery: number, reason: string, away = false): Promise<'again' | ParkedEntry | undefined> {
     if (this.closed) return undefined;
     const { maxDeliveries, backoffMs, visibilityTimeoutMs } = this.options;
     const now = this.now();
-    const code = String(await this.script('reject', [id, delivery, maxDeliveries, reason, new Date(now).toISOString(), this.consumer]));
+    const code = String(await this.script('reject', [id, delivery, maxDeliveries, reason, new Date(now).toISOString(), this.consumer, away ? '1' : '0']));
     const flight = this.flights.get(id);
     if (flight?.delivery === delivery) this.flights.delete(id);
     this.cached.inFlight = this.flights.size;
     if (code === 'a') {
       // Stays with this copy; delivered again after the backoff (or by another copy, should this one die).
-      if (flight) this.held.set(id, { id, key: flight.key, data: flight.data, dueAt: now + Math.min(backoffMs * 2 ** (delivery - 1), visibilityTimeoutMs), touchedAt: now });
+      const dueAt = away ? 0 : now + Math.min(backoffMs * 2 ** (delivery - 1), visibilityTimeoutMs);
+      if (flight) this.held.set(id, { id, key: flight.key, data: flight.data, dueAt, touchedAt: now });
       return 'again';
     }
     if (code[0] === 'p') { this.nextPollAt = 0; return toParked(id, code.slice(1)); }

@@ -254,7 +254,8 @@ return out`;
 
 /**
  * KEYS[1] P; ARGV[1] id, ARGV[2] delivery, ARGV[3] max deliveries, ARGV[4] reason, ARGV[5] now,
- * ARGV[6] consumer. `a` again (the entry stays with this copy, its idle time
+ * ARGV[6] consumer, ARGV[7] '1' when the server was away (the delivery is not counted, never
+ * parks). `a` again (the entry stays with this copy, its idle time
  * restarted, and this copy delivers it after the backoff),
  * `p<json>` parked (its last delivery), `x` unknown or in flight with another delivery.
  */
@@ -262,7 +263,8 @@ const REJECT = `${PARK}${KEY_OF}
 local p, id, d, max = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local k = keyOf(p, id)
 if not k or redis.call('LINDEX', p .. 'l:' .. k, 0) ~= id or tonumber(redis.call('HGET', p .. 'n', id) or '0') ~= d then return 'x' end
-if d >= max then return 'p' .. park(p, id, k, d, ARGV[4], ARGV[5]) end
+if ARGV[7] == '1' then redis.call('HSET', p .. 'n', id, d - 1)
+elseif d >= max then return 'p' .. park(p, id, k, d, ARGV[4], ARGV[5]) end
 redis.call('XCLAIM', p .. 's', 'g', ARGV[6], 0, id, 'JUSTID')
 return 'a'`;
 

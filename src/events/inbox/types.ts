@@ -84,9 +84,11 @@ export interface Inbox {
   acknowledge(id: string, delivery: number): Promise<boolean>;
   /**
    * Not done: due again after a backoff, or parked when it has had its deliveries. Undefined when
-   * the entry is unknown or in flight with another delivery; else what happened.
+   * the entry is unknown or in flight with another delivery; else what happened. `away`: the DAM
+   * server was away (nothing wrong with the entry): the delivery is not counted and the entry is
+   * due at once ('again'); the caller holds deliveries meanwhile.
    */
-  reject(id: string, delivery: number, reason: string): Promise<'again' | ParkedEntry | undefined>;
+  reject(id: string, delivery: number, reason: string, away?: boolean): Promise<'again' | ParkedEntry | undefined>;
   /** When the next entry becomes due (a rejection's backoff, a visibility timeout), for a timer; undefined if none waits. */
   nextDueAt(): number | undefined;
   parked(): Promise<ParkedEntry[]>;

@@ -6,6 +6,8 @@
  * - Acknowledge: the entry leaves the inbox; the next entry of the same asset may go.
  * - Reject: delivered again after the node's backoff (doubling), parked after the last delivery.
  *   The reason is msg.error.message when there is one (a Catch node sets it), else "rejected".
+ *   When msg.assetError says the DAM server is away, the delivery does not count and deliveries
+ *   are held until the server is back (delivery.ts).
  * A msg without a handle, or whose asset-event-in is not running, ends in done(err) (Catch sees it).
  * An acknowledgement that comes too late (the entry was delivered again meanwhile) is counted in
  * the status; the later delivery acknowledges it.
@@ -69,7 +71,7 @@ export default function register(RED: NodeAPI): void {
       }
       const reason = (msg.error as { message?: unknown } | undefined)?.message;
       const work = rejecting
-        ? delivery.reject(handle, typeof reason === 'string' && reason ? reason : 'rejected').then((outcome) => outcome !== undefined)
+        ? delivery.reject(handle, typeof reason === 'string' && reason ? reason : 'rejected', msg.assetError).then((outcome) => outcome !== undefined)
         : delivery.acknowledge(handle);
       work.then((ok) => {
         if (ok) counts.done++; else counts.late++;

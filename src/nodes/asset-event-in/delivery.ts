@@ -12,12 +12,19 @@
  *   `msg._session`, so it survives Node-RED's cloning (RED.util.cloneMessage deep-copies every
  *   property but req/res) in change, switch, function and link nodes.
  * - Running deliveries are listed by node id (runningDelivery) for the ack node and the sidebar.
+ * - The server away: a rejection whose msg.assetError says so (shared/retry.ts serverAway: no
+ *   answer, busy, a failed login, a gateway's 502/504) counts towards no entry's Deliveries and
+ *   holds the deliveries (shared/outage.ts): one entry at a time goes as a probe, after Reject
+ *   backoff (5 s if 0) doubling to 5 minutes; the probe's acknowledgement, or a rejection with the
+ *   server's own answer (isServerAnswer), ends the hold. Nothing is parked for an outage, however long.
  */
 import * as path from 'path';
 import type { CallbackEntry } from '../../api/types';
 import { InboxFullError, JournalInbox, isAssetKey, orderKey, type JournalInboxLoad, type Delivery, type Inbox, type InboxCounts, type NewEntry, type ParkedEntry } from '../../events/inbox';
 import { SettingError, isBlankSetting, numberSetting } from '../shared';
 import type { NodeMessage } from '../shared/node-red';
+import { Outage } from '../shared/outage';
+import { RETRY_BASE_MS, errorFields, isServerAnswer, serverAway, type ErrorFields } from '../shared/retry';
 import { CallbackPacer, paceAbove } from './pacing';
 
 export const INBOX_DIRECTORY = 'dam-assets-inbox';
@@ -128,6 +135,7 @@ export interface DeliveryHooks {
   /** Sends on output 1 (an entry) or 2 (an entry just parked). */
   send(msg: NodeMessage, output: 0 | 1): void;
   warn(text: string): void;
+  log(text: string): void;
   /** Counts or problems changed: refresh the status. */
   changed(): void;
   t(key: string, english: string, params?: Record<string, unknown>): string;
@@ -164,6 +172,10 @@ export class AtLeastOnceDelivery {
   private closed = false;
   /** Holds callbacks while the flow is behind (pacing.ts). */
   private readonly pacer: CallbackPacer;
+  /** The DAM server is away (a rejection said so): deliveries are held but for one probe at a time. */
+  private away: Outage | undefined;
+  /** The probe delivered and not yet answered (until its visibility timeout). */
+  private probe: { id: string; delivery: number; until: number } | undefined;
 
   /** `source`: the journal file, or an opener of another inbox (inbox-choice.ts: the Redis Stream one). */
   constructor(readonly nodeId: string, source: string | InboxOpener, private readonly settings: DeliverySettings, private readonly hooks: DeliveryHooks) {
@@ -254,9 +266,12 @@ export class AtLeastOnceDelivery {
     const loop = async () => {
       do {
         this.pumpAgain = false;
-        const { deliveries, parked } = await inbox.take(this.settings.maxInFlight);
+        const probing = this.away !== undefined;
+        // Held: take(0) still parks what timed out on its last delivery.
+        const { deliveries, parked } = await inbox.take(probing ? this.probeRoom() : this.settings.maxInFlight);
         if (this.closed) return;
         for (const p of parked) this.parked(p);
+        if (probing && deliveries.length) this.probe = { id: deliveries[0].id, delivery: deliveries[0].delivery, until: Date.now() + this.settings.visibilityTimeoutMs };
         for (const d of deliveries) this.deliver(d);
         // Also after an empty take: acknowledgements written since (a pump follows each) are no longer counted as waiting.
         if (this.pacer.holding) { this.pacer.release(); if (!this.pacer.holding) this.hooks.changed(); }
@@ -270,9 +285,18 @@ export class AtLeastOnceDelivery {
     });
   }
 
-  /** A timer for the next entry due (a backoff or a visibility timeout). */
+  /** While the server is away: 1 when a probe may go now, else 0. */
+  private probeRoom(): number {
+    const now = Date.now();
+    if (this.probe && now < this.probe.until) return 0;
+    this.probe = undefined;
+    return now >= this.away!.nextProbeAt ? 1 : 0;
+  }
+
+  /** A timer for the next entry due (a backoff or a visibility timeout; while held, the next probe). */
   private arm(): void {
-    const due = this.closed ? undefined : this.inbox?.nextDueAt();
+    const held = this.away && (this.probe ? this.probe.until : this.away.nextProbeAt);
+    const due = this.closed ? undefined : held || this.inbox?.nextDueAt();
     if (this.timer && due === this.timerAt) return;
     if (this.timer) { clearTimeout(this.timer); this.timer = undefined; }
     this.timerAt = due;
@@ -303,6 +327,7 @@ export class AtLeastOnceDelivery {
   }
 
   private acknowledgeIn(inbox: Inbox, handle: InboxHandle): Promise<boolean> {
+    if (this.away && this.isProbe(handle)) this.serverBack();
     const acknowledging = inbox.acknowledge(handle.id, handle.delivery);
     this.pump(); // its in-flight slot is free already
     // An inbox may answer the acknowledgements written together with one promise: then one follow-up for them all.
@@ -317,16 +342,49 @@ export class AtLeastOnceDelivery {
     return this.lastAcknowledged!;
   }
 
-  /** The ack node: not done, deliver again after a backoff (or park after the last delivery). */
-  async reject(handle: InboxHandle, reason: string): Promise<'again' | 'parked' | undefined> {
+  /**
+   * The ack node: not done, deliver again after a backoff (or park after the last delivery).
+   * `assetError`: the msg's, which may say the server is away (see the file comment).
+   */
+  async reject(handle: InboxHandle, reason: string, assetError?: unknown): Promise<'again' | 'parked' | undefined> {
     const inbox = await this.opening;
-    const rejecting = inbox.reject(handle.id, handle.delivery, reason);
+    const fields = errorFields(assetError);
+    const away = fields !== undefined && serverAway(fields);
+    const rejecting = inbox.reject(handle.id, handle.delivery, reason, away);
+    const probe = this.isProbe(handle);
+    if (probe) this.probe = undefined;
+    if (away && !this.away) this.serverAwayFrom(fields!, reason);
+    else if (away && probe) this.away!.probeFailed(fields!);
+    else if (probe && fields && isServerAnswer(fields)) this.serverBack();
     this.pump();
     const outcome = await rejecting;
     if (outcome !== undefined && outcome !== 'again') this.parked(outcome);
     this.pump();
     this.hooks.changed();
     return outcome === undefined || outcome === 'again' ? outcome : 'parked';
+  }
+
+  private isProbe(handle: InboxHandle): boolean {
+    return this.probe !== undefined && this.probe.id === handle.id && this.probe.delivery === handle.delivery;
+  }
+
+  private serverAwayFrom(fields: ErrorFields, reason: string): void {
+    this.away = new Outage(fields, this.settings.backoffMs > 0 ? this.settings.backoffMs : RETRY_BASE_MS);
+    this.hooks.warn(this.hooks.t('inbox.server-away', 'DAM server unavailable (__reason__): deliveries held, one entry at a time goes as a probe; no entry is parked meanwhile', { reason }));
+    this.hooks.changed();
+  }
+
+  private serverBack(): void {
+    this.away = undefined;
+    this.probe = undefined;
+    this.hooks.log(this.hooks.t('inbox.server-back', 'DAM server available again: deliveries resume'));
+    this.hooks.changed();
+    this.pump();
+  }
+
+  /** Why deliveries are held (the server away), for the status; undefined when they are not. */
+  get heldFor(): string | undefined {
+    return this.away && (this.away.error.code ?? (this.away.error.status !== undefined ? String(this.away.error.status) : this.away.error.kind));
   }
 
   async parkedEntries(): Promise<ParkedEntry[]> {

@@ -97,14 +97,20 @@ export class EventInEndpoint {
     const parked = this.delivery?.counts()?.parked;
     if (parked) parts.push(t('status.parked', '__count__ parked', { count: parked }));
     if (this.delivery?.holding) parts.push(t('status.holding', 'flow behind: __count__ held', { count: this.delivery.holding }));
+    const away = this.delivery?.heldFor;
+    if (away) {
+      const c = this.delivery!.counts();
+      parts.push(t('status.server-away', 'server unavailable (__reason__): __count__ waiting', { reason: away, count: c ? c.stored - c.inFlight - c.parked : 0 }));
+    }
     if (this.subscription === 'registering') parts.push(t('status.registering', 'registering'));
     if (this.lastEventAt) parts.push(t('status.last', 'last event __time__', { time: clockTime(this.lastEventAt) }));
     if (this.duplicates) parts.push(t('status.duplicates', '__count__ dup dropped', { count: this.duplicates }));
     if (this.empties) parts.push(t('status.empties', '__count__ empty dropped', { count: this.empties }));
     if (this.rejected) parts.push(t('status.rejected', '__count__ rejected', { count: this.rejected }));
     if (!parts.length) { node.status({}); return; }
-    const fill = this.subscription === 'registering' ? 'yellow' : 'green';
-    const shape = this.subscription === 'registering' ? 'ring' : 'dot';
+    const warning = this.subscription === 'registering' || !!away;
+    const fill = warning ? 'yellow' : 'green';
+    const shape = warning ? 'ring' : 'dot';
     node.status({ fill, shape, text: shortStatus(parts.join(' · ')) } as NodeStatus);
   }
 

@@ -88,6 +88,7 @@ export default function register(RED: NodeAPI): void {
       endpoint.delivery = new AtLeastOnceDelivery(node.id, inbox, deliverySettings, {
         send: (msg, output) => node.send(output === 0 ? msg : [null, msg]),
         warn: (text) => node.warn(text),
+        log: (text) => node.log(text),
         changed: () => endpoint.callbackStatus(),
         t
       });

@@ -63,7 +63,7 @@ export default function register(RED: NodeAPI): void {
         else if (!warnedFlatten) { warnedFlatten = true; node.warn(text('noDestinationPath')); }
       }
       options.signal = signal;
-      // No per-call retry here: the watcher holds the folder on such failures (outage.ts) and frees the slot meanwhile.
+      // No per-call retry here: the watcher holds the folder on such failures (shared/outage.ts) and frees the slot meanwhile.
       return clientFor(RED, config.server).upload(options);
     }
 

@@ -15,7 +15,7 @@
  *   and goes again. A failure that holds (below) leaves it in place; any other moves it to
  *   `failedFolder` with `<name>.error.json`. A vanished file (removed by someone else) is forgotten.
  *   One that cannot be moved stays, warned about once, untouched until its size or mtime change.
- * - Outages (outage.ts): a failure that holds (retry.ts holdsHotFolder: transient, or a gateway's
+ * - Outages (shared/outage.ts): a failure that holds (retry.ts holdsHotFolder: transient, or a gateway's
  *   502/504) starts an outage when none is on and none came and went since the upload was sent;
  *   that failure counts towards the file's `retries`, and past them the file fails. During an
  *   outage uploads are held: one probe at a time, files that never failed first, then the others
@@ -36,7 +36,7 @@ import * as path from 'path';
 import type { AssetApiError } from '../../api/errors';
 import { holdsHotFolder, isServerAnswer, mayHaveTaken } from '../shared/retry';
 import { moveWithErrorFile, moveWithoutOverwrite } from './files';
-import { Outage } from './outage';
+import { Outage } from '../shared/outage';
 import { countByState, queueOrder, type Tracked } from './tracked';
 import { FolderScanner, type ScanSink } from './scanner';
 import { asAssetError, errorRecord, type FailedFile, type HotFolderCounts, type HotFolderOptions, type IngestedFile } from './types';
@@ -61,7 +61,7 @@ export class HotFolder<R> extends EventEmitter {
   private queue: Tracked[] = [];
   private done = 0;
   private failed = 0;
-  private outage: Outage | undefined;
+  private outage: Outage<AssetApiError> | undefined;
   /** Outages begun and ended: an upload sent before the last change says nothing new of the server. */
   private outageEra = 0;
   private paused = false;

@@ -18,7 +18,6 @@
  * "Retries" counts the tries after the first: 2 means at most 3 sends.
  */
 import { AssetApiError } from '../../api/errors';
-import { LoginError } from '../../api/session';
 import { canSendAgain, type UploadOptions } from '../../api/upload';
 import { isBlankSetting } from './fields';
 import type { Node, NodeAPI } from './node-red';
@@ -35,15 +34,26 @@ export const DEFAULT_RETRIES = 2;
 
 const BUSY = new Set([449, 503]);
 
+/** The plain fields of an AssetApiError, as `err.toJSON()` gives them (msg.assetError). */
+export type ErrorFields = Pick<AssetApiError, 'kind' | 'status' | 'code' | 'retryAfterMs'> & { credentialsRefused?: boolean };
+
 /** True for a failure that may well go away by itself (see the file comment). */
 export function isTransient(err: unknown): err is AssetApiError {
-  if (!(err instanceof AssetApiError)) return false;
-  switch (err.kind) {
+  return err instanceof AssetApiError && transientFields(err);
+}
+
+function transientFields(e: ErrorFields): boolean {
+  switch (e.kind) {
     case 'network': case 'timeout': return true;
-    case 'http': return err.status !== undefined && BUSY.has(err.status);
-    case 'auth': return err.code === 'LOGIN_FAILED' && !(err instanceof LoginError && err.credentialsRefused);
+    case 'http': return e.status !== undefined && BUSY.has(e.status);
+    case 'auth': return e.code === 'LOGIN_FAILED' && e.credentialsRefused !== true;
     default: return false;
   }
+}
+
+/** A gateway's answer for the server behind it: 502 (it could not reach it: stopped) or 504 (no answer in time). */
+function isGatewayStatus(e: ErrorFields): boolean {
+  return e.kind === 'http' && (e.status === 502 || e.status === 504);
 }
 
 /**
@@ -66,8 +76,8 @@ function uploadNotTaken(err: unknown): boolean {
  * the server itself. The per-message nodes take 502/504 as final (after a 504 the server may have
  * taken an upload).
  */
-export function isGatewayAnswer(err: AssetApiError): boolean {
-  return err.kind === 'proxy' || err.code === 'PROXY_TUNNEL_REFUSED' || (err.kind === 'http' && (err.status === 502 || err.status === 504));
+export function isGatewayAnswer(err: ErrorFields): boolean {
+  return err.kind === 'proxy' || err.code === 'PROXY_TUNNEL_REFUSED' || isGatewayStatus(err);
 }
 
 /**
@@ -81,9 +91,9 @@ export function mayHaveTaken(err: AssetApiError): boolean {
   return err.status === undefined || err.status === 504;
 }
 
-/** The server's own answer, other than a transient failure: it works (the hot folder ends an outage on it). */
-export function isServerAnswer(err: AssetApiError): boolean {
-  return err.status !== undefined && !isTransient(err) && !isGatewayAnswer(err);
+/** The server's own answer, other than a transient failure: it works (an outage ends on it: shared/outage.ts). */
+export function isServerAnswer(err: ErrorFields): boolean {
+  return err.status !== undefined && !transientFields(err) && !isGatewayAnswer(err);
 }
 
 /**
@@ -92,13 +102,27 @@ export function isServerAnswer(err: AssetApiError): boolean {
  * and a gateway's 502 or 504 (the server behind it stopped, or starting).
  */
 export function holdsHotFolder(err: AssetApiError): boolean {
-  return uploadNotTaken(err) || (err.kind === 'http' && (err.status === 502 || err.status === 504));
+  return uploadNotTaken(err) || isGatewayStatus(err);
+}
+
+/**
+ * asset-event-ack (reject): a failure that says the DAM server is away, nothing of the entry: a
+ * transient one (isTransient) or a gateway's 502/504. `fields`: msg.assetError as the nodes set it.
+ */
+export function serverAway(e: ErrorFields): boolean {
+  return transientFields(e) || isGatewayStatus(e);
+}
+
+/** `value` (msg.assetError, set by any flow) as error fields, or undefined when it is not an object with a kind. */
+export function errorFields(value: unknown): ErrorFields | undefined {
+  const e = value as ErrorFields | null | undefined;
+  return typeof e === 'object' && e !== null && typeof e.kind === 'string' ? e : undefined;
 }
 
 /** Wait before try `retry` (1 = the first retry): the server's Retry-After, else 5 s doubling; at most 5 min. */
 export function retryDelayMs(err: unknown, retry: number, baseMs = RETRY_BASE_MS): number {
-  const retryAfter = err instanceof AssetApiError ? err.retryAfterMs : undefined;
-  const wait = retryAfter !== undefined ? retryAfter : baseMs * 2 ** Math.max(0, retry - 1);
+  const retryAfter = (err as ErrorFields | undefined)?.retryAfterMs; // an AssetApiError, or its fields (msg.assetError)
+  const wait = typeof retryAfter === 'number' && Number.isFinite(retryAfter) ? retryAfter : baseMs * 2 ** Math.max(0, retry - 1);
   return Math.min(Math.max(0, wait), MAX_RETRY_WAIT_MS);
 }
 

@@ -1,13 +1,12 @@
 /**
- * The server as the hot folder sees it: away from a transient failure (shared/retry.ts) until it
- * answers a probe. Meanwhile uploads are held and one file at a time is sent as a probe, after
- * waits of 5 s doubling up to 5 minutes (or the server's Retry-After); a probe's failure counts
- * towards no file's Retries unless the server may have the file. Rules in watcher.ts.
+ * The DAM server as a node sees it while it is away: from a failure that says so (shared/retry.ts)
+ * until it answers a probe. Meanwhile the node holds its work and starts one probe at a time,
+ * after waits doubling from the base (5 s unless given) up to 5 minutes, or the server's
+ * Retry-After. Used by asset-hot-folder (watcher.ts) and asset-event-in at least once (delivery.ts).
  */
-import type { AssetApiError } from '../../api/errors';
-import { retryDelayMs, RETRY_BASE_MS } from '../shared/retry';
+import { retryDelayMs, RETRY_BASE_MS, type ErrorFields } from './retry';
 
-export class Outage {
+export class Outage<E extends ErrorFields = ErrorFields> {
   /** Probes that failed so far. */
   private probes = 0;
   /** When the next probe may start. */
@@ -16,12 +15,12 @@ export class Outage {
   probing = false;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(public error: AssetApiError, private readonly baseMs = RETRY_BASE_MS) {
+  constructor(public error: E, private readonly baseMs = RETRY_BASE_MS) {
     this.nextProbeAt = this.after(1);
   }
 
-  /** A probe met a transient failure too: the next one waits longer. */
-  probeFailed(error: AssetApiError): void {
+  /** A probe met a failure that holds too: the next one waits longer. */
+  probeFailed(error: E): void {
     this.error = error;
     this.probes++;
     this.nextProbeAt = this.after(this.probes + 1);
