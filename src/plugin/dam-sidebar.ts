@@ -116,7 +116,9 @@ export default function register(RED: NodeAPI): void {
           id: config.id, name: config.name || '', path: config.path || '', serverId: config.server || '',
           manage: config.manage === true, subscriptionId,
           running: !!stats, registrable: !!stats?.registerNow, ...(stats ? stats.view() : {}),
-          inbox: runningDelivery(config.id)?.counts()
+          inbox: runningDelivery(config.id)?.counts(),
+          // Deliveries held while the DAM server is away (delivery.ts): why, short.
+          inboxHeldFor: runningDelivery(config.id)?.heldFor
         });
         use(config.server, subscriptionId, { nodeId: config.id, type: config.type, name: config.name, owned: config.manage === true });
       } else if (config.type === 'asset-hot-folder') {

@@ -216,7 +216,7 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
       const n1 = helper.getNode('n1');
       first.forEach((m) => reject(m, refused));
       await until(() => n1.warn.args.some((a) => /DAM server unavailable \(connect ECONNREFUSED\): deliveries held/.test(String(a[0]))), 'the hold\'s warning');
-      await until(() => n1.status.args.some((a) => /server unavailable \(ECONNREFUSED\): \d+ waiting/.test(a[0].text || '') && a[0].fill === 'yellow'), 'the status');
+      await until(() => n1.status.args.some((a) => /server unavailable \(network: connection refused\): \d+ waiting/.test(a[0].text || '') && a[0].fill === 'yellow'), 'the status');
       // Five probes, one at a time, each of the first delivery (more than Deliveries: 2).
       let probe;
       for (let i = 0; i < 5; i++) {

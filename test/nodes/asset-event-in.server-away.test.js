@@ -114,11 +114,31 @@ describe('asset-event-in "at least once" through a DAM outage (emulator stopped 
     fs.readdirSync(mirror).should.eql([]);
     const n1 = helper.getNode('n1');
     n1.warn.args.filter((a) => /DAM server unavailable/.test(String(a[0]))).should.have.length(1);
+    n1.status.args.map((a) => a[0]).filter((st) => /^server unavailable \(network: connection refused\): [0-3] waiting/.test(st.text || '')).should.not.be.empty();
+    (await overview()).inboxHeldFor.should.equal('network: connection refused', 'the DAM tab told');
 
     emulator = await s.startTestEmulator({ port, dataDir });
     await waitFor('all three acknowledged after the outage', () => acked.length === 3, 30000);
     for (const { assetId, name } of assets) fs.readFileSync(path.join(mirror, `${assetId}.txt`), 'utf8').should.equal(`content of ${name}`);
     parked.should.eql([]);
     n1.log.args.some((a) => /DAM server available again/.test(String(a[0]))).should.be.true();
+    (await overview()).should.not.have.property('inboxHeldFor');
   });
+
+  /** The DAM tab's overview entry of n1 (the plugin's route, its handler called as express would). */
+  async function overview() {
+    const registerSidebar = require('../../dist/plugin/dam-sidebar').default;
+    const routes = {};
+    registerSidebar({
+      plugins: { registerPlugin() {} },
+      nodes: { getNode: (id) => helper.getNode(id), eachNode: (cb) => [{ id: 'n1', type: 'asset-event-in', path: '/dam/away', name: '' }].forEach(cb), getCredentials: () => undefined },
+      auth: { needsPermission: () => (_req, _res, next) => next() },
+      comms: { publish() {} },
+      httpAdmin: { get: (p, _guard, handler) => { routes[`GET ${p}`] = handler; }, post() {}, delete() {} },
+      settings: {},
+      log: { warn() {} }
+    });
+    const body = await new Promise((resolve) => routes['GET /dam-assets/overview']({}, { json: resolve }));
+    return JSON.parse(JSON.stringify(body.eventIns[0])); // as the editor gets it: undefined left out
+  }
 });

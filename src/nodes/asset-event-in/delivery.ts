@@ -23,6 +23,8 @@ import type { CallbackEntry } from '../../api/types';
 import { InboxFullError, JournalInbox, isAssetKey, orderKey, type JournalInboxLoad, type Delivery, type Inbox, type InboxCounts, type NewEntry, type ParkedEntry } from '../../events/inbox';
 import { SettingError, isBlankSetting, numberSetting } from '../shared';
 import type { NodeMessage } from '../shared/node-red';
+import { AssetApiError } from '../../api/errors';
+import { errorStatusText } from '../shared/texts';
 import { Outage } from '../shared/outage';
 import { RETRY_BASE_MS, errorFields, isServerAnswer, serverAway, type ErrorFields } from '../shared/retry';
 import { CallbackPacer, paceAbove } from './pacing';
@@ -174,6 +176,8 @@ export class AtLeastOnceDelivery {
   private readonly pacer: CallbackPacer;
   /** The DAM server is away (a rejection said so): deliveries are held but for one probe at a time. */
   private away: Outage | undefined;
+  /** The last failure's msg.error.message while away. */
+  private awayReason = '';
   /** The probe delivered and not yet answered (until its visibility timeout). */
   private probe: { id: string; delivery: number; until: number } | undefined;
 
@@ -354,7 +358,7 @@ export class AtLeastOnceDelivery {
     const probe = this.isProbe(handle);
     if (probe) this.probe = undefined;
     if (away && !this.away) this.serverAwayFrom(fields!, reason);
-    else if (away && probe) this.away!.probeFailed(fields!);
+    else if (away && probe) { this.away!.probeFailed(fields!); this.awayReason = reason; }
     else if (probe && fields && isServerAnswer(fields)) this.serverBack();
     this.pump();
     const outcome = await rejecting;
@@ -370,6 +374,7 @@ export class AtLeastOnceDelivery {
 
   private serverAwayFrom(fields: ErrorFields, reason: string): void {
     this.away = new Outage(fields, this.settings.backoffMs > 0 ? this.settings.backoffMs : RETRY_BASE_MS);
+    this.awayReason = reason;
     this.hooks.warn(this.hooks.t('inbox.server-away', 'DAM server unavailable (__reason__): deliveries held, one entry at a time goes as a probe; no entry is parked meanwhile', { reason }));
     this.hooks.changed();
   }
@@ -382,9 +387,11 @@ export class AtLeastOnceDelivery {
     this.pump();
   }
 
-  /** Why deliveries are held (the server away), for the status; undefined when they are not. */
+  /** Why deliveries are held (the server away), short, as the nodes' statuses say it; undefined when they are not. */
   get heldFor(): string | undefined {
-    return this.away && (this.away.error.code ?? (this.away.error.status !== undefined ? String(this.away.error.status) : this.away.error.kind));
+    if (!this.away) return undefined;
+    const { kind, status, code } = this.away.error;
+    return errorStatusText(undefined, new AssetApiError(kind, this.awayReason, { status, code }));
   }
 
   async parkedEntries(): Promise<ParkedEntry[]> {
