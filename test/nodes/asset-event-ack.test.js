@@ -2,7 +2,7 @@
 // asset-event-in with Delivery "at least once" and asset-event-ack, in a real Node-RED runtime
 // (test helper): stored before the answer, the handle through change/function/link nodes, order
 // per asset, rejection, parking on the second output, bound, redeploy, removal, switch back.
-require('should');
+const should = require('should');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
@@ -12,7 +12,7 @@ const eventIn = require('../../nodes/asset-event-in.js');
 const eventAck = require('../../nodes/asset-event-ack.js');
 const coreNodes = ['function/15-change.js', 'function/10-function.js', 'common/60-link.js'].map((f) => require(`@node-red/nodes/core/${f}`));
 const { parseJournal } = require('../../dist/events/inbox');
-const { inboxFile } = require('../../dist/nodes/asset-event-in/delivery');
+const { inboxFile, runningDelivery } = require('../../dist/nodes/asset-event-in/delivery');
 
 helper.init(require.resolve('node-red'));
 
@@ -208,7 +208,11 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
       return held.splice(0);
     }
 
-    it('hold deliveries: one probe at a time, no delivery counted, nothing parked; the probe\'s acknowledgement resumes them all', async function () {
+    const delivery = () => runningDelivery('n1');
+    /** Waits until the ack nodes are through with `msg` (they pass it on to done1 then). */
+    const through = (msg, what) => until(() => acked.includes(msg), what);
+
+    it('hold deliveries: one probe at a time, only the failure that started it counted, nothing parked; the probe\'s acknowledgement resumes them all', async function () {
       await load({ maxDeliveries: 2, rejectBackoff: 0.05 });
       holdWork.add(1).add(2).add(3);
       await request(app).post('/dam/inbox').send(payload([entry(1, 1), entry(2, 1), entry(3, 1)])).expect(200);
@@ -217,17 +221,18 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
       first.forEach((m) => reject(m, refused));
       await until(() => n1.warn.args.some((a) => /DAM server unavailable \(connect ECONNREFUSED\): deliveries held/.test(String(a[0]))), 'the hold\'s warning');
       await until(() => n1.status.args.some((a) => /server unavailable \(network: connection refused\): \d+ waiting/.test(a[0].text || '') && a[0].fill === 'yellow'), 'the status');
-      // Five probes, one at a time, each of the first delivery (more than Deliveries: 2).
+      // Six probes, one at a time: each entry goes at least twice (Deliveries: 2), none is parked.
       let probe;
-      for (let i = 0; i < 5; i++) {
+      const redelivered = { 1: 0, 2: 0, 3: 0 };
+      for (let i = 0; i < 6; i++) {
         [probe] = await next(1, `probe ${i + 1}`, 1);
-        probe.redelivered.should.equal(0);
-        if (i < 4) reject(probe, { kind: 'http', status: 503, operation: 'download', retryAfterMs: 0 }, '503 busy');
+        redelivered[probe.payload.assetId] = Math.max(redelivered[probe.payload.assetId], probe.redelivered);
+        if (i < 5) reject(probe, { kind: 'http', status: 503, operation: 'download', retryAfterMs: 0 }, '503 busy');
       }
+      Object.values(redelivered).sort().should.eql([0, 0, 1], 'only the rejection that started the hold counted');
       parked.should.eql([]);
       helper.getNode('a1').receive(probe);
       const rest = await next(2, 'the other two at once');
-      rest.map((m) => m.redelivered).should.eql([0, 0]);
       rest.map((m) => m.payload.assetId).sort().should.eql([1, 2, 3].filter((a) => a !== probe.payload.assetId));
       await until(() => n1.log.args.some((a) => /DAM server available again/.test(String(a[0]))), 'the log line');
       rest.forEach((m) => helper.getNode('a1').receive(m));
@@ -235,20 +240,48 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
       parked.should.eql([]);
     });
 
-    it('the server\'s own answer to a probe ends the hold and counts; the flow\'s own failure (no msg.assetError) counts and keeps it', async function () {
-      await load({ maxDeliveries: 2, rejectBackoff: 0.05 });
+    it('the flow\'s own failure (no msg.assetError, or a core node\'s error) counts and keeps the hold; the server\'s own answer to a probe ends it and counts', async function () {
+      await load({ maxDeliveries: 4, rejectBackoff: 0.05 });
       holdWork.add(1).add(2);
       await request(app).post('/dam/inbox').send(payload([entry(1, 1), entry(2, 1)]));
       const first = await next(2, 'two deliveries');
       first.forEach((m) => reject(m, { kind: 'http', status: 502, operation: 'download' }, '502 bad gateway'));
+      await through(first[1], 'both rejected');
+      delivery().heldFor.should.match(/502/);
       let [probe] = await next(1, 'a probe', 1);
-      reject(probe, undefined, 'mirror disk full'); // its own failure: counted, still held
+      reject(probe, undefined, 'mirror disk full');
+      await through(probe, 'the probe rejected for its own failure');
+      should(delivery().heldFor).not.be.undefined();
       [probe] = await next(1, 'the next probe', 1);
-      reject(probe, { kind: 'http', status: 404, operation: 'download' }, '404 not found'); // the server answered: counted, hold over
+      // A core node failed after a DAM node's failure: msg.assetError is the earlier one's.
+      helper.getNode('r1').receive(Object.assign(probe, { error: { message: 'file write failed', source: { id: 'x', type: 'file' } }, assetError: refused }));
+      await through(probe, 'the probe rejected for a core node\'s failure');
+      should(delivery().heldFor).not.be.undefined();
+      [probe] = await next(1, 'the third probe', 1);
+      reject(probe, { kind: 'http', status: 404, operation: 'download' }, '404 not found');
+      await through(probe, 'the probe rejected with the server\'s answer');
+      should(delivery().heldFor).be.undefined();
       const again = await next(2, 'both again, no longer held');
-      again.map((m) => m.redelivered).should.eql([1, 1]);
-      again.forEach((m) => reject(m, { kind: 'http', status: 404, operation: 'download' }, '404 not found'));
-      await until(() => parked.length === 2, 'both parked after their second counted delivery');
+      // Counted: the 502 that started the hold, the three probes' failures.
+      again.map((m) => m.redelivered).reduce((a, b) => a + b).should.equal(4);
+      parked.should.eql([]);
+    });
+
+    it('no timer loop while held with nothing due: a probe rejected for its own failure waits out its backoff', async function () {
+      await load({ maxDeliveries: 5, rejectBackoff: 0.3 });
+      holdWork.add(1);
+      await request(app).post('/dam/inbox').send(payload([entry(1, 1)]));
+      const [m] = await next(1, 'the delivery');
+      reject(m, refused);
+      const [probe] = await next(1, 'the probe');
+      const inbox = delivery().inbox;
+      let takes = 0;
+      const take = inbox.take;
+      inbox.take = function (...args) { takes++; return take.apply(this, args); };
+      reject(probe, undefined, 'mirror disk full'); // due again in 0.6 s: nothing to take until then
+      const [again] = await next(1, 'the entry after its backoff');
+      takes.should.be.below(20);
+      again.redelivered.should.equal(2);
     });
 
     it('a login the server refused (wrong password) is not the server away: counted and parked', async function () {

@@ -108,7 +108,8 @@ describe('asset-event-in "at least once" through a DAM outage (emulator stopped 
     // With Deliveries 2, three entries counted would all be parked after six failed downloads.
     await waitFor('eight failed downloads', () => caught.length >= 8, 30000);
     caught.forEach((m) => m.assetError.should.containEql({ kind: 'network' }));
-    caught.slice(3).forEach((m) => m.redelivered.should.equal(0, 'a probe is delivered as the first delivery again'));
+    // Only the failure that started the hold counted: every entry is at its first or second delivery.
+    caught.forEach((m) => m.redelivered.should.be.belowOrEqual(1));
     parked.should.eql([]);
     mostOut.should.equal(1, 'one probe at a time');
     fs.readdirSync(mirror).should.eql([]);

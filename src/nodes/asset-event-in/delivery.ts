@@ -13,10 +13,11 @@
  *   property but req/res) in change, switch, function and link nodes.
  * - Running deliveries are listed by node id (runningDelivery) for the ack node and the sidebar.
  * - The server away: a rejection whose msg.assetError says so (shared/retry.ts serverAway: no
- *   answer, busy, a failed login, a gateway's 502/504) counts towards no entry's Deliveries and
- *   holds the deliveries (shared/outage.ts): one entry at a time goes as a probe, after Reject
- *   backoff (5 s if 0) doubling to 5 minutes; the probe's acknowledgement, or a rejection with the
- *   server's own answer (isServerAnswer), ends the hold. Nothing is parked for an outage, however long.
+ *   answer, busy, a failed login, a gateway's 502/504) holds the deliveries (shared/outage.ts):
+ *   one entry at a time goes as a probe, after Reject backoff (5 s if 0) doubling to 5 minutes;
+ *   the probe's acknowledgement, or a rejection with the server's own answer (isServerAnswer), ends
+ *   the hold. The rejection that starts it counts towards its entry's Deliveries; those during it
+ *   (probes, entries out before) do not: an outage, however long, parks nothing.
  */
 import * as path from 'path';
 import type { CallbackEntry } from '../../api/types';
@@ -178,6 +179,8 @@ export class AtLeastOnceDelivery {
   private away: Outage | undefined;
   /** The last failure's msg.error.message while away. */
   private awayReason = '';
+  /** Held: the last take of a probe found nothing that could go. */
+  private probeFoundNone = false;
   /** The probe delivered and not yet answered (until its visibility timeout). */
   private probe: { id: string; delivery: number; until: number } | undefined;
 
@@ -272,8 +275,10 @@ export class AtLeastOnceDelivery {
         this.pumpAgain = false;
         const probing = this.away !== undefined;
         // Held: take(0) still parks what timed out on its last delivery.
-        const { deliveries, parked } = await inbox.take(probing ? this.probeRoom() : this.settings.maxInFlight);
+        const limit = probing ? this.probeRoom() : this.settings.maxInFlight;
+        const { deliveries, parked } = await inbox.take(limit);
         if (this.closed) return;
+        this.probeFoundNone = probing && limit === 1 && deliveries.length === 0;
         for (const p of parked) this.parked(p);
         if (probing && deliveries.length) this.probe = { id: deliveries[0].id, delivery: deliveries[0].delivery, until: Date.now() + this.settings.visibilityTimeoutMs };
         for (const d of deliveries) this.deliver(d);
@@ -297,10 +302,18 @@ export class AtLeastOnceDelivery {
     return now >= this.away!.nextProbeAt ? 1 : 0;
   }
 
+  /**
+   * While held: the probe's visibility timeout; the next probe; once a probe was due and nothing
+   * could go, when an entry becomes due (none: no timer; a store, acknowledgement or rejection pumps).
+   */
+  private heldDueAt(away: Outage): number | undefined {
+    if (this.probe) return this.probe.until;
+    return this.probeFoundNone ? this.inbox?.nextDueAt() : away.nextProbeAt;
+  }
+
   /** A timer for the next entry due (a backoff or a visibility timeout; while held, the next probe). */
   private arm(): void {
-    const held = this.away && (this.probe ? this.probe.until : this.away.nextProbeAt);
-    const due = this.closed ? undefined : held || this.inbox?.nextDueAt();
+    const due = this.closed ? undefined : this.away ? this.heldDueAt(this.away) : this.inbox?.nextDueAt();
     if (this.timer && due === this.timerAt) return;
     if (this.timer) { clearTimeout(this.timer); this.timer = undefined; }
     this.timerAt = due;
@@ -354,10 +367,13 @@ export class AtLeastOnceDelivery {
     const inbox = await this.opening;
     const fields = errorFields(assetError);
     const away = fields !== undefined && serverAway(fields);
-    const rejecting = inbox.reject(handle.id, handle.delivery, reason, away);
+    // The failure that starts a hold counts, as in the hot folder: an entry whose own failure only
+    // looks like an outage (a download cut off, a slow export's 504) still ends parked.
+    const starts = away && !this.away;
+    const rejecting = inbox.reject(handle.id, handle.delivery, reason, away && !starts);
     const probe = this.isProbe(handle);
     if (probe) this.probe = undefined;
-    if (away && !this.away) this.serverAwayFrom(fields!, reason);
+    if (starts) this.serverAwayFrom(fields!, reason);
     else if (away && probe) { this.away!.probeFailed(fields!); this.awayReason = reason; }
     else if (probe && fields && isServerAnswer(fields)) this.serverBack();
     this.pump();
