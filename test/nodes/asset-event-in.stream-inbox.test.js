@@ -18,7 +18,7 @@ const STREAM = 'dam:dedup:{n1}:in:s';
 
 describe('asset-event-in at least once with an asset-redis node: the Redis Stream inbox (test helper, real redis-server)', function () {
   this.timeout(20000);
-  let server, direct, app, seen, done;
+  let server, direct, app, seen, done, parked;
 
   const rig = useRedisRig(helper, { tempPrefix: 'dam-event-in-stream-' });
   before(() => { ({ server, direct } = rig); });
@@ -26,11 +26,13 @@ describe('asset-event-in at least once with an asset-redis node: the Redis Strea
   beforeEach(async () => { if (server.running) await direct.flushall(); });
 
   /** No user directory in the settings: the Redis inbox does not need one. */
-  async function load(holdWork = false) {
+  async function load(holdWork = false, props = {}) {
     const flow = [
       { id: 'f1', type: 'tab' },
       { id: 'r1', type: 'asset-redis', name: 'shared', url: server.url, timeout: 500, lease: 5 },
-      { id: 'n1', z: 'f1', x: 1, y: 1, type: 'asset-event-in', path: '/dam/stream', redis: 'r1', delivery: 'atLeastOnce', visibilityTimeout: 60, outputs: 2, wires: [['w1'], []] },
+      { id: 'n1', z: 'f1', x: 1, y: 1, type: 'asset-event-in', path: '/dam/stream', redis: 'r1', delivery: 'atLeastOnce', visibilityTimeout: 60, outputs: 2, wires: [['w1'], ['p1']], ...props },
+      { id: 'rj', z: 'f1', x: 1, y: 1, type: 'asset-event-ack', action: 'reject', wires: [['d1']] },
+      { id: 'p1', z: 'f1', x: 1, y: 1, type: 'helper' },
       { id: 'w1', z: 'f1', x: 1, y: 1, type: 'helper', wires: [['a1']] },
       { id: 'a1', z: 'f1', x: 1, y: 1, type: 'asset-event-ack', action: 'ack', wires: [['d1']] },
       { id: 'd1', z: 'f1', x: 1, y: 1, type: 'helper' }
@@ -41,6 +43,8 @@ describe('asset-event-in at least once with an asset-redis node: the Redis Strea
     const work = helper.getNode('w1');
     work.on('input', (msg) => { seen.push(msg); if (!holdWork) work.send(msg); });
     helper.getNode('d1').on('input', (msg) => done.push(msg));
+    parked = [];
+    helper.getNode('p1').on('input', (msg) => parked.push(msg));
     return helper.getNode('n1');
   }
   const post = (body) => request(app).post('/dam/stream').set('Content-Type', 'application/json').send(body);
@@ -61,6 +65,26 @@ describe('asset-event-in at least once with an asset-redis node: the Redis Strea
     await until(() => done.length === 2, 'both acknowledged');
     await until(async () => (await direct.xlen(STREAM)) === 0, 'the stream empty');
     (await direct.keys('*')).every((k) => k.startsWith('dam:dedup:{n1}:in:')).should.be.true();
+  });
+
+  it('the DAM server away: deliveries held, one probe at a time, nothing parked past Deliveries; the probe\'s acknowledgement resumes them', async function () {
+    await load(true, { maxDeliveries: 2, rejectBackoff: 0.05 });
+    await post(payload([entry(1, 1), entry(2, 1), entry(3, 1)]));
+    await until(() => seen.length === 3, 'three delivered');
+    const away = (msg, assetError) => helper.getNode('rj').receive(Object.assign(msg, { error: { message: 'connect ECONNREFUSED' }, assetError }));
+    seen.splice(0).forEach((m) => away(m, { kind: 'network', code: 'ECONNREFUSED' }));
+    let probe;
+    for (let i = 0; i < 6; i++) {
+      await until(() => seen.length >= 1, `probe ${i + 1}`);
+      seen.length.should.equal(1, 'one probe at a time');
+      probe = seen.shift();
+      if (i < 5) away(probe, { kind: 'http', status: 503 });
+    }
+    parked.should.eql([]);
+    helper.getNode('w1').send(probe); // to the ack node
+    await until(() => seen.length === 2, 'the other two at once');
+    seen.map((m) => m.payload.assetId).sort().should.eql([1, 2, 3].filter((a) => a !== probe.payload.assetId));
+    parked.should.eql([]);
   });
 
   it('Redis down: the callback is answered 503 naming the inbox, the status is red; back up, it is stored', async function () {
