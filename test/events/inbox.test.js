@@ -247,6 +247,17 @@ describe('events: at-least-once inbox (journal)', function () {
     (await again.discard(back.deliveries[0].id)).should.be.false();
   });
 
+  it('an entry due after its backoff while the in-flight bound is full: nextDueAt does not stay in the past (no 0 ms timer loop)', async function () {
+    const { inbox } = await open(path.join(dir, 'due-full.journal'), { maxInFlight: 1 });
+    await inbox.store([entry(1, 1), entry(2, 1)]);
+    const a = (await inbox.take(10)).deliveries[0];
+    (await inbox.reject(a.id, 1, 'disk full')).should.equal('again'); // due again in 1 s
+    ids(await inbox.take(10)).should.eql(['2/1']); // the bound is full now
+    now += 1500;
+    ids(await inbox.take(10)).should.eql([]);
+    inbox.nextDueAt().should.be.above(now, 'only the flight\'s visibility timeout is ahead');
+  });
+
   it('a rejection because the server was away does not count: due at once, never parked, and the count given back is on disk', async function () {
     const file = path.join(dir, 'away.journal');
     const { inbox } = await open(file, { maxDeliveries: 2 });

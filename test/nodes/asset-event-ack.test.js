@@ -13,6 +13,8 @@ const eventAck = require('../../nodes/asset-event-ack.js');
 const coreNodes = ['function/15-change.js', 'function/10-function.js', 'common/60-link.js'].map((f) => require(`@node-red/nodes/core/${f}`));
 const { parseJournal } = require('../../dist/events/inbox');
 const { inboxFile, runningDelivery } = require('../../dist/nodes/asset-event-in/delivery');
+// What a DAM node does when its call succeeds (shared/input.ts): the work node here stands in for one.
+const { noteOutcome } = require('../../dist/nodes/shared/server-answers');
 
 helper.init(require.resolve('node-red'));
 
@@ -231,6 +233,7 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
       }
       Object.values(redelivered).sort().should.eql([0, 0, 1], 'only the rejection that started the hold counted');
       parked.should.eql([]);
+      noteOutcome(); // the probe's download worked
       helper.getNode('a1').receive(probe);
       const rest = await next(2, 'the other two at once');
       rest.map((m) => m.payload.assetId).sort().should.eql([1, 2, 3].filter((a) => a !== probe.payload.assetId));
@@ -264,6 +267,28 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
       const again = await next(2, 'both again, no longer held');
       // Counted: the 502 that started the hold, the three probes' failures.
       again.map((m) => m.redelivered).reduce((a, b) => a + b).should.equal(4);
+      parked.should.eql([]);
+    });
+
+    it('a probe acknowledged with no DAM call answered since the failure (a delete routed straight to the ack) keeps the hold', async function () {
+      await load({ maxDeliveries: 2, rejectBackoff: 0.05 });
+      holdWork.add(1).add(2).add(3);
+      await request(app).post('/dam/inbox').send(payload([entry(1, 1), entry(2, 1), entry(3, 1)]));
+      const first = await next(3, 'three deliveries');
+      first.forEach((m) => reject(m, refused));
+      await through(first[2], 'all three rejected');
+      let [probe] = await next(1, 'a probe', 1);
+      helper.getNode('a1').receive(probe); // acknowledged without asking the server
+      await through(probe, 'the probe acknowledged');
+      should(delivery().heldFor).not.be.undefined();
+      [probe] = await next(1, 'the next probe, at once', 1);
+      noteOutcome(); // this one's download worked
+      helper.getNode('a1').receive(probe);
+      await through(probe, 'the second probe acknowledged');
+      should(delivery().heldFor).be.undefined();
+      const [last] = await next(1, 'the last entry');
+      helper.getNode('a1').receive(last);
+      await until(() => acked.filter((m) => !m.error).length === 3, 'all acknowledged');
       parked.should.eql([]);
     });
 

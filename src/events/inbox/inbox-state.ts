@@ -127,12 +127,13 @@ export class InboxState {
    */
   take(limit: number, now: number): { taken: StoredRecord[]; parked: StoredRecord[] } {
     const parked = this.expire(now);
-    const room = Math.min(limit, this.options.maxInFlight - this.flights.size);
-    const taken: StoredRecord[] = [];
-    if (room <= 0) return { taken, parked };
+    // Due ones are queued even with no room: left delayed, nextDueAt would keep saying a past time (a 0 ms timer loop).
     if (this.delayed.size) {
       for (const record of this.delayed) if (record.dueAt <= now) { this.delayed.delete(record); this.enqueue(record); }
     }
+    const room = Math.min(limit, this.options.maxInFlight - this.flights.size);
+    const taken: StoredRecord[] = [];
+    if (room <= 0) return { taken, parked };
     while (taken.length < room && this.readyAt < this.ready.length) {
       const record = this.ready[this.readyAt++];
       record.queued = false;

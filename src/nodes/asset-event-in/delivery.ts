@@ -12,23 +12,15 @@
  *   `msg._session`, so it survives Node-RED's cloning (RED.util.cloneMessage deep-copies every
  *   property but req/res) in change, switch, function and link nodes.
  * - Running deliveries are listed by node id (runningDelivery) for the ack node and the sidebar.
- * - The server away: a rejection whose msg.assetError says so (shared/retry.ts serverAway: no
- *   answer, busy, a failed login, a gateway's 502/504) holds the deliveries (shared/outage.ts):
- *   one entry at a time goes as a probe, after Reject backoff (5 s if 0) doubling to 5 minutes;
- *   the probe's acknowledgement, or a rejection with the server's own answer (isServerAnswer), ends
- *   the hold. The rejection that starts it counts towards its entry's Deliveries; those during it
- *   (probes, entries out before) do not: an outage, however long, parks nothing.
+ * - The DAM server away: deliveries held, one probe at a time (server-hold.ts).
  */
 import * as path from 'path';
 import type { CallbackEntry } from '../../api/types';
 import { InboxFullError, JournalInbox, isAssetKey, orderKey, type JournalInboxLoad, type Delivery, type Inbox, type InboxCounts, type NewEntry, type ParkedEntry } from '../../events/inbox';
 import { SettingError, isBlankSetting, numberSetting } from '../shared';
 import type { NodeMessage } from '../shared/node-red';
-import { AssetApiError } from '../../api/errors';
-import { errorStatusText } from '../shared/texts';
-import { Outage } from '../shared/outage';
-import { RETRY_BASE_MS, errorFields, isServerAnswer, serverAway, type ErrorFields } from '../shared/retry';
 import { CallbackPacer, paceAbove } from './pacing';
+import { ServerHold } from './server-hold';
 
 export const INBOX_DIRECTORY = 'dam-assets-inbox';
 
@@ -175,18 +167,13 @@ export class AtLeastOnceDelivery {
   private closed = false;
   /** Holds callbacks while the flow is behind (pacing.ts). */
   private readonly pacer: CallbackPacer;
-  /** The DAM server is away (a rejection said so): deliveries are held but for one probe at a time. */
-  private away: Outage | undefined;
-  /** The last failure's msg.error.message while away. */
-  private awayReason = '';
-  /** Held: the last take of a probe found nothing that could go. */
-  private probeFoundNone = false;
-  /** The probe delivered and not yet answered (until its visibility timeout). */
-  private probe: { id: string; delivery: number; until: number } | undefined;
+  /** Deliveries held while the DAM server is away. */
+  private readonly hold: ServerHold;
 
   /** `source`: the journal file, or an opener of another inbox (inbox-choice.ts: the Redis Stream one). */
   constructor(readonly nodeId: string, source: string | InboxOpener, private readonly settings: DeliverySettings, private readonly hooks: DeliveryHooks) {
     running.set(nodeId, this);
+    this.hold = new ServerHold(settings, hooks);
     const above = paceAbove(settings.maxInFlight, settings.maxEntries);
     this.pacer = new CallbackPacer(() => {
       const c = this.inbox?.counts();
@@ -273,14 +260,12 @@ export class AtLeastOnceDelivery {
     const loop = async () => {
       do {
         this.pumpAgain = false;
-        const probing = this.away !== undefined;
         // Held: take(0) still parks what timed out on its last delivery.
-        const limit = probing ? this.probeRoom() : this.settings.maxInFlight;
+        const limit = this.hold.room(this.settings.maxInFlight);
         const { deliveries, parked } = await inbox.take(limit);
         if (this.closed) return;
-        this.probeFoundNone = probing && limit === 1 && deliveries.length === 0;
+        this.hold.took(limit, deliveries);
         for (const p of parked) this.parked(p);
-        if (probing && deliveries.length) this.probe = { id: deliveries[0].id, delivery: deliveries[0].delivery, until: Date.now() + this.settings.visibilityTimeoutMs };
         for (const d of deliveries) this.deliver(d);
         // Also after an empty take: acknowledgements written since (a pump follows each) are no longer counted as waiting.
         if (this.pacer.holding) { this.pacer.release(); if (!this.pacer.holding) this.hooks.changed(); }
@@ -294,26 +279,9 @@ export class AtLeastOnceDelivery {
     });
   }
 
-  /** While the server is away: 1 when a probe may go now, else 0. */
-  private probeRoom(): number {
-    const now = Date.now();
-    if (this.probe && now < this.probe.until) return 0;
-    this.probe = undefined;
-    return now >= this.away!.nextProbeAt ? 1 : 0;
-  }
-
-  /**
-   * While held: the probe's visibility timeout; the next probe; once a probe was due and nothing
-   * could go, when an entry becomes due (none: no timer; a store, acknowledgement or rejection pumps).
-   */
-  private heldDueAt(away: Outage): number | undefined {
-    if (this.probe) return this.probe.until;
-    return this.probeFoundNone ? this.inbox?.nextDueAt() : away.nextProbeAt;
-  }
-
   /** A timer for the next entry due (a backoff or a visibility timeout; while held, the next probe). */
   private arm(): void {
-    const due = this.closed ? undefined : this.away ? this.heldDueAt(this.away) : this.inbox?.nextDueAt();
+    const due = this.closed ? undefined : this.hold.dueAt(() => this.inbox?.nextDueAt());
     if (this.timer && due === this.timerAt) return;
     if (this.timer) { clearTimeout(this.timer); this.timer = undefined; }
     this.timerAt = due;
@@ -344,7 +312,7 @@ export class AtLeastOnceDelivery {
   }
 
   private acknowledgeIn(inbox: Inbox, handle: InboxHandle): Promise<boolean> {
-    if (this.away && this.isProbe(handle)) this.serverBack();
+    if (this.hold.held) this.hold.acknowledged(handle.id);
     const acknowledging = inbox.acknowledge(handle.id, handle.delivery);
     this.pump(); // its in-flight slot is free already
     // An inbox may answer the acknowledgements written together with one promise: then one follow-up for them all.
@@ -361,21 +329,11 @@ export class AtLeastOnceDelivery {
 
   /**
    * The ack node: not done, deliver again after a backoff (or park after the last delivery).
-   * `assetError`: the msg's, which may say the server is away (see the file comment).
+   * `assetError`: the msg's, which may say the server is away (server-hold.ts).
    */
   async reject(handle: InboxHandle, reason: string, assetError?: unknown): Promise<'again' | 'parked' | undefined> {
     const inbox = await this.opening;
-    const fields = errorFields(assetError);
-    const away = fields !== undefined && serverAway(fields);
-    // The failure that starts a hold counts, as in the hot folder: an entry whose own failure only
-    // looks like an outage (a download cut off, a slow export's 504) still ends parked.
-    const starts = away && !this.away;
-    const rejecting = inbox.reject(handle.id, handle.delivery, reason, away && !starts);
-    const probe = this.isProbe(handle);
-    if (probe) this.probe = undefined;
-    if (starts) this.serverAwayFrom(fields!, reason);
-    else if (away && probe) { this.away!.probeFailed(fields!); this.awayReason = reason; }
-    else if (probe && fields && isServerAnswer(fields)) this.serverBack();
+    const rejecting = inbox.reject(handle.id, handle.delivery, reason, this.hold.rejected(handle.id, reason, assetError));
     this.pump();
     const outcome = await rejecting;
     if (outcome !== undefined && outcome !== 'again') this.parked(outcome);
@@ -384,30 +342,9 @@ export class AtLeastOnceDelivery {
     return outcome === undefined || outcome === 'again' ? outcome : 'parked';
   }
 
-  private isProbe(handle: InboxHandle): boolean {
-    return this.probe !== undefined && this.probe.id === handle.id && this.probe.delivery === handle.delivery;
-  }
-
-  private serverAwayFrom(fields: ErrorFields, reason: string): void {
-    this.away = new Outage(fields, this.settings.backoffMs > 0 ? this.settings.backoffMs : RETRY_BASE_MS);
-    this.awayReason = reason;
-    this.hooks.warn(this.hooks.t('inbox.server-away', 'DAM server unavailable (__reason__): deliveries held, one entry at a time goes as a probe; no entry is parked meanwhile', { reason }));
-    this.hooks.changed();
-  }
-
-  private serverBack(): void {
-    this.away = undefined;
-    this.probe = undefined;
-    this.hooks.log(this.hooks.t('inbox.server-back', 'DAM server available again: deliveries resume'));
-    this.hooks.changed();
-    this.pump();
-  }
-
-  /** Why deliveries are held (the server away), short, as the nodes' statuses say it; undefined when they are not. */
+  /** Why deliveries are held (the DAM server away), short; undefined when they are not. */
   get heldFor(): string | undefined {
-    if (!this.away) return undefined;
-    const { kind, status, code } = this.away.error;
-    return errorStatusText(undefined, new AssetApiError(kind, this.awayReason, { status, code }));
+    return this.hold.reasonText;
   }
 
   async parkedEntries(): Promise<ParkedEntry[]> {

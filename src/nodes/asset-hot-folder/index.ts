@@ -10,6 +10,7 @@ import type { UploadOutcome } from '../../api/client';
 import { clientFor } from '../asset-server';
 import { errorStatusText, localText, resolvePath, SettingError, STATUS_INTERVAL_MS } from '../shared';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage, type NodeSend, type NodeDone } from '../shared/node-red';
+import { noteOutcome } from '../shared/server-answers';
 import { uploadFieldReader } from '../shared/upload-fields';
 import { hotFolderSettings, type AssetHotFolderConfig } from './settings';
 import { hotFolderStats } from './stats';
@@ -64,7 +65,7 @@ export default function register(RED: NodeAPI): void {
       }
       options.signal = signal;
       // No per-call retry here: the watcher holds the folder on such failures (shared/outage.ts) and frees the slot meanwhile.
-      return clientFor(RED, config.server).upload(options);
+      return clientFor(RED, config.server).upload(options).then((outcome) => { noteOutcome(); return outcome; }, (err: unknown) => { noteOutcome(err); throw err; });
     }
 
     const hot = new HotFolder<UploadOutcome>({ ...settings, upload: uploadFile });

@@ -6,6 +6,7 @@ import { AssetApiError } from '../../api/errors';
 import type { Node, NodeAPI, NodeMessage, NodeSend, NodeDone } from './node-red';
 import { RequestTracker, inFlightLimit, type ActiveRequest } from './request-tracker';
 import { statusText } from './texts';
+import { noteOutcome } from './server-answers';
 
 // ---------------------------------------------------------------- the input handler
 
@@ -38,7 +39,8 @@ export interface InputOptions {
 /**
  * Registers `node.on('input')` and `node.on('close')` around `work`:
  * - at most `maxInFlight` messages are worked on at once, the others wait in arrival order;
- * - success: `msg.assetError` of an earlier failure removed, `send(msg)` then `done()`;
+ * - success: `msg.assetError` of an earlier failure removed, `send(msg)` then `done()`; it and a
+ *   failure that is the server's own answer are counted (server-answers.ts);
  * - failure: red status, `msg.assetError` = the error's plain fields (kind, status,
  *   operation, field, serverMessage, code: Catch nodes only copy message and code into
  *   msg.error), then `done(err)` so Catch nodes receive the msg;
@@ -79,6 +81,7 @@ export function handleInputAndClose(RED: NodeAPI, node: Node, work: InputWork, o
         task.then(text => {
           running.delete(msg);
           tracker.end(request, { ok: true, text });
+          noteOutcome();
           delete msg.assetError;
           send(msg);
           done();
@@ -86,6 +89,7 @@ export function handleInputAndClose(RED: NodeAPI, node: Node, work: InputWork, o
           running.delete(msg);
           const closing = tracker.closing;
           tracker.end(request, { ok: false, error: err });
+          noteOutcome(err);
           // An abort by the close: done(err) naming the message, so that a Catch node that still
           // runs can send it again (close() has warned, naming it). Any other failure, even one
           // that settles during the close, is the message's own error.
