@@ -14,7 +14,7 @@ const coreNodes = ['function/15-change.js', 'function/10-function.js', 'common/6
 const { parseJournal } = require('../../dist/events/inbox');
 const { inboxFile, runningDelivery } = require('../../dist/nodes/asset-event-in/delivery');
 // What a DAM node does when its call succeeds (shared/input.ts): the work node here stands in for one.
-const { noteOutcome } = require('../../dist/nodes/shared/server-answers');
+const { noteOutcome, callsOf } = require('../../dist/nodes/shared/server-answers');
 
 helper.init(require.resolve('node-red'));
 
@@ -233,7 +233,7 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
       }
       Object.values(redelivered).sort().should.eql([0, 0, 1], 'only the rejection that started the hold counted');
       parked.should.eql([]);
-      noteOutcome(); // the probe's download worked
+      noteOutcome('server-a'); // the probe's download worked (its failed node is not known here: any server counts)
       helper.getNode('a1').receive(probe);
       const rest = await next(2, 'the other two at once');
       rest.map((m) => m.payload.assetId).sort().should.eql([1, 2, 3].filter((a) => a !== probe.payload.assetId));
@@ -270,26 +270,33 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
       parked.should.eql([]);
     });
 
-    it('a probe acknowledged with no DAM call answered since the failure (a delete routed straight to the ack) keeps the hold', async function () {
+    it('ends only once the failed node\'s server answered a DAM call: not on a probe acknowledged without asking it, nor on another server\'s answers', async function () {
       await load({ maxDeliveries: 2, rejectBackoff: 0.05 });
-      holdWork.add(1).add(2).add(3);
-      await request(app).post('/dam/inbox').send(payload([entry(1, 1), entry(2, 1), entry(3, 1)]));
-      const first = await next(3, 'three deliveries');
-      first.forEach((m) => reject(m, refused));
-      await through(first[2], 'all three rejected');
-      let [probe] = await next(1, 'a probe', 1);
-      helper.getNode('a1').receive(probe); // acknowledged without asking the server
-      await through(probe, 'the probe acknowledged');
-      should(delivery().heldFor).not.be.undefined();
-      [probe] = await next(1, 'the next probe, at once', 1);
-      noteOutcome(); // this one's download worked
-      helper.getNode('a1').receive(probe);
-      await through(probe, 'the second probe acknowledged');
-      should(delivery().heldFor).be.undefined();
-      const [last] = await next(1, 'the last entry');
-      helper.getNode('a1').receive(last);
-      await until(() => acked.filter((m) => !m.error).length === 3, 'all acknowledged');
-      parked.should.eql([]);
+      const forget = callsOf('dl-a', 'server-a'); // a download node of server A, as shared/input.ts registers it
+      try {
+        holdWork.add(1).add(2).add(3).add(4);
+        await request(app).post('/dam/inbox').send(payload([entry(1, 1), entry(2, 1), entry(3, 1), entry(4, 1)]));
+        const first = await next(4, 'four deliveries');
+        const source = { id: 'dl-a', type: 'asset-download' };
+        first.forEach((m) => helper.getNode('r1').receive(Object.assign(m, { error: { message: 'connect ECONNREFUSED', source }, assetError: refused })));
+        await through(first[3], 'all four rejected');
+        let [probe] = await next(1, 'a probe', 1);
+        noteOutcome('server-b'); // another server's calls work
+        helper.getNode('a1').receive(probe); // acknowledged without asking server A (a delete)
+        await through(probe, 'the probe acknowledged');
+        should(delivery().heldFor).not.be.undefined();
+        [probe] = await next(1, 'the next probe, at once', 1);
+        noteOutcome('server-a'); // its download from server A worked, then the flow's own step failed
+        reject(probe, undefined, 'mirror disk full');
+        await through(probe, 'the second probe rejected for its own failure');
+        should(delivery().heldFor).be.undefined();
+        const rest = await next(3, 'the other three, no longer held');
+        rest.forEach((m) => helper.getNode('a1').receive(m));
+        await until(() => acked.filter((m) => !m.error).length === 4, 'three acknowledged'); // and the first probe
+        parked.should.eql([]);
+      } finally {
+        forget();
+      }
     });
 
     it('no timer loop while held with nothing due: a probe rejected for its own failure waits out its backoff', async function () {

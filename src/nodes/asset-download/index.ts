@@ -105,7 +105,7 @@ export default function register(RED: NodeAPI): void {
       msg.payload = result.path;
       setResponseProperties(msg, result);
       return RED._('asset-download.status.saved', { size: formatBytes(result.bytes) });
-    }, { maxInFlight: config.maxInFlight, describe: (msg) => nameOf('fuid', msg.fuid) });
+    }, { maxInFlight: config.maxInFlight, server: config.server, describe: (msg) => nameOf('fuid', msg.fuid) });
   }
 
   registerType(RED, 'asset-download', AssetDownloadNode);

@@ -69,14 +69,14 @@ export default function register(RED: NodeAPI): void {
         done(new Error(t('errors.not-running', 'msg._inbox: asset-event-in __node__ is not running with Delivery "at least once" (redeployed or removed): the entry is delivered again', { node: handle.node })));
         return;
       }
-      const error = msg.error as { message?: unknown; source?: { type?: unknown } } | undefined;
+      const error = msg.error as { message?: unknown; source?: { id?: unknown; type?: unknown } } | undefined;
       const reason = error?.message;
       // msg.assetError stays on a msg until a DAM node succeeds: it tells only when the error the
       // Catch caught is a DAM node's own (or there is no Catch's error at all).
       const sourceType = error?.source?.type;
       const assetError = typeof sourceType === 'string' && !sourceType.startsWith('asset-') ? undefined : msg.assetError;
       const work = rejecting
-        ? delivery.reject(handle, typeof reason === 'string' && reason ? reason : 'rejected', assetError).then((outcome) => outcome !== undefined)
+        ? delivery.reject(handle, typeof reason === 'string' && reason ? reason : 'rejected', { assetError, nodeId: error?.source?.id }).then((outcome) => outcome !== undefined)
         : delivery.acknowledge(handle);
       work.then((ok) => {
         if (ok) counts.done++; else counts.late++;

@@ -312,7 +312,7 @@ export class AtLeastOnceDelivery {
   }
 
   private acknowledgeIn(inbox: Inbox, handle: InboxHandle): Promise<boolean> {
-    if (this.hold.held) this.hold.acknowledged(handle.id);
+    if (this.hold.held) this.hold.acknowledged(handle);
     const acknowledging = inbox.acknowledge(handle.id, handle.delivery);
     this.pump(); // its in-flight slot is free already
     // An inbox may answer the acknowledgements written together with one promise: then one follow-up for them all.
@@ -329,11 +329,11 @@ export class AtLeastOnceDelivery {
 
   /**
    * The ack node: not done, deliver again after a backoff (or park after the last delivery).
-   * `assetError`: the msg's, which may say the server is away (server-hold.ts).
+   * `failure`: the msg's assetError and the failed node's id, which may say the server is away (server-hold.ts).
    */
-  async reject(handle: InboxHandle, reason: string, assetError?: unknown): Promise<'again' | 'parked' | undefined> {
+  async reject(handle: InboxHandle, reason: string, failure?: { assetError?: unknown; nodeId?: unknown }): Promise<'again' | 'parked' | undefined> {
     const inbox = await this.opening;
-    const rejecting = inbox.reject(handle.id, handle.delivery, reason, this.hold.rejected(handle.id, reason, assetError));
+    const rejecting = inbox.reject(handle.id, handle.delivery, reason, this.hold.rejected(handle, reason, failure));
     this.pump();
     const outcome = await rejecting;
     if (outcome !== undefined && outcome !== 'again') this.parked(outcome);

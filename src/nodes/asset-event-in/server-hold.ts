@@ -5,19 +5,22 @@
  *   serverAway: no answer, busy, a failed login, a gateway's 502/504). That rejection counts
  *   towards its entry's Deliveries, as in the hot folder: an entry whose own failure only looks
  *   like an outage (a download cut off, a slow export's 504) still ends parked once others show
- *   the server works. Rejections during the hold (probes, entries out before) are given back.
+ *   the server works. Those saying the server is away during the hold (probes, entries out
+ *   before) are given back; the flow's own failures count as always.
  * - While held, one entry at a time goes as a probe (shared/outage.ts: Reject backoff, 5 s if 0,
  *   doubling to 5 minutes, or the server's Retry-After).
- * - Ends on an acknowledgement when a DAM call in this Node-RED was answered since the last
- *   failure that said the server is away (shared/server-answers.ts), or on a rejection with the
- *   server's own answer (a 404, a permission error).
+ * - Ends when the server of the DAM node whose failure said it is away (shared/server-answers.ts;
+ *   not known, e.g. no Catch's msg.error: any server) answered a DAM call since the last such failure,
+ *   at the next acknowledgement or rejection; or on a rejection with the server's own answer (a
+ *   404, a permission error).
  */
 import { AssetApiError } from '../../api/errors';
 import { Outage } from '../shared/outage';
 import { RETRY_BASE_MS, errorFields, isServerAnswer, serverAway } from '../shared/retry';
-import { serverAnswersSoFar } from '../shared/server-answers';
+import { serverAnswersSoFar, serverOf } from '../shared/server-answers';
 import { errorStatusText } from '../shared/texts';
 import type { Delivery } from '../../events/inbox';
+import type { InboxHandle } from './delivery';
 
 export interface HoldHooks {
   warn(text: string): void;
@@ -32,8 +35,9 @@ export class ServerHold {
   /** The last failure's msg.error.message while away. */
   private reason = '';
   /** The probe out, until its visibility timeout. */
-  private probe: { id: string; until: number } | undefined;
-  /** DAM calls answered (server-answers.ts) by the last failure that said the server is away. */
+  private probe: { id: string; delivery: number; until: number } | undefined;
+  /** The asset-server of the last failure that said the server is away (undefined: not known), and its answers then (server-answers.ts). */
+  private server: string | undefined;
   private answersAt = 0;
   /** The last take of a probe found nothing that could go. */
   private foundNone = false;
@@ -57,7 +61,7 @@ export class ServerHold {
   took(limit: number, deliveries: Delivery[]): void {
     if (!this.away) return;
     this.foundNone = limit === 1 && deliveries.length === 0;
-    if (deliveries.length) this.probe = { id: deliveries[0].id, until: Date.now() + this.settings.visibilityTimeoutMs };
+    if (deliveries.length) this.probe = { id: deliveries[0].id, delivery: deliveries[0].delivery, until: Date.now() + this.settings.visibilityTimeoutMs };
   }
 
   /**
@@ -70,20 +74,26 @@ export class ServerHold {
     return this.foundNone ? inboxDue() : this.away.nextProbeAt;
   }
 
-  /** An entry acknowledged (late ones too: the work was done). */
-  acknowledged(id: string): void {
+  /** An entry acknowledged. */
+  acknowledged(handle: InboxHandle): void {
     if (!this.away) return;
-    if (this.probe?.id === id) this.probe = undefined;
-    if (serverAnswersSoFar() > this.answersAt) this.end();
+    if (this.isProbe(handle)) this.probe = undefined;
+    if (this.answered()) this.end();
   }
 
-  /** An entry rejected: true when the rejection is given back (not counted). Starts, extends or ends the hold. */
-  rejected(id: string, reason: string, assetError: unknown): boolean {
-    const fields = errorFields(assetError);
+  /**
+   * An entry rejected: true when the rejection is given back (not counted). Starts, extends or
+   * ends the hold. `failure`: the msg's assetError, and the id of the node that failed (msg.error.source).
+   */
+  rejected(handle: InboxHandle, reason: string, failure: { assetError?: unknown; nodeId?: unknown } = {}): boolean {
+    const fields = errorFields(failure.assetError);
     const away = fields !== undefined && serverAway(fields);
-    const probe = this.away !== undefined && this.probe?.id === id;
+    const probe = this.isProbe(handle);
     if (probe) this.probe = undefined;
-    if (away) this.answersAt = serverAnswersSoFar();
+    if (away) {
+      this.server = serverOf(failure.nodeId);
+      this.answersAt = serverAnswersSoFar(this.server);
+    }
     if (away && !this.away) {
       this.away = new Outage(fields, this.settings.backoffMs > 0 ? this.settings.backoffMs : RETRY_BASE_MS);
       this.reason = reason;
@@ -92,8 +102,17 @@ export class ServerHold {
       return false;
     }
     if (away && probe) { this.away!.probeFailed(fields); this.reason = reason; }
-    else if (this.away && fields && isServerAnswer(fields)) this.end();
+    else if (this.away && ((fields && isServerAnswer(fields)) || this.answered())) this.end();
     return away;
+  }
+
+  private isProbe(handle: InboxHandle): boolean {
+    return this.probe !== undefined && this.probe.id === handle.id && this.probe.delivery === handle.delivery;
+  }
+
+  /** The server of the last away failure answered a DAM call since. */
+  private answered(): boolean {
+    return serverAnswersSoFar(this.server) > this.answersAt;
   }
 
   /** Why deliveries are held, short, as the nodes' statuses say it; undefined when they are not. */

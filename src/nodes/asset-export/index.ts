@@ -50,7 +50,7 @@ export default function register(RED: NodeAPI): void {
       msg.payload = outcome.data;
       msg.contentType = outcome.contentType;
       return RED._('asset-export.status.exported');
-    }, { maxInFlight: config.maxInFlight, describe: (msg) => nameOf('fuid', msg.fuid) });
+    }, { maxInFlight: config.maxInFlight, server: config.server, describe: (msg) => nameOf('fuid', msg.fuid) });
   }
 
   registerType(RED, 'asset-export', AssetExportNode);

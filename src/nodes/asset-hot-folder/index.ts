@@ -65,7 +65,7 @@ export default function register(RED: NodeAPI): void {
       }
       options.signal = signal;
       // No per-call retry here: the watcher holds the folder on such failures (shared/outage.ts) and frees the slot meanwhile.
-      return clientFor(RED, config.server).upload(options).then((outcome) => { noteOutcome(); return outcome; }, (err: unknown) => { noteOutcome(err); throw err; });
+      return clientFor(RED, config.server).upload(options).then((outcome) => { noteOutcome(config.server); return outcome; }, (err: unknown) => { noteOutcome(config.server, err); throw err; });
     }
 
     const hot = new HotFolder<UploadOutcome>({ ...settings, upload: uploadFile });

@@ -69,7 +69,7 @@ export default function register(RED: NodeAPI): void {
       }
       server.setCookie(cookie);
       return localText(RED, 'asset-session.status.set', 'cookie set __time__', { time });
-    });
+    }, { server: action === 'login' ? config.server : undefined }); // "set" asks no server
   }
 
   registerType(RED, 'asset-session', AssetSessionNode);

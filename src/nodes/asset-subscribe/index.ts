@@ -124,7 +124,7 @@ export default function register(RED: NodeAPI): void {
       msg.subscriptionId = id;
       msg.action = action;
       return RED._(`asset-subscribe.status.${action}`);
-    }, { maxInFlight: config.maxInFlight, describe: (msg) => nameOf('subscriptionId', msg.subscriptionId) });
+    }, { maxInFlight: config.maxInFlight, server: config.server, describe: (msg) => nameOf('subscriptionId', msg.subscriptionId) });
   }
 
   registerType(RED, 'asset-subscribe', AssetSubscribeNode);

@@ -73,7 +73,7 @@ export default function register(RED: NodeAPI): void {
       return outcome.fuids.length
         ? RED._('asset-upload.status.uploaded', { fuid: outcome.fuids.join(', ') })
         : RED._('asset-upload.status.accepted');
-    }, { maxInFlight: config.maxInFlight, describe: (msg) => nameOf('filename', msg.filename) ?? nameOf('name', msg.name) });
+    }, { maxInFlight: config.maxInFlight, server: config.server, describe: (msg) => nameOf('filename', msg.filename) ?? nameOf('name', msg.name) });
   }
 
   registerType(RED, 'asset-upload', AssetUploadNode);

@@ -6,7 +6,7 @@ import { AssetApiError } from '../../api/errors';
 import type { Node, NodeAPI, NodeMessage, NodeSend, NodeDone } from './node-red';
 import { RequestTracker, inFlightLimit, type ActiveRequest } from './request-tracker';
 import { statusText } from './texts';
-import { noteOutcome } from './server-answers';
+import { callsOf, noteOutcome } from './server-answers';
 
 // ---------------------------------------------------------------- the input handler
 
@@ -29,6 +29,8 @@ export interface InputOptions {
   maxInFlight?: unknown;
   /** Runs after the requests are settled on close (e.g. to release resources). */
   onClose?: () => void;
+  /** The asset-server node the work calls: its answers are counted (server-answers.ts). */
+  server?: string;
   /**
    * Names a message in the warnings and errors about work lost on close (`msg.filename "/in/a.txt"`,
    * `msg.fuid 1042`; see {@link nameOf}); undefined falls back to its `_msgid`.
@@ -81,7 +83,7 @@ export function handleInputAndClose(RED: NodeAPI, node: Node, work: InputWork, o
         task.then(text => {
           running.delete(msg);
           tracker.end(request, { ok: true, text });
-          noteOutcome();
+          noteOutcome(options.server);
           delete msg.assetError;
           send(msg);
           done();
@@ -89,7 +91,7 @@ export function handleInputAndClose(RED: NodeAPI, node: Node, work: InputWork, o
           running.delete(msg);
           const closing = tracker.closing;
           tracker.end(request, { ok: false, error: err });
-          noteOutcome(err);
+          noteOutcome(options.server, err);
           // An abort by the close: done(err) naming the message, so that a Catch node that still
           // runs can send it again (close() has warned, naming it). Any other failure, even one
           // that settles during the close, is the message's own error.
@@ -102,7 +104,9 @@ export function handleInputAndClose(RED: NodeAPI, node: Node, work: InputWork, o
       }
     });
   });
+  const forgetServer = options.server ? callsOf(node.id, options.server) : undefined;
   node.on('close', (_removed: boolean, closeDone: () => void) => {
+    forgetServer?.();
     tracker.close(undefined, { running: [...running].map(named), queued: [...queued].map(named) }).then(() => {
       try { options.onClose?.(); } finally { closeDone(); }
     }, () => closeDone());
