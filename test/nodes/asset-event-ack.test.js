@@ -286,14 +286,44 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
         await through(probe, 'the probe acknowledged');
         should(delivery().heldFor).not.be.undefined();
         [probe] = await next(1, 'the next probe, at once', 1);
+        // Server B's own 404 to a node of B (counted for B where it failed, as shared/input.ts does).
+        const forgetB = callsOf('dl-b', 'server-b');
+        const notFound = { kind: 'http', status: 404, operation: 'download' };
+        helper.getNode('r1').receive(Object.assign(probe, { error: { message: '404', source: { id: 'dl-b', type: 'asset-download' } }, assetError: notFound }));
+        await through(probe, 'the probe rejected with server B\'s answer');
+        forgetB();
+        should(delivery().heldFor).not.be.undefined();
+        [probe] = await next(1, 'the third probe', 1);
         noteOutcome('server-a'); // its download from server A worked, then the flow's own step failed
         reject(probe, undefined, 'mirror disk full');
         await through(probe, 'the second probe rejected for its own failure');
         should(delivery().heldFor).be.undefined();
-        const rest = await next(3, 'the other three, no longer held');
+        const rest = await next(2, 'the others, no longer held');
         rest.forEach((m) => helper.getNode('a1').receive(m));
-        await until(() => acked.filter((m) => !m.error).length === 4, 'three acknowledged'); // and the first probe
+        await until(() => acked.filter((m) => !m.error).length === 3, 'two acknowledged'); // and the first probe
         parked.should.eql([]);
+      } finally {
+        forget();
+      }
+    });
+
+    it('a deploy that moved the DAM nodes to another asset-server node: that one\'s answers end the hold', async function () {
+      await load({ maxDeliveries: 2, rejectBackoff: 0.05 });
+      holdWork.add(1).add(2);
+      let forget = callsOf('dl-a', 'server-a');
+      try {
+        await request(app).post('/dam/inbox').send(payload([entry(1, 1), entry(2, 1)]));
+        const first = await next(2, 'two deliveries');
+        const source = { id: 'dl-a', type: 'asset-download' };
+        first.forEach((m) => helper.getNode('r1').receive(Object.assign(m, { error: { message: 'connect ECONNREFUSED', source }, assetError: refused })));
+        await through(first[1], 'both rejected');
+        forget();
+        forget = callsOf('dl-a', 'server-a2'); // redeployed with a new asset-server node: no node calls server-a
+        const [probe] = await next(1, 'a probe', 1);
+        noteOutcome('server-a2');
+        helper.getNode('a1').receive(probe);
+        await through(probe, 'the probe acknowledged');
+        should(delivery().heldFor).be.undefined();
       } finally {
         forget();
       }

@@ -17,7 +17,7 @@
 import { AssetApiError } from '../../api/errors';
 import { Outage } from '../shared/outage';
 import { RETRY_BASE_MS, errorFields, isServerAnswer, serverAway } from '../shared/retry';
-import { serverAnswersSoFar, serverOf } from '../shared/server-answers';
+import { isCalled, serverAnswersSoFar, serverOf } from '../shared/server-answers';
 import { errorStatusText } from '../shared/texts';
 import type { Delivery } from '../../events/inbox';
 import type { InboxHandle } from './delivery';
@@ -36,9 +36,14 @@ export class ServerHold {
   private reason = '';
   /** The probe out, until its visibility timeout. */
   private probe: { id: string; delivery: number; until: number } | undefined;
-  /** The asset-server of the last failure that said the server is away (undefined: not known), and its answers then (server-answers.ts). */
+  /**
+   * The asset-server of the last failure that said the server is away (undefined: not known), and
+   * its answers then and those of any server (server-answers.ts): the latter count once no running
+   * node calls that server any more (a deploy moved the nodes to another asset-server node).
+   */
   private server: string | undefined;
   private answersAt = 0;
+  private anyAnswersAt = 0;
   /** The last take of a probe found nothing that could go. */
   private foundNone = false;
 
@@ -90,9 +95,11 @@ export class ServerHold {
     const away = fields !== undefined && serverAway(fields);
     const probe = this.isProbe(handle);
     if (probe) this.probe = undefined;
+    const failedOn = serverOf(failure.nodeId);
     if (away) {
-      this.server = serverOf(failure.nodeId);
-      this.answersAt = serverAnswersSoFar(this.server);
+      this.server = failedOn;
+      this.answersAt = serverAnswersSoFar(failedOn);
+      this.anyAnswersAt = serverAnswersSoFar(undefined);
     }
     if (away && !this.away) {
       this.away = new Outage(fields, this.settings.backoffMs > 0 ? this.settings.backoffMs : RETRY_BASE_MS);
@@ -102,7 +109,8 @@ export class ServerHold {
       return false;
     }
     if (away && probe) { this.away!.probeFailed(fields); this.reason = reason; }
-    else if (this.away && ((fields && isServerAnswer(fields)) || this.answered())) this.end();
+    // A known node's server answer is counted already (for its own server: maybe another one).
+    else if (this.away && ((fields && isServerAnswer(fields) && failedOn === undefined) || this.answered())) this.end();
     return away;
   }
 
@@ -112,7 +120,8 @@ export class ServerHold {
 
   /** The server of the last away failure answered a DAM call since. */
   private answered(): boolean {
-    return serverAnswersSoFar(this.server) > this.answersAt;
+    if (this.server !== undefined && isCalled(this.server)) return serverAnswersSoFar(this.server) > this.answersAt;
+    return serverAnswersSoFar(undefined) > this.anyAnswersAt;
   }
 
   /** Why deliveries are held, short, as the nodes' statuses say it; undefined when they are not. */

@@ -12,17 +12,24 @@ import { isServerAnswer } from './retry';
 const answers = new Map<string, number>();
 const ANY = '';
 /** The asset-server of each running DAM node that counts its calls, by node id. */
-const serverOfNode = new Map<string, string>();
+const serverOfNode = new Map<string, { serverId: string }>();
 
-/** `nodeId`'s calls go to `serverId`; the function returned forgets it (on close). */
+/** `nodeId`'s calls go to `serverId`; the function returned forgets it (on close; not a later instance's). */
 export function callsOf(nodeId: string, serverId: string): () => void {
-  serverOfNode.set(nodeId, serverId);
-  return () => { if (serverOfNode.get(nodeId) === serverId) serverOfNode.delete(nodeId); };
+  const entry = { serverId };
+  serverOfNode.set(nodeId, entry);
+  return () => { if (serverOfNode.get(nodeId) === entry) serverOfNode.delete(nodeId); };
 }
 
 /** The asset-server a running DAM node calls, if it counts its calls. */
 export function serverOf(nodeId: unknown): string | undefined {
-  return typeof nodeId === 'string' ? serverOfNode.get(nodeId) : undefined;
+  return typeof nodeId === 'string' ? serverOfNode.get(nodeId)?.serverId : undefined;
+}
+
+/** Some running DAM node calls `serverId`. */
+export function isCalled(serverId: string): boolean {
+  for (const entry of serverOfNode.values()) if (entry.serverId === serverId) return true;
+  return false;
 }
 
 /** A call to `serverId` ended: without `err` it succeeded. */
