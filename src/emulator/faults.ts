@@ -7,6 +7,9 @@
  */
 import type { IncomingMessage, ServerResponse } from 'http';
 
+/** Most of a refused request's body read before the busy answer (Tomcat's maxSwallowSize default). */
+const SWALLOW_BYTES = 2 * 1024 * 1024;
+
 export interface BusyFault {
   /** How many requests get the busy answer. */
   count: number;
@@ -64,7 +67,7 @@ export class FaultPlan {
     this.busy.push({ count: fault.count, status, retryAfterSeconds: fault.retryAfterSeconds, pathContains: fault.pathContains ?? '' });
   }
 
-  /** Answers `req` busy when a fault is armed for its path; true when it did. */
+  /** Answers `req` busy when a fault is armed for its path; true when it did (the answer may follow its body). */
   answer(req: IncomingMessage, res: ServerResponse, path: string): boolean {
     const api = path.startsWith('/review/api/');
     const fault = this.busy.find(f => (f.pathContains === '' ? api : path.includes(f.pathContains)));
@@ -76,9 +79,21 @@ export class FaultPlan {
       'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)), Connection: 'close'
     };
     if (fault.retryAfterSeconds !== undefined) headers['Retry-After'] = String(fault.retryAfterSeconds);
-    req.resume(); // an upload's body is read and dropped: nothing is stored
-    res.writeHead(fault.status, headers);
-    res.end(body);
+    // An upload's body is read and dropped (nothing is stored) before the answer, up to 2 MiB as
+    // Tomcat swallows it (maxSwallowSize): closing while the client still writes made it see EPIPE
+    // or a reset instead of the busy answer, now and then.
+    let swallowed = 0;
+    let answered = false;
+    const answer = () => {
+      if (answered) return;
+      answered = true;
+      res.writeHead(fault.status, headers);
+      res.end(body);
+    };
+    req.on('data', (chunk: Buffer) => { swallowed += chunk.length; if (swallowed > SWALLOW_BYTES) answer(); });
+    req.on('end', answer);
+    req.on('error', answer);
+    if (req.readableEnded) answer();
     return true;
   }
 }
