@@ -168,14 +168,23 @@ describe(`reliability 9: two Node-RED copies behind nginx, duplicate filter in R
 
     // Wait for the state where every change is accounted for and no delivery is still going.
     let failedKeys = [];
+    let missing = [];
+    let underWay = [];
     await waitFor('every change emitted or permanently failed, no delivery under way', async () => {
       const list = await deliveries();
-      if (list.some((d) => d.state !== 'succeeded' && d.state !== 'permanently-failed')) return false;
+      underWay = list.filter((d) => d.state !== 'succeeded' && d.state !== 'permanently-failed');
+      if (underWay.length) return false;
       failedKeys = list.filter((d) => d.state === 'permanently-failed').flatMap((d) => d.entries.map(keyOf));
       const seen = new Set([...emitted(logs.a), ...emitted(logs.b)].map(keyOf));
       for (const k of failedKeys) seen.add(k);
-      return [...expected].every((k) => seen.has(k));
-    }, pick(60000, 300000), 100);
+      missing = [...expected].filter((k) => !seen.has(k));
+      return missing.length === 0;
+    }, pick(60000, 300000), 100).catch((err) => {
+      // Which side: a delivery the emulator still works on, or a change neither emitted nor failed.
+      console.log('      under way:', JSON.stringify(underWay.map((d) => ({ state: d.state, attempts: d.attempts, entries: d.entries.map(keyOf), last: d.lastResult, dueAt: d.dueAt }))));
+      console.log('      missing:', JSON.stringify(missing), 'events:', JSON.stringify(events));
+      throw err;
+    });
 
     const fromA = emitted(logs.a).map(keyOf);
     const fromB = emitted(logs.b).map(keyOf);
