@@ -65,6 +65,11 @@ export interface InboxCounts {
   capacity: number;
 }
 
+/** Entries waiting to go (a reject's backoff included): stored, neither in flight nor parked. */
+export function waitingEntries(c: InboxCounts): number {
+  return c.stored - c.inFlight - c.parked;
+}
+
 /** What one `take` hands out, and what it parked on the way (timed out for the last time). */
 export interface Taken {
   deliveries: Delivery[];

@@ -7,7 +7,7 @@
  * - Reject: delivered again after the node's backoff (doubling), parked after the last delivery.
  *   The reason is msg.error.message when there is one (a Catch node sets it), else "rejected".
  *   When msg.assetError says the DAM server is away, the delivery does not count and deliveries
- *   are held until the server is back (delivery.ts).
+ *   are held until the server is back (asset-event-in/server-hold.ts).
  * A msg without a handle, or whose asset-event-in is not running, ends in done(err) (Catch sees it).
  * An acknowledgement that comes too late (the entry was delivered again meanwhile) is counted in
  * the status; the later delivery acknowledges it.

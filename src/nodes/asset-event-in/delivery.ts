@@ -16,7 +16,7 @@
  */
 import * as path from 'path';
 import type { CallbackEntry } from '../../api/types';
-import { InboxFullError, JournalInbox, isAssetKey, orderKey, type JournalInboxLoad, type Delivery, type Inbox, type InboxCounts, type NewEntry, type ParkedEntry } from '../../events/inbox';
+import { InboxFullError, JournalInbox, isAssetKey, orderKey, waitingEntries, type JournalInboxLoad, type Delivery, type Inbox, type InboxCounts, type NewEntry, type ParkedEntry } from '../../events/inbox';
 import { SettingError, isBlankSetting, numberSetting } from '../shared';
 import type { NodeMessage } from '../shared/node-red';
 import { CallbackPacer, paceAbove } from './pacing';
@@ -177,7 +177,7 @@ export class AtLeastOnceDelivery {
     const above = paceAbove(settings.maxInFlight, settings.maxEntries);
     this.pacer = new CallbackPacer(() => {
       const c = this.inbox?.counts();
-      return !!c && c.stored - c.inFlight - c.parked > above;
+      return !!c && waitingEntries(c) > above;
     }, settings.holdMaxMs);
     const file = typeof source === 'string' ? source : 'Redis';
     this.opening = (typeof source === 'string' ? JournalInbox.open(source, { ...settings, warn: (text) => hooks.warn(text) }) : source()).then(({ inbox, load }) => {
@@ -312,7 +312,7 @@ export class AtLeastOnceDelivery {
   }
 
   private acknowledgeIn(inbox: Inbox, handle: InboxHandle): Promise<boolean> {
-    if (this.hold.held) this.hold.acknowledged(handle);
+    this.hold.acknowledged(handle);
     const acknowledging = inbox.acknowledge(handle.id, handle.delivery);
     this.pump(); // its in-flight slot is free already
     // An inbox may answer the acknowledgements written together with one promise: then one follow-up for them all.

@@ -9,6 +9,7 @@ import { randomBytes } from 'crypto';
 import type { IncomingMessage, ServerResponse } from 'http';
 import { redactSecrets } from '../../api/errors';
 import type { CallbackEntry } from '../../api/types';
+import { waitingEntries } from '../../events/inbox';
 import {
   ClaimLapsedError, parseCallbackPayload, readJsonBody, secretMatches, yieldToEventLoop, type EntryFilter
 } from '../../events';
@@ -100,7 +101,7 @@ export class EventInEndpoint {
     const away = this.delivery?.heldFor;
     if (away) {
       const c = this.delivery!.counts();
-      parts.push(t('status.server-away', 'server unavailable (__reason__): __count__ waiting', { reason: away, count: c ? c.stored - c.inFlight - c.parked : 0 }));
+      parts.push(t('status.server-away', 'server unavailable (__reason__): __count__ waiting', { reason: away, count: c ? waitingEntries(c) : 0 }));
     }
     if (this.subscription === 'registering') parts.push(t('status.registering', 'registering'));
     if (this.lastEventAt) parts.push(t('status.last', 'last event __time__', { time: clockTime(this.lastEventAt) }));

@@ -20,15 +20,9 @@ import { RETRY_BASE_MS, errorFields, isServerAnswer, serverAway } from '../share
 import { isCalled, serverAnswersSoFar, serverOf } from '../shared/server-answers';
 import { errorStatusText } from '../shared/texts';
 import type { Delivery } from '../../events/inbox';
-import type { InboxHandle } from './delivery';
+import type { DeliveryHooks, InboxHandle } from './delivery';
 
-export interface HoldHooks {
-  warn(text: string): void;
-  log(text: string): void;
-  /** The hold started or ended: refresh the status. */
-  changed(): void;
-  t(key: string, english: string, params?: Record<string, unknown>): string;
-}
+export type HoldHooks = Pick<DeliveryHooks, 'warn' | 'log' | 'changed' | 't'>;
 
 export class ServerHold {
   private away: Outage | undefined;
@@ -127,7 +121,7 @@ export class ServerHold {
   /** Why deliveries are held, short, as the nodes' statuses say it; undefined when they are not. */
   get reasonText(): string | undefined {
     if (!this.away) return undefined;
-    const { kind, status, code, operation } = this.away.error as AssetApiError;
+    const { kind, status, code, operation } = this.away.error;
     return errorStatusText(undefined, new AssetApiError(kind, this.reason, { status, code, operation }));
   }
 

@@ -2,7 +2,7 @@
  * The DAM server as a node sees it while it is away: from a failure that says so (shared/retry.ts)
  * until it answers a probe. Meanwhile the node holds its work and starts one probe at a time,
  * after waits doubling from the base (5 s unless given) up to 5 minutes, or the server's
- * Retry-After. Used by asset-hot-folder (watcher.ts) and asset-event-in at least once (delivery.ts).
+ * Retry-After. Used by asset-hot-folder (watcher.ts) and asset-event-in at least once (server-hold.ts).
  */
 import { retryDelayMs, RETRY_BASE_MS, type ErrorFields } from './retry';
 

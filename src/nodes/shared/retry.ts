@@ -35,7 +35,7 @@ export const DEFAULT_RETRIES = 2;
 const BUSY = new Set([449, 503]);
 
 /** The plain fields of an AssetApiError, as `err.toJSON()` gives them (msg.assetError). */
-export type ErrorFields = Pick<AssetApiError, 'kind' | 'status' | 'code' | 'retryAfterMs'> & { credentialsRefused?: boolean };
+export type ErrorFields = Pick<AssetApiError, 'kind' | 'status' | 'code' | 'retryAfterMs' | 'operation'> & { credentialsRefused?: boolean };
 
 /** True for a failure that may well go away by itself (see the file comment). */
 export function isTransient(err: unknown): err is AssetApiError {
