@@ -176,7 +176,7 @@ export async function openDownload(calls: ApiCalls, operation: AssetOperation, o
     const raw = response.data as Readable;
     const counterRef: { counter?: ByteCounter } = {};
     // Attached at once so an error at any point (abort, reset) is handled, and never escapes raw.
-    raw.on('error', (err) => counterRef.counter?.destroy(calls.failure(operation, err, control)));
+    raw.on('error', (err) => counterRef.counter?.destroy(brokeOff(calls.failure(operation, err, control))));
 
     const contentType = headerOf(response, 'content-type');
     if (response.status < 200 || response.status >= 300) {
@@ -216,9 +216,9 @@ export async function openDownload(calls: ApiCalls, operation: AssetOperation, o
       onChunk: () => control.ping(),
       onProgress,
       onEnd: (bytes) => length !== undefined && bytes !== length
-        ? new AssetApiError('network', `${operation}: the download ended after ${bytes} of ${length} bytes`, { operation })
+        ? new AssetApiError('network', `${operation}: the download ended after ${bytes} of ${length} bytes`, { operation, answerBegun: true })
         : reset?.seen
-          ? new AssetApiError('network', `${operation}: the connection was reset after ${bytes} bytes, before the download ended cleanly`, { operation })
+          ? new AssetApiError('network', `${operation}: the connection was reset after ${bytes} bytes, before the download ended cleanly`, { operation, answerBegun: true })
           : undefined
     });
     counterRef.counter = counter;
@@ -237,6 +237,14 @@ export async function openDownload(calls: ApiCalls, operation: AssetOperation, o
     control.dispose();
     throw calls.failure(operation, err, control);
   }
+}
+
+/**
+ * A failure after the server's answer had begun (its status and headers came): still transient (the
+ * node's Retries send it again), but not a sign the server is away (asset-event-in's hold, retry.ts serverAway).
+ */
+function brokeOff(err: AssetApiError): AssetApiError {
+  return err.kind === 'network' || err.kind === 'timeout' ? new AssetApiError(err.kind, err.message, { ...err, answerBegun: true }) : err;
 }
 
 /** Notes a reset or error of the connection under an answer (read until the connection closes); `stop` removes the watch. */

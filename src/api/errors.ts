@@ -37,9 +37,11 @@ export class AssetApiError extends Error {
   readonly retryAfterMs?: number;
   /** An upload that failed after its whole file had gone out: the server may have it all the same. */
   readonly bodySent?: boolean;
+  /** A download that broke off after the server's answer had begun (status and headers came): the server was there. */
+  readonly answerBegun?: boolean;
 
   constructor(kind: AssetErrorKind, message: string, details: {
-    operation?: AssetOperation; status?: number; serverMessage?: string; field?: string; code?: string; retryAfterMs?: number; bodySent?: boolean;
+    operation?: AssetOperation; status?: number; serverMessage?: string; field?: string; code?: string; retryAfterMs?: number; bodySent?: boolean; answerBegun?: boolean;
   } = {}) {
     super(message);
     this.name = 'AssetApiError';
@@ -51,6 +53,7 @@ export class AssetApiError extends Error {
     if (details.code !== undefined) this.code = details.code;
     if (details.retryAfterMs !== undefined) this.retryAfterMs = details.retryAfterMs;
     if (details.bodySent !== undefined) this.bodySent = details.bodySent;
+    if (details.answerBegun !== undefined) this.answerBegun = details.answerBegun;
   }
 
   /** Plain object for msg.error and JSON. */
@@ -58,7 +61,7 @@ export class AssetApiError extends Error {
     return {
       name: this.name, message: this.message, kind: this.kind, operation: this.operation,
       status: this.status, serverMessage: this.serverMessage, field: this.field, code: this.code,
-      retryAfterMs: this.retryAfterMs, bodySent: this.bodySent
+      retryAfterMs: this.retryAfterMs, bodySent: this.bodySent, answerBegun: this.answerBegun
     };
   }
 }

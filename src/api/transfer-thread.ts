@@ -152,6 +152,7 @@ export function errorFromThread(operation: AssetOperation, e: Record<string, unk
     field: text(e.field),
     code: text(e.code),
     retryAfterMs: typeof e.retryAfterMs === 'number' ? e.retryAfterMs : undefined,
-    bodySent: e.bodySent === true ? true : undefined
+    bodySent: e.bodySent === true ? true : undefined,
+    answerBegun: e.answerBegun === true ? true : undefined
   });
 }

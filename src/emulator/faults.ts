@@ -3,7 +3,8 @@
  * path contains a given text) are answered "busy" (HTTP 449 or 503, with Retry-After when asked)
  * before anything else is looked at, as the vendor's preview server does under load. A fault that
  * names a path outside the API (the login endpoints `/command`, `/review/j_security_check`) is
- * armed for that path: a login that fails for a while, as when the login server restarts.
+ * armed for that path: a login that fails for a while, as when the login server restarts. Also
+ * slow answers (held a while), and answers cut short (the connection closed part-way through the body).
  */
 import type { IncomingMessage, ServerResponse } from 'http';
 
@@ -25,6 +26,13 @@ export interface BusyFault {
 export interface SlowFault {
   count: number;
   delayMs: number;
+  pathContains: string;
+}
+
+/** The next `count` answers to requests whose path contains `pathContains` end after `afterBytes` bytes of their body: the connection closes (a stored file shorter than its recorded size, a server that died part-way). */
+export interface CutFault {
+  count: number;
+  afterBytes: number;
   pathContains: string;
 }
 
@@ -53,6 +61,39 @@ export class FaultPlan {
     this.slowAnswers++;
     await new Promise(resolve => setTimeout(resolve, fault.delayMs));
     return res.destroyed || req.socket.destroyed;
+  }
+
+  private readonly cuts: CutFault[] = [];
+  /** Answers cut short so far. */
+  cutAnswers = 0;
+
+  /** Arms a cut fault (added after those already armed). */
+  addCut(fault: CutFault): void {
+    if (!Number.isInteger(fault.count) || fault.count < 1) throw new Error('cut fault: count must be a whole number above 0');
+    if (!Number.isInteger(fault.afterBytes) || fault.afterBytes < 0) throw new Error('cut fault: afterBytes must be a whole number, 0 or more');
+    if (!fault.pathContains) throw new Error('cut fault: pathContains is required');
+    this.cuts.push({ ...fault });
+  }
+
+  /** When a cut fault is armed for `path`: the answer's body stops after its bytes, and the connection closes (headers as usual). */
+  cut(res: ServerResponse, path: string): void {
+    const fault = this.cuts.find(f => path.includes(f.pathContains));
+    if (!fault) return;
+    if (--fault.count === 0) this.cuts.splice(this.cuts.indexOf(fault), 1);
+    this.cutAnswers++;
+    let left = fault.afterBytes;
+    const write = res.write.bind(res) as (chunk: Buffer) => boolean;
+    const end = res.end.bind(res) as () => ServerResponse;
+    const cutShort = (chunk: unknown): void => {
+      if (chunk === undefined || chunk === null || typeof chunk === 'function' || left < 0) return;
+      const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
+      if (bytes.length <= left) { left -= bytes.length; write(bytes); return; }
+      if (left > 0) write(bytes.subarray(0, left));
+      left = -1; // cut: what is written goes out, then the connection closes (FIN) and the answer is dropped
+      res.socket?.end(() => res.destroy());
+    };
+    res.write = ((chunk: unknown) => { cutShort(chunk); return left >= 0; }) as ServerResponse['write'];
+    res.end = ((chunk?: unknown) => { cutShort(chunk); if (left >= 0) end(); return res; }) as ServerResponse['end'];
   }
 
   private readonly busy: Array<Required<Omit<BusyFault, 'retryAfterSeconds'>> & { retryAfterSeconds?: number }> = [];

@@ -13,7 +13,7 @@ import { Repository } from './repository';
 import { Ingester } from './upload';
 import { uploadLimits } from './limits';
 import { SessionStore, createHandler } from './server';
-import { FaultPlan, type BusyFault, type SlowFault } from './faults';
+import { FaultPlan, type BusyFault, type CutFault, type SlowFault } from './faults';
 import { DEFAULT_FORM_CHARSET, FORM_CHARSETS, type FormCharset } from './charset';
 import type { EmulatorUser, SessionStats } from './sessions';
 
@@ -97,6 +97,10 @@ export interface RunningEmulator {
   injectSlow(fault: SlowFault): void;
   /** Requests held by a slow fault so far. */
   slowAnswers(): number;
+  /** Ends the next `fault.count` answers to requests whose path contains `fault.pathContains` after `fault.afterBytes` bytes of body (the connection closes); see faults.ts. */
+  injectCut(fault: CutFault): void;
+  /** Answers cut short so far. */
+  cutAnswers(): number;
   /** Stops accepting, ends deliveries in flight, flushes state; removes the data folder if it made it (no `dataDir` given). */
   close(): Promise<void>;
 }
@@ -178,6 +182,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     busyAnswers: () => faults.busyAnswers,
     injectSlow: fault => faults.addSlow(fault),
     slowAnswers: () => faults.slowAnswers,
+    injectCut: fault => faults.addCut(fault),
+    cutAnswers: () => faults.cutAnswers,
     close: () => closing ??= (async () => {
       const stopped = new Promise<void>(resolve => server.close(() => resolve()));
       server.closeAllConnections(); // uploads in flight are cut: their temporary files are removed

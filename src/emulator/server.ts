@@ -215,7 +215,7 @@ export interface ServerDeps {
   formCharset: FormCharset;
   /** Upload size and zip expansion limits (default DEFAULT_UPLOAD_LIMITS). */
   limits?: UploadLimits;
-  /** Busy answers armed by a test (faults.ts). */
+  /** Busy, slow and cut answers armed by a test (faults.ts). */
   faults?: FaultPlan;
 }
 
@@ -433,6 +433,7 @@ export function createHandler(deps: ServerDeps): (req: IncomingMessage, res: Ser
     const routePath = rawPath.replace(/\/{2,}/g, '/');
     if (await deps.faults?.hold(req, res, routePath)) return;
     if (deps.faults?.answer(req, res, routePath)) return;
+    deps.faults?.cut(res, routePath);
     if (await handleLogin(req, res, routePath, query, { sessions, users, log })) return;
     let route: Route | undefined;
     let match: RegExpExecArray | null = null;

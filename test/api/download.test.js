@@ -214,8 +214,9 @@ describe('api client: download faults (small real servers)', () => {
     const target = path.join(dir, 'died', 'half.bin');
     const error = await expectError(api.downloadToFile({ fuid: 1, path: target }), 'network');
     error.operation.should.equal('download');
+    error.answerBegun.should.be.true('the server had begun to answer: it was there (asset-event-in holds nothing for it)');
     (await filesIn(path.dirname(target))).should.eql([]);
-    await expectError(api.downloadToBuffer({ fuid: 1 }), 'network');
+    (await expectError(api.downloadToBuffer({ fuid: 1 }), 'network')).answerBegun.should.be.true();
   });
 
   it('aborted exactly half-way (half of the body received, then AbortSignal) leaves no file and no temporary file', async () => {
@@ -254,6 +255,7 @@ describe('api client: download faults (small real servers)', () => {
     const error = await expectError(api.downloadToFile({ fuid: 1, path: target, timeout: 300 }), 'timeout');
     (Date.now() - started).should.be.below(5000);
     error.message.should.match(/300 ms/);
+    error.answerBegun.should.be.true();
     (await filesIn(path.dirname(target))).should.eql([]);
   });
 
@@ -268,6 +270,7 @@ describe('api client: download faults (small real servers)', () => {
       error.status.should.equal(status);
       error.message.should.match(/server busy \(HTTP \d+\), retry later/);
       error.serverMessage.should.equal('resources unavailable (busy)');
+      should.not.exist(error.answerBegun); // a busy answer is whole: the server may be away for the next call
       (await filesIn(path.dirname(target))).should.eql([]);
     }
   });

@@ -8,7 +8,7 @@ const crypto = require('crypto');
 const should = require('should');
 const clientModule = require('../../dist/api/client');
 const { AssetClient } = clientModule;
-const { COOKIES, tempDir, startTestEmulator, startServer, expectError, assertNoCookieIn, filesIn } = require('./helpers');
+const { COOKIES, tempDir, startTestEmulator, startServer, expectError, assertNoCookieIn, filesIn, closedPortUrl } = require('./helpers');
 const { waitFor } = require('../e2e/support');
 
 const MiB = 1024 * 1024;
@@ -70,6 +70,18 @@ describe('api client: transfers on a worker thread (transferThread: worker)', ()
       assertNoCookieIn([auth, missing]);
     } finally {
       wrong.close();
+    }
+  });
+
+  it('a download on the worker that the server cuts off part-way keeps answerBegun; one that never got an answer has none', async () => {
+    emu.emulator.injectCut({ count: 1, afterBytes: MiB, pathContains: '/asset/download' });
+    const cut = await expectError(api.downloadToFile({ fuid: big.fuid, path: path.join(dir, 'cut.bin') }), 'network');
+    cut.answerBegun.should.be.true();
+    const refused = new AssetClient({ baseUrl: await closedPortUrl(), cookie: COOKIES.editor, transferThread: 'worker' });
+    try {
+      should.not.exist((await expectError(refused.downloadToFile({ fuid: big.fuid, path: path.join(dir, 'never.bin') }), 'network')).answerBegun);
+    } finally {
+      refused.close();
     }
   });
 

@@ -126,6 +126,32 @@ describe('asset-event-in "at least once" through a DAM outage (emulator stopped 
     (await overview()).should.not.have.property('inboxHeldFor');
   });
 
+  it('a download that breaks off after the server began to answer is the entry\'s own failure: counted, parked alone, no hold', async function () {
+    // Fails before answerBegun: the cut download was taken for the server away, the lone entry
+    // given back and probed until a download worked, never parked.
+    const { assetId, rrn, name } = assets[0];
+    emulator.injectCut({ count: 2, afterBytes: 5, pathContains: '/asset/download' });
+    let app;
+    await helper.load([(RED) => { app = RED.httpNode; return eventIn(RED); }, eventAck, ...coreNodes, ...Object.values(s.nodes)], flow(emulator.url), s.credentials());
+    const caught = [];
+    const parked = [];
+    const acked = [];
+    helper.getNode('caught').on('input', (msg) => caught.push(msg));
+    helper.getNode('parked').on('input', (msg) => parked.push(msg));
+    helper.getNode('acked').on('input', (msg) => acked.push(msg));
+    await request(app).post('/dam/away').send({ success: true, id: 'sub-away', data: { entry: [{ assetId, rrn, path: `/away/${name}`, action: 'modified' }] } }).expect(200);
+
+    await waitFor('the entry parked', () => parked.length === 1, 30000);
+    caught.should.have.length(2);
+    caught.forEach((m) => m.assetError.should.containEql({ kind: 'network', answerBegun: true }));
+    caught.map((m) => m.redelivered).should.eql([0, 1], 'each delivery counted');
+    parked[0].parked.deliveries.should.equal(2);
+    emulator.cutAnswers().should.equal(2);
+    acked.should.eql([]);
+    const n1 = helper.getNode('n1');
+    n1.warn.args.filter((a) => /DAM server unavailable/.test(String(a[0]))).should.eql([]);
+  });
+
   /** The DAM tab's overview entry of n1 (the plugin's route, its handler called as express would). */
   async function overview() {
     const registerSidebar = require('../../dist/plugin/dam-sidebar').default;

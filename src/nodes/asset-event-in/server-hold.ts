@@ -2,10 +2,11 @@
  * asset-event-in "at least once": the hold of deliveries while the DAM server is away.
  *
  * - Starts on a rejection whose msg.assetError says the server is away (shared/retry.ts
- *   serverAway: no answer, busy, a failed login, a gateway's 502/504). That rejection counts
- *   towards its entry's Deliveries, as in the hot folder: an entry whose own failure only looks
- *   like an outage (a download cut off, a slow export's 504) still ends parked once others show
- *   the server works. Those saying the server is away during the hold (probes, entries out
+ *   serverAway: no answer, busy, a failed login, a gateway's 502/504; not a download that broke
+ *   off after the server had begun to answer: that counts as the entry's own failure, and ends a
+ *   hold). That rejection counts towards its entry's Deliveries, as in the hot folder: an entry
+ *   whose own failure only looks like an outage (a slow export's 504) still ends parked once
+ *   others show the server works. Those saying the server is away during the hold (probes, entries out
  *   before) are given back; the flow's own failures count as always.
  * - While held, one entry at a time goes as a probe (shared/outage.ts: Reject backoff, 5 s if 0,
  *   doubling to 5 minutes, or the server's Retry-After).

@@ -35,7 +35,7 @@ export const DEFAULT_RETRIES = 2;
 const BUSY = new Set([449, 503]);
 
 /** The plain fields of an AssetApiError, as `err.toJSON()` gives them (msg.assetError). */
-export type ErrorFields = Pick<AssetApiError, 'kind' | 'status' | 'code' | 'retryAfterMs' | 'operation'> & { credentialsRefused?: boolean };
+export type ErrorFields = Pick<AssetApiError, 'kind' | 'status' | 'code' | 'retryAfterMs' | 'operation' | 'answerBegun'> & { credentialsRefused?: boolean };
 
 /** True for a failure that may well go away by itself (see the file comment). */
 export function isTransient(err: unknown): err is AssetApiError {
@@ -91,9 +91,9 @@ export function mayHaveTaken(err: AssetApiError): boolean {
   return err.status === undefined || err.status === 504;
 }
 
-/** The server's own answer, other than a transient failure: it works (an outage ends on it: shared/outage.ts). */
+/** The server's own answer, other than a transient failure, or a download it had begun to answer: it works (an outage ends on it: shared/outage.ts). */
 export function isServerAnswer(err: ErrorFields): boolean {
-  return err.status !== undefined && !transientFields(err) && !isGatewayAnswer(err);
+  return err.answerBegun === true || (err.status !== undefined && !transientFields(err) && !isGatewayAnswer(err));
 }
 
 /**
@@ -107,10 +107,11 @@ export function holdsHotFolder(err: AssetApiError): boolean {
 
 /**
  * asset-event-ack (reject): a failure that says the DAM server is away, nothing of the entry: a
- * transient one (isTransient) or a gateway's 502/504. `fields`: msg.assetError as the nodes set it.
+ * transient one (isTransient) or a gateway's 502/504; not a download that broke off after the
+ * server had begun to answer (answerBegun). `fields`: msg.assetError as the nodes set it.
  */
 export function serverAway(e: ErrorFields): boolean {
-  return transientFields(e) || isGatewayStatus(e);
+  return e.answerBegun !== true && (transientFields(e) || isGatewayStatus(e));
 }
 
 /** `value` (msg.assetError, set by any flow) as error fields, or undefined when it is not an object with a kind. */
