@@ -74,7 +74,7 @@ export async function downloadToBuffer(calls: ApiCalls, opts: BufferDownloadOpti
       for await (const chunk of body) {
         const piece = chunk as Buffer;
         // The HTTP parser stops at Content-Length; this guards the copy all the same.
-        if (filled + piece.length > data.length) throw new AssetApiError('network', `${operation}: the server sent more than its Content-Length of ${info.length} bytes`, { operation });
+        if (filled + piece.length > data.length) throw new AssetApiError('network', `${operation}: the server sent more than its Content-Length of ${info.length} bytes`, { operation, answerBegun: true });
         piece.copy(data, filled);
         filled += piece.length;
       }
@@ -135,7 +135,7 @@ export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { 
     } catch (err) {
       if (err instanceof AssetApiError) throw err;
       if (isFileSystemError(err)) throw errorForLocalFile(err, 'path', `cannot write ${temporary}`, operation);
-      throw calls.failure(operation, err, control);
+      throw brokeOff(calls.failure(operation, err, control), body.bytes);
     }
     target = await placeFile(temporary, target, intoFolder ? ifExists : 'replace', operation);
     temporary = undefined;
@@ -176,7 +176,10 @@ export async function openDownload(calls: ApiCalls, operation: AssetOperation, o
     const raw = response.data as Readable;
     const counterRef: { counter?: ByteCounter } = {};
     // Attached at once so an error at any point (abort, reset) is handled, and never escapes raw.
-    raw.on('error', (err) => counterRef.counter?.destroy(brokeOff(calls.failure(operation, err, control))));
+    raw.on('error', (err) => {
+      const counter = counterRef.counter;
+      counter?.destroy(brokeOff(calls.failure(operation, err, control), counter.bytes));
+    });
 
     const contentType = headerOf(response, 'content-type');
     if (response.status < 200 || response.status >= 300) {
@@ -235,16 +238,21 @@ export async function openDownload(calls: ApiCalls, operation: AssetOperation, o
   } catch (err) {
     (response?.data as Readable | undefined)?.destroy?.();
     control.dispose();
-    throw calls.failure(operation, err, control);
+    const failure = calls.failure(operation, err, control);
+    // Broke off while a JSON body was peeked at (its bytes not counted: a stall is not marked).
+    throw response !== undefined && response.status >= 200 && response.status < 300 ? brokeOff(failure, 0) : failure;
   }
 }
 
 /**
- * A failure after the server's answer had begun (its status and headers came): still transient (the
- * node's Retries send it again), but not a sign the server is away (asset-event-in's hold, retry.ts serverAway).
+ * A failure after the server's 2xx answer had begun (its status and headers came): still transient
+ * (the node's Retries send it again), but not a sign the server is away (asset-event-in's hold,
+ * retry.ts serverAway). A stall before any byte of the body is: a server whose storage hangs
+ * answers every download with headers and then nothing.
  */
-function brokeOff(err: AssetApiError): AssetApiError {
-  return err.kind === 'network' || err.kind === 'timeout' ? new AssetApiError(err.kind, err.message, { ...err, answerBegun: true }) : err;
+function brokeOff(err: AssetApiError, bodyBytes: number): AssetApiError {
+  const begun = err.kind === 'network' || (err.kind === 'timeout' && bodyBytes > 0);
+  return begun ? new AssetApiError(err.kind, err.message, { ...err, answerBegun: true }) : err;
 }
 
 /** Notes a reset or error of the connection under an answer (read until the connection closes); `stop` removes the watch. */

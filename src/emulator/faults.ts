@@ -70,7 +70,8 @@ export class FaultPlan {
   /** Arms a cut fault (added after those already armed). */
   addCut(fault: CutFault): void {
     if (!Number.isInteger(fault.count) || fault.count < 1) throw new Error('cut fault: count must be a whole number above 0');
-    if (!Number.isInteger(fault.afterBytes) || fault.afterBytes < 0) throw new Error('cut fault: afterBytes must be a whole number, 0 or more');
+    // Node sends the headers with the first bytes of the body: 0 would close before any answer.
+    if (!Number.isInteger(fault.afterBytes) || fault.afterBytes < 1) throw new Error('cut fault: afterBytes must be a whole number above 0');
     if (!fault.pathContains) throw new Error('cut fault: pathContains is required');
     this.cuts.push({ ...fault });
   }
@@ -80,20 +81,34 @@ export class FaultPlan {
     const fault = this.cuts.find(f => path.includes(f.pathContains));
     if (!fault) return;
     if (--fault.count === 0) this.cuts.splice(this.cuts.indexOf(fault), 1);
-    this.cutAnswers++;
     let left = fault.afterBytes;
-    const write = res.write.bind(res) as (chunk: Buffer) => boolean;
-    const end = res.end.bind(res) as () => ServerResponse;
-    const cutShort = (chunk: unknown): void => {
-      if (chunk === undefined || chunk === null || typeof chunk === 'function' || left < 0) return;
-      const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
-      if (bytes.length <= left) { left -= bytes.length; write(bytes); return; }
+    const write = res.write.bind(res) as (chunk: Buffer, done?: (err?: Error | null) => void) => boolean;
+    const end = res.end.bind(res) as (done?: () => void) => ServerResponse;
+    type Done = ((err?: Error | null) => void) | undefined;
+    // Passes `chunk` on while bytes are left; past them, what fits goes out, then the connection
+    // closes (FIN after it) and the answer is dropped.
+    const cutShort = (chunk: unknown, encoding: unknown, done: Done): void => {
+      if (chunk === undefined || chunk === null || left < 0) return;
+      const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, typeof encoding === 'string' ? encoding as BufferEncoding : 'utf8');
+      if (bytes.length <= left) { left -= bytes.length; write(bytes, done); return; }
       if (left > 0) write(bytes.subarray(0, left));
-      left = -1; // cut: what is written goes out, then the connection closes (FIN) and the answer is dropped
+      left = -1;
+      this.cutAnswers++;
       res.socket?.end(() => res.destroy());
     };
-    res.write = ((chunk: unknown) => { cutShort(chunk); return left >= 0; }) as ServerResponse['write'];
-    res.end = ((chunk?: unknown) => { cutShort(chunk); if (left >= 0) end(); return res; }) as ServerResponse['end'];
+    const args = (encoding: unknown, done: unknown): [unknown, Done] => (typeof encoding === 'function' ? [undefined, encoding as Done] : [encoding, done as Done]);
+    res.write = ((chunk: unknown, encoding?: unknown, done?: unknown) => {
+      const [enc, cb] = args(encoding, done);
+      cutShort(chunk, enc, cb);
+      return left >= 0;
+    }) as ServerResponse['write'];
+    res.end = ((chunk?: unknown, encoding?: unknown, done?: unknown) => {
+      if (typeof chunk === 'function') return end(chunk as () => void);
+      const [enc, cb] = args(encoding, done);
+      cutShort(chunk, enc, undefined);
+      if (left >= 0) end(cb as (() => void) | undefined);
+      return res;
+    }) as ServerResponse['end'];
   }
 
   private readonly busy: Array<Required<Omit<BusyFault, 'retryAfterSeconds'>> & { retryAfterSeconds?: number }> = [];

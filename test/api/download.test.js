@@ -259,6 +259,23 @@ describe('api client: download faults (small real servers)', () => {
     (await filesIn(path.dirname(target))).should.eql([]);
   });
 
+  it('answerBegun: a JSON body cut while it is peeked at has it; headers and then no byte of the body (a hung store) does not', async () => {
+    reply = (req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': '1000' });
+      res.write('{"success":', () => setTimeout(() => res.socket.destroy(), 50));
+    };
+    (await expectError(api.downloadToBuffer({ fuid: 1 }), 'network')).answerBegun.should.be.true();
+    for (const type of ['application/json', 'application/octet-stream']) {
+      reply = (req, res) => {
+        open.push(res);
+        res.writeHead(200, { 'Content-Type': type, 'Content-Length': '1000' });
+        res.flushHeaders();
+      };
+      const stalled = await expectError(api.downloadToBuffer({ fuid: 1, timeout: 300 }), 'timeout');
+      should.not.exist(stalled.answerBegun, type);
+    }
+  });
+
   it('449 and 503 are kind http: server busy, retry later; no file', async () => {
     for (const status of [449, 503]) {
       reply = (req, res) => {
