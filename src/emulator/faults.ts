@@ -36,6 +36,18 @@ export interface CutFault {
   pathContains: string;
 }
 
+/** A fault's `count` checked: answers it applies to, 1 or more. */
+function checkCount(kind: string, count: number): void {
+  if (!Number.isInteger(count) || count < 1) throw new Error(`${kind} fault: count must be a whole number above 0`);
+}
+
+/** The first armed fault `applies` to, its count taken one down (gone at 0); undefined when none. */
+function takeArmed<F extends { count: number }>(armed: F[], applies: (fault: F) => boolean): F | undefined {
+  const fault = armed.find(applies);
+  if (fault && --fault.count === 0) armed.splice(armed.indexOf(fault), 1);
+  return fault;
+}
+
 export class FaultPlan {
   private readonly slow: SlowFault[] = [];
   /** Requests held by a slow fault so far. */
@@ -43,7 +55,7 @@ export class FaultPlan {
 
   /** Arms a slow fault (added after those already armed). */
   addSlow(fault: SlowFault): void {
-    if (!Number.isInteger(fault.count) || fault.count < 1) throw new Error('slow fault: count must be a whole number above 0');
+    checkCount('slow', fault.count);
     if (!(fault.delayMs >= 0)) throw new Error('slow fault: delayMs must be 0 or more');
     if (!fault.pathContains) throw new Error('slow fault: pathContains is required');
     this.slow.push({ ...fault });
@@ -55,9 +67,8 @@ export class FaultPlan {
    * side creates no session that would end the user's next one).
    */
   async hold(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean> {
-    const fault = this.slow.find(f => path.includes(f.pathContains));
+    const fault = takeArmed(this.slow, f => path.includes(f.pathContains));
     if (!fault) return false;
-    if (--fault.count === 0) this.slow.splice(this.slow.indexOf(fault), 1);
     this.slowAnswers++;
     await new Promise(resolve => setTimeout(resolve, fault.delayMs));
     return res.destroyed || req.socket.destroyed;
@@ -69,7 +80,7 @@ export class FaultPlan {
 
   /** Arms a cut fault (added after those already armed). */
   addCut(fault: CutFault): void {
-    if (!Number.isInteger(fault.count) || fault.count < 1) throw new Error('cut fault: count must be a whole number above 0');
+    checkCount('cut', fault.count);
     // Node sends the headers with the first bytes of the body: 0 would close before any answer.
     if (!Number.isInteger(fault.afterBytes) || fault.afterBytes < 1) throw new Error('cut fault: afterBytes must be a whole number above 0');
     if (!fault.pathContains) throw new Error('cut fault: pathContains is required');
@@ -78,9 +89,8 @@ export class FaultPlan {
 
   /** When a cut fault is armed for `path`: the answer's body stops after its bytes, and the connection closes (headers as usual). */
   cut(res: ServerResponse, path: string): void {
-    const fault = this.cuts.find(f => path.includes(f.pathContains));
+    const fault = takeArmed(this.cuts, f => path.includes(f.pathContains));
     if (!fault) return;
-    if (--fault.count === 0) this.cuts.splice(this.cuts.indexOf(fault), 1);
     let left = fault.afterBytes;
     const write = res.write.bind(res) as (chunk: Buffer, done?: (err?: Error | null) => void) => boolean;
     const end = res.end.bind(res) as (done?: () => void) => ServerResponse;
@@ -117,7 +127,7 @@ export class FaultPlan {
 
   /** Arms `fault.count` busy answers (added after those already armed). */
   addBusy(fault: BusyFault): void {
-    if (!Number.isInteger(fault.count) || fault.count < 1) throw new Error('busy fault: count must be a whole number above 0');
+    checkCount('busy', fault.count);
     const status = fault.status ?? 503;
     if (status !== 449 && status !== 503) throw new Error('busy fault: status must be 449 or 503');
     this.busy.push({ count: fault.count, status, retryAfterSeconds: fault.retryAfterSeconds, pathContains: fault.pathContains ?? '' });
@@ -126,9 +136,8 @@ export class FaultPlan {
   /** Answers `req` busy when a fault is armed for its path; true when it did (the answer may follow its body). */
   answer(req: IncomingMessage, res: ServerResponse, path: string): boolean {
     const api = path.startsWith('/review/api/');
-    const fault = this.busy.find(f => (f.pathContains === '' ? api : path.includes(f.pathContains)));
+    const fault = takeArmed(this.busy, f => (f.pathContains === '' ? api : path.includes(f.pathContains)));
     if (!fault) return false;
-    if (--fault.count === 0) this.busy.splice(this.busy.indexOf(fault), 1);
     this.busyAnswers++;
     const body = JSON.stringify({ success: false, error: fault.status === 449 ? 'retry, resources unavailable' : 'server busy' });
     const headers: Record<string, string> = {
