@@ -82,19 +82,21 @@ describe('asset-event-in "at least once" through a DAM outage (emulator stopped 
     ];
   }
 
+  /** Loads flow(baseUrl); the msgs its Catch, ack and parked-output helpers get, and httpNode's app. */
+  async function loadFlow(baseUrl) {
+    let app;
+    await helper.load([(RED) => { app = RED.httpNode; return eventIn(RED); }, eventAck, ...coreNodes, ...Object.values(s.nodes)], flow(baseUrl), s.credentials());
+    const seen = { app, caught: [], acked: [], parked: [] };
+    for (const name of ['caught', 'acked', 'parked']) helper.getNode(name).on('input', (msg) => seen[name].push(msg));
+    return seen;
+  }
+
   it('the server stopped for longer than Deliveries allow: nothing parked, one probe at a time; all mirrored once it is back', async function () {
     const port = Number(new URL(emulator.url).port);
     const baseUrl = emulator.url;
     await emulator.close(); // connection refused until it listens again
     emulator = undefined;
-    let app;
-    await helper.load([(RED) => { app = RED.httpNode; return eventIn(RED); }, eventAck, ...coreNodes, ...Object.values(s.nodes)], flow(baseUrl), s.credentials());
-    const caught = [];
-    const acked = [];
-    const parked = [];
-    helper.getNode('caught').on('input', (msg) => caught.push(msg));
-    helper.getNode('acked').on('input', (msg) => acked.push(msg));
-    helper.getNode('parked').on('input', (msg) => parked.push(msg));
+    const { app, caught, acked, parked } = await loadFlow(baseUrl);
     // Deliveries while the server is away, and how many were out at once then.
     let delivered = 0;
     let mostOut = 0;
@@ -131,14 +133,7 @@ describe('asset-event-in "at least once" through a DAM outage (emulator stopped 
     // given back and probed until a download worked, never parked.
     const { assetId, rrn, name } = assets[0];
     emulator.injectCut({ count: 2, afterBytes: 5, pathContains: '/asset/download' });
-    let app;
-    await helper.load([(RED) => { app = RED.httpNode; return eventIn(RED); }, eventAck, ...coreNodes, ...Object.values(s.nodes)], flow(emulator.url), s.credentials());
-    const caught = [];
-    const parked = [];
-    const acked = [];
-    helper.getNode('caught').on('input', (msg) => caught.push(msg));
-    helper.getNode('parked').on('input', (msg) => parked.push(msg));
-    helper.getNode('acked').on('input', (msg) => acked.push(msg));
+    const { app, caught, acked, parked } = await loadFlow(emulator.url);
     await request(app).post('/dam/away').send({ success: true, id: 'sub-away', data: { entry: [{ assetId, rrn, path: `/away/${name}`, action: 'modified' }] } }).expect(200);
 
     await waitFor('the entry parked', () => parked.length === 1, 30000);
