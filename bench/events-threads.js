@@ -10,21 +10,17 @@ const os = require('os');
 const path = require('path');
 const { burst } = require('./lib/events');
 const { median } = require('./lib/util');
+const { readThreads } = require('./lib/rss');
 
-const CLOCK_TICKS = 100; // USER_HZ: /proc's times are in 1/100 s on Linux
-
-/** utime, stime and minor faults summed per thread name (the main thread as "main"), in ticks. */
+/** CPU time (seconds) and minor faults summed per thread name (the main thread as "main"). */
 function threadTimes(pid) {
   const out = {};
-  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-    let stat;
-    try { stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8'); } catch { continue; } // ended meanwhile
-    const name = tid === String(pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/\d+$/, '');
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from state (3) on, see proc(5)
+  for (const [tid, thread] of readThreads(pid)) {
+    const name = tid === String(pid) ? 'main' : thread.name.replace(/\d+$/, '');
     const t = out[name] || (out[name] = { user: 0, sys: 0, faults: 0 });
-    t.user += Number(rest[11]);
-    t.sys += Number(rest[12]);
-    t.faults += Number(rest[7]);
+    t.user += thread.user;
+    t.sys += thread.sys;
+    t.faults += thread.faults;
   }
   return out;
 }
@@ -46,7 +42,7 @@ function threadTimes(pid) {
         const before = threadTimes(nr.pid);
         const b = await burst(nr, v, Number(n), Number(callbacks));
         const after = threadTimes(nr.pid);
-        const us = (ticks) => ticks / CLOCK_TICKS / b.counted * 1e6;
+        const us = (seconds) => seconds / b.counted * 1e6;
         const parts = [];
         let all = 0;
         let main = 0;

@@ -15,7 +15,7 @@ const { fork } = require('child_process');
 const { startEmulator } = require('./lib/emulator');
 const { startNodeRed } = require('./lib/nodered');
 const { buildFlows, ID } = require('./lib/flows');
-const { CLOCK_TICKS } = require('./lib/rss');
+const { readThreads } = require('./lib/rss');
 
 const REPO = path.resolve(__dirname, '..');
 const { AssetClient } = require(path.join(REPO, 'dist', 'api', 'client'));
@@ -23,14 +23,7 @@ const COOKIE_VALUE = 'bench-session';
 const COOKIE = `JSESSIONID=${COOKIE_VALUE}`;
 
 function threadCpu(pid) {
-  const out = new Map();
-  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const rest = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ').pop().split(' ');
-      out.set(tid, { cpu: (Number(rest[11]) + Number(rest[12])) / CLOCK_TICKS });
-    } catch { /* the thread ended */ }
-  }
-  return out;
+  return new Map([...readThreads(pid)].map(([tid, t]) => [tid, { cpu: t.user + t.sys }]));
 }
 
 /** CPU seconds per group between two readings: main thread, the busiest other thread, the rest. */

@@ -24,6 +24,24 @@ function readCpuParts(pid) {
   } catch { return { user: NaN, sys: NaN }; }
 }
 
+/**
+ * Each thread of `pid` (Linux: /proc/<pid>/task) by thread id: its name, CPU time so far (seconds,
+ * user and system) and minor page faults. A thread that ends while they are read is left out.
+ */
+function readThreads(pid) {
+  const out = new Map();
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    let stat;
+    try { stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8'); } catch { continue; }
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from state (3) on, see proc(5)
+    out.set(tid, {
+      name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+      user: Number(rest[11]) / CLOCK_TICKS, sys: Number(rest[12]) / CLOCK_TICKS, faults: Number(rest[7])
+    });
+  }
+  return out;
+}
+
 /** CPU time (user + system, seconds) the process has used so far, or NaN when it is gone. */
 function readCpu(pid) {
   const c = readCpuParts(pid);
@@ -67,4 +85,4 @@ async function measurePeak(pid, work, intervalMs = 20) {
   return { idle: before.rss, peak, growth: peak - before.rss, cpu, cpuUser, cpuSys, sampledPeak: sampled, hwmUsed: hwmReset, samples, result };
 }
 
-module.exports = { CLOCK_TICKS, readMemory, readCpu, readCpuParts, resetPeak, measurePeak };
+module.exports = { CLOCK_TICKS, readMemory, readCpu, readCpuParts, readThreads, resetPeak, measurePeak };
