@@ -161,6 +161,11 @@ export class AssetClient extends EventEmitter {
     await this.session.loginNow('login', opts.signal);
   }
 
+  /** True when a request has a session to send: a cookie, or an automatic login to get one. */
+  get hasSession(): boolean {
+    return this.session.cookieHeader !== undefined || this.session.canLogin;
+  }
+
   /** The Cookie header sent now (a secret: for keeping it across a restart of the caller, never for display). */
   get sessionCookie(): string | undefined {
     return this.session.cookieHeader;

@@ -145,6 +145,20 @@ describe('asset-session and automatic login (test helper + emulator)', function 
     caught.assetError.field.should.equal('cookie');
   });
 
+  it('no cookie configured and no login: no error at deploy; a request before a flow set one is invalid-input naming the cookie; then the set one is used', async function () {
+    emulator.addSession({ value: NEW, permissions: ['events', 'add'] });
+    await load(flow(), { server: { cookie: ' ' } });
+    helper.getNode('server').error.called.should.be.false('a blank cookie is no configuration error: a flow may set one');
+    const early = await sendFailing('sb1', {});
+    early.assetError.kind.should.equal('invalid-input');
+    early.assetError.field.should.equal('cookie');
+    early.error.message.should.match(/asset-session node/);
+    const before = emulator.requestsWith(NEW);
+    await send('ss1', { payload: NEW });
+    await send('sb1', {});
+    emulator.requestsWith(NEW).should.equal(before + 1, 'the cookie the flow set');
+  });
+
   it('no server selected: invalid-input naming server, and the cookie is already gone from the msg the Catch node gets', async function () {
     emulator.addSession({ value: OLD, permissions: ['events', 'add'] });
     await load(flow().map((n) => (n.id === 'ss1' ? { ...n, server: '' } : n)), { server: { cookie: OLD } });
@@ -201,5 +215,24 @@ describe('asset-session and automatic login (test helper + emulator)', function 
     emulator.revokeSession(current);
     await send('sb1', {});
     await until(() => registrations() === 2);
+  });
+
+  it('asset-event-in with no cookie configured registers its owned subscription once a flow sets one, with no error logged', async function () {
+    emulator.addSession({ value: THIRD, permissions: ['events', 'add'] });
+    const nodes = flow({ publicBaseUrl });
+    nodes.push({ id: '00aa11bb22cc33ee', type: 'asset-event-in', z: 'f1', path: '/dam/later-events', manage: true, server: 'server',
+      watchPath: ['* /sessions'], wires: [[]] });
+    await load(nodes, { server: { cookie: '' } });
+    const eventInNode = helper.getNode('00aa11bb22cc33ee');
+    const attempts = () => log.filter((l) => /^POST \/review\/api\/events\/assets\/subscribe\/nr-00aa11bb22cc33ee /.test(l));
+    const registrations = () => attempts().filter((l) => / 200/.test(l)).length;
+    await send('ex1', {}).catch(() => undefined); // a round trip: the deploy's start is over
+    attempts().should.eql([], 'nothing sent without a session');
+    await send('ss1', { payload: THIRD });
+    const end = Date.now() + 5000;
+    while (registrations() === 0) { if (Date.now() > end) throw new Error('not registered after the cookie was set'); await s.delay(20); }
+    // (the helper's error spy is shared by every node: the export's own error is in it)
+    eventInNode.error.args.map((a) => String(a[0])).filter((m) => /subscription|cookie/.test(m)).should.eql([]);
+    attempts().length.should.equal(1, 'one registration, with the cookie set');
   });
 });

@@ -156,7 +156,7 @@ export default function register(RED: NodeAPI): void {
     function ownedSubscriptionSetup(): OwnedSetup {
       const server = config.server ? RED.nodes.getNode(config.server) as AssetServerConfigNode | null : null;
       if (!server || typeof server.getClient !== 'function') throw new SettingError('server: select an asset-server configuration node');
-      const client = server.getClient();
+      const client = server.getClient(true); // no cookie yet: registered once a flow sets one (subscription.ts)
       if (server.publicBaseUrlError) throw server.publicBaseUrlError;
       if (!server.publicBaseUrl) {
         throw new SettingError('server: the asset-server node has no public base URL, so no callback URL can be built');

@@ -10,6 +10,7 @@ import type { AssetClient } from '../../api/client';
 import { AssetApiError } from '../../api/errors';
 import type { SubscriptionFields } from '../../api/types';
 import { errorStatusText } from '../shared';
+import { noCookieError } from '../asset-server/options';
 import type { NodeAPI } from '../shared/node-red';
 import { deleteRecorded, deleteWith, registryFor, type RegisteredSubscription } from './registry';
 
@@ -40,6 +41,8 @@ export class OwnedSubscription {
   private closed = false;
   /** True while a registration request is in flight. */
   private registering = false;
+  /** True while waiting for a first session cookie (none configured, no automatic login). */
+  private noSession = false;
 
   constructor(
     readonly setup: OwnedSetup,
@@ -63,9 +66,9 @@ export class OwnedSubscription {
     void this.start();
   };
 
-  /** A cookie set at run time: a registration waiting to retry goes now. */
+  /** A cookie set at run time: a registration waiting to retry, or for a first cookie, goes now. */
   private readonly retryNow = (): void => {
-    if (this.timer) this.registerAgain();
+    if (this.timer || this.noSession) this.registerAgain();
   };
 
   /** Registers now (a pending retry is replaced); resolves with the error text, or undefined on success. */
@@ -74,9 +77,17 @@ export class OwnedSubscription {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.abort?.abort();
+    const { client, id, fields } = this.setup;
+    // No cookie configured and none set yet (a flow sets it with asset-session): nothing to send;
+    // the cookie-set event starts the registration.
+    this.noSession = !client.hasSession;
+    if (this.noSession) {
+      const err = noCookieError();
+      this.onState('failed', this.setup.t('status.no-session', 'waiting for a session cookie'), `${err.kind}: ${err.message}`);
+      return Promise.resolve(`${err.kind}: ${err.message}`);
+    }
     this.onState('registering');
     const abort = this.abort = new AbortController();
-    const { client, id, fields } = this.setup;
     this.registering = true;
     const settled = (): void => { if (abort === this.abort) this.registering = false; };
     return client.registerSubscription(id, fields, { signal: abort.signal }).finally(settled).then(() => {

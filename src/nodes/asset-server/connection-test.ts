@@ -15,7 +15,7 @@ import { resolveLogin, sameLogin } from '../../api/session';
 import { isBlankSetting } from '../shared/fields';
 import type { NodeAPI } from '../shared/node-red';
 import { checkConnection, checkWithLogin, configReport } from './connection-check';
-import { DEFAULT_TIMEOUT_S, clientOptions, type AssetServerConfig, type AssetServerConfigNode } from './options';
+import { DEFAULT_TIMEOUT_S, clientOptions, noCookieError, type AssetServerConfig, type AssetServerConfigNode } from './options';
 import { sameProxy } from './proxy';
 import { LOGIN_SETTINGS, loginOptions } from './session';
 import { baseUrlProblem } from './reachability';
@@ -121,6 +121,7 @@ export function registerConnectionTest(RED: NodeAPI): void {
       }
       cookie = saved.cookie;
     }
+    if (!login && !(cookie ?? '').trim()) { res.json(configReport(noCookieError())); return; }
     let client: AssetClient | undefined;
     try {
       client = new AssetClient(clientOptions(RED, config, { cookie, username: typed.username, password: withSaved('password') }));

@@ -9,7 +9,7 @@ import { AssetApiError, invalidInput } from '../../api/errors';
 import { plainLoginWarning } from '../../api/session';
 import { createNode, registerType, type NodeAPI } from '../shared/node-red';
 import { registerConnectionTest } from './connection-test';
-import { clientOptions, publicBaseUrl, type AssetServerConfig, type AssetServerConfigNode } from './options';
+import { clientOptions, noCookieError, publicBaseUrl, type AssetServerConfig, type AssetServerConfigNode } from './options';
 import { keptSessions } from './session';
 import { sharedSessionFor } from './shared-session';
 
@@ -41,11 +41,16 @@ export default function register(RED: NodeAPI): void {
         : new AssetApiError('invalid-input', `asset-server: ${(err as Error).message}`);
       node.error(node.configError.message);
     }
-    node.getClient = () => {
+    const configuredClient = (): AssetClient => {
       if (node.client) return node.client;
       throw node.configError ?? invalidInput('server', 'configuration is invalid');
     };
-    node.setCookie = (cookie: string) => node.getClient().setCookie(cookie);
+    node.getClient = (noSessionYet = false) => {
+      const client = configuredClient();
+      if (!noSessionYet && !client.hasSession) throw noCookieError();
+      return client;
+    };
+    node.setCookie = (cookie: string) => configuredClient().setCookie(cookie);
     node.on('close', (removed: boolean, done: () => void) => {
       if (removed) keptSessions.forget(node.id);
       try { node.client?.close(); } finally { node.client = undefined; done(); }

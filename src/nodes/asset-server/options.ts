@@ -49,8 +49,11 @@ export interface AssetServerConfigNode extends Node {
   publicBaseUrlError?: AssetApiError;
   /** The automatic login as this node runs it (${ENV} values resolved); undefined when off. Holds the password. */
   login?: LoginOptions;
-  /** The client, or throws {@link configError}. */
-  getClient(): AssetClient;
+  /**
+   * The client, or throws {@link configError}, or noCookieError while there is no session to send
+   * (unless `noSessionYet`: for a caller that waits for one, such as an owned subscription).
+   */
+  getClient(noSessionYet?: boolean): AssetClient;
   /**
    * Sends this cookie from the next request on, for every node on this server (asset-session
    * node). Kept in memory: see asset-server/session.ts for what survives a redeploy.
@@ -94,16 +97,25 @@ export function publicBaseUrl(value: unknown): string {
   return String(value).trim();
 }
 
-/** Builds the client options; throws invalid-input naming the field that is wrong. Also used by the connection test. */
+/**
+ * A request with no session to send: no cookie typed, none set by an asset-session node yet, no
+ * automatic login. Checked per request, not at deploy: a flow may set the cookie at start.
+ */
+export function noCookieError(): AssetApiError {
+  return invalidInput('cookie', 'is required (the session cookie, Name=value or a bare value): type it in the asset-server configuration, ' +
+    'set it with an asset-session node before the first request, or switch on automatic login');
+}
+
+/**
+ * Builds the client options; throws invalid-input naming the field that is wrong. Also used by
+ * the connection test. A blank cookie is allowed (noCookieError).
+ */
 export function clientOptions(RED: NodeAPI, config: AssetServerConfig, credentials: Record<string, string | undefined>): AssetClientOptions {
   const baseUrl = (config.baseUrl || '').trim();
   if (!baseUrl) throw invalidInput('baseUrl', 'is required');
   parseBaseUrl(baseUrl); // the client's rule, one place: absolute http(s) with a host, no ? or #
   const cookie = credentials.cookie || '';
   const login = loginOptions(config, credentials);
-  if (!cookie.trim() && !login) {
-    throw invalidInput('cookie', 'is required (the session cookie, Name=value or a bare value), unless automatic login is on');
-  }
   const timeoutS = timeoutSeconds(config.timeout);
 
   // Big transfers on a worker thread: Node-RED's heap then does not pay for their buffers' garbage collection.

@@ -61,10 +61,9 @@ export default function register(RED: NodeAPI): void {
       const cookie = action === 'set' ? await takeCookie(msg) : undefined;
       const server = config.server ? RED.nodes.getNode(config.server) as AssetServerConfigNode | null : null;
       if (!server || typeof server.getClient !== 'function') throw invalidInput('server', 'select an asset-server configuration node');
-      const client = server.getClient();
       const time = new Date().toLocaleTimeString([], { hour12: false });
       if (cookie === undefined) {
-        await client.login();
+        await server.getClient().login();
         return localText(RED, 'asset-session.status.loggedIn', 'logged in __time__', { time });
       }
       server.setCookie(cookie);
