@@ -12,7 +12,7 @@ import { type ApiCalls, type CallOptions, callbackOf } from './calls';
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import { errorForFailedAnswer, errorForLocalFile, formatSize, isFailedAnswer, isFileSystemError, tryParseJson } from './error-mapping';
 import { ifExistsOf, placeFile, temporaryNameFor, type IfExists } from './file-placement';
-import { filenameFromContentDisposition } from './filename';
+import { checkPathLength, filenameFromContentDisposition } from './filename';
 import { headerOf, isJsonType, plainHeaders, sentAsFile, statusError } from './json-answer';
 import { ByteCounter, CallControl, TRANSFER_HIGH_WATER_MARK, peek, type TransferProgress } from './transfer';
 import { API_PATHS } from './types';
@@ -110,6 +110,7 @@ export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { 
   const operation: AssetOperation = 'download';
   if (opts === null || typeof opts !== 'object') throw invalidInput('options', 'must be an object with fuid and path', operation);
   const requested = textField('path', opts.path, operation);
+  checkPathLength(path.resolve(requested), operation); // before the transfer, not at its end
   // In folder mode the name is the server's: an existing file of that name is kept unless the
   // caller says otherwise. A path that names the file is the caller's say: replaced.
   const ifExists = ifExistsOf(opts.ifExists, 'keep-both', operation);

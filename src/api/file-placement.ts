@@ -8,6 +8,7 @@ import * as fsp from 'fs/promises';
 import * as path from 'path';
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import { errorForLocalFile } from './error-mapping';
+import { fittedName } from './filename';
 
 /** replace: the existing file is replaced (keeping its mode); keep-both: the new one gets a suffix ` (1)`; fail: an error, nothing changed. */
 export type IfExists = 'replace' | 'keep-both' | 'fail';
@@ -28,11 +29,9 @@ export function temporaryNameFor(target: string): string {
   return path.join(path.dirname(target), `.dam-${randomBytes(6).toString('hex')}.part`);
 }
 
-/** `name (n).ext` */
+/** `name (n).ext`, shortened to a valid name length when the name is long. */
 function suffixed(target: string, n: number): string {
-  const ext = path.extname(target);
-  const base = path.basename(target, ext);
-  return path.join(path.dirname(target), `${base} (${n})${ext}`);
+  return path.join(path.dirname(target), fittedName(path.basename(target), ` (${n})`));
 }
 
 /** Most ` (n)` suffixes tried before keep-both gives up. */

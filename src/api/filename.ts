@@ -2,6 +2,8 @@
  * File name of a download, from the Content-Disposition header (RFC 6266 / RFC 8187),
  * made safe to use as a local file name.
  */
+import * as path from 'path';
+import { invalidInput, type AssetOperation } from './errors';
 import { TOKEN_CHAR } from './values';
 
 const PARAM = new RegExp(`;\\s*(${TOKEN_CHAR}+)\\s*=\\s*("(?:[^"\\\\]|\\\\.)*"|[^;]*)`, 'g');
@@ -31,6 +33,48 @@ function decodeExtValue(value: string): string | undefined {
   return undefined;
 }
 
+/** The usual limit of one file name (ext4, XFS, Btrfs: 255 bytes). */
+export const NAME_MAX_BYTES = 255;
+
+/** `text` without its last characters (whole ones) until it is at most `bytes` bytes of UTF-8. */
+function cutToBytes(text: string, bytes: number): string {
+  if (Buffer.byteLength(text, 'utf8') <= bytes) return text;
+  const chars = Array.from(text);
+  while (chars.length && Buffer.byteLength(chars.join(''), 'utf8') > bytes) chars.pop();
+  return chars.join('');
+}
+
+/**
+ * `name` with `suffix` before its extension (`report (2).pdf`), the part before the extension
+ * shortened so that the result and `reserve` more bytes (a name made from it, such as
+ * `<name>.error.json`) fit in NAME_MAX_BYTES: a copy of a long name must still be a valid name.
+ */
+export function fittedName(name: string, suffix = '', reserve = 0): string {
+  let ext = path.extname(name);
+  if (ext === name || Buffer.byteLength(ext, 'utf8') > 32) ext = ''; // `.bashrc`, or a dot far from the end: no extension
+  const stem = ext ? name.slice(0, -ext.length) : name;
+  const room = NAME_MAX_BYTES - reserve - Buffer.byteLength(suffix + ext, 'utf8');
+  return cutToBytes(stem, Math.max(1, room)) + suffix + ext;
+}
+
+/** Linux's limit of a whole path (PATH_MAX, with its terminating zero). */
+const PATH_MAX_BYTES = 4095;
+
+/**
+ * A path the file system refuses for its length (a name over NAME_MAX_BYTES, or the whole over
+ * PATH_MAX_BYTES): invalid-input naming `path`, with only the start of the long part.
+ */
+export function checkPathLength(file: string, operation: AssetOperation): void {
+  const start = (text: string) => JSON.stringify(Array.from(text).slice(0, 40).join('') + '…');
+  const long = file.split(/[\\/]/).find((part) => Buffer.byteLength(part, 'utf8') > NAME_MAX_BYTES);
+  if (long !== undefined) {
+    throw invalidInput('path', `a name in the path is longer than ${NAME_MAX_BYTES} bytes, the file system's limit: ${start(long)}`, operation);
+  }
+  if (Buffer.byteLength(file, 'utf8') > PATH_MAX_BYTES) {
+    throw invalidInput('path', `longer than ${PATH_MAX_BYTES} bytes, the file system's limit: ${start(file)}`, operation);
+  }
+}
+
 /**
  * Makes a server-given name safe as a local file name: base name only (no `/` or `\`),
  * no `..`, no control or bidirectional-override characters, no leading dots, no characters Windows refuses,
@@ -43,7 +87,7 @@ export function sanitizeFilename(name: string): string | undefined {
   safe = safe.split(/[\\/]/).pop() ?? '';
   safe = safe.replace(/\.{2,}/g, '.').replace(/[<>:"|?*]/g, '_');
   safe = safe.replace(/^[\s.]+/, '').replace(/[\s.]+$/, '');
-  while (Buffer.byteLength(safe, 'utf8') > 255) safe = Array.from(safe).slice(0, -1).join('');
+  safe = cutToBytes(safe, NAME_MAX_BYTES);
   return safe === '' ? undefined : safe;
 }
 

@@ -87,6 +87,28 @@ describe('api client: download against the emulator', () => {
     (await filesIn(path.join(dir, 'folder'))).should.eql(['hello (1).txt', 'hello.txt']);
   });
 
+  it('a path the file system refuses for its length: invalid-input naming path before any request; keep-both shortens a long name', async () => {
+    // A new-user audit: a 5000-character File failed only after the whole download, with the
+    // whole path in the message.
+    const before = emu.emulator.requestsWith(COOKIES.editor);
+    const longName = await expectError(api.downloadToFile({ fuid: big.fuid, path: path.join(dir, 'n'.repeat(300) + '.bin') }), 'invalid-input');
+    longName.field.should.equal('path');
+    longName.message.should.match(/longer than 255 bytes/);
+    longName.message.length.should.be.below(200);
+    const longPath = await expectError(api.downloadToFile({ fuid: big.fuid, path: path.join(dir, ...Array(30).fill('p'.repeat(200))) }), 'invalid-input');
+    longPath.message.should.match(/longer than 4095 bytes/);
+    emu.emulator.requestsWith(COOKIES.editor).should.equal(before, 'nothing was downloaded');
+
+    // Keep both, a server name as long as a name can be: its copy is ` (1)` with a shorter stem.
+    const long = 'l'.repeat(251) + '.txt';
+    const up = await api.upload({ file: { buffer: Buffer.from('long name') }, name: long, destination: '/dl', wait: true });
+    const folder = path.join(dir, 'long-names');
+    (await api.downloadToFile({ fuid: up.fuids[0], path: folder + path.sep })).path.should.equal(path.join(folder, long));
+    const copy = await api.downloadToFile({ fuid: up.fuids[0], path: folder + path.sep });
+    copy.path.should.equal(path.join(folder, 'l'.repeat(247) + ' (1).txt'));
+    (await fsp.readFile(copy.path, 'utf8')).should.equal('long name');
+  });
+
   it('a JSON file that reads like an error answer is file content: the server sends it as a file', async () => {
     // Before: "rejected: the server refused: disk full", in every mode, for this uploaded asset.
     const content = Buffer.from('{"success":false,"error":"disk full"}');

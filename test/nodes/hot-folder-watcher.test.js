@@ -103,6 +103,32 @@ describe('hot folder core (real file system, emulator)', function () {
     fs.readFileSync(path.join(folder, '.done', 'a (2).txt'), 'utf8').should.equal('newer');
   });
 
+  it('a name as long as a name can be: its copy in the done folder and its error file are shortened to valid names', async function () {
+    const long = 'x'.repeat(251) + '.txt'; // 255 bytes
+    suffixedName(long, 2).should.equal('x'.repeat(247) + ' (2).txt');
+    Buffer.byteLength(suffixedName('é'.repeat(127) + '.txt', 2)).should.be.belowOrEqual(255);
+    suffixedName(long, 1, '.error.json'.length).should.equal('x'.repeat(240) + '.txt');
+    // A new-user audit: the second file of that name could not be moved to done (ENAMETOOLONG),
+    // stayed, and was uploaded again at every start.
+    const { hot, folder, events } = hotFolder();
+    fs.mkdirSync(path.join(folder, '.done'));
+    fs.writeFileSync(path.join(folder, '.done', long), 'older');
+    fs.writeFileSync(path.join(folder, long), 'newer');
+    hot.start();
+    await waitFor(() => events.ingested.length === 1);
+    events.ingested[0].movedTo.should.equal(path.join(folder, '.done', 'x'.repeat(247) + ' (2).txt'));
+    fs.existsSync(path.join(folder, long)).should.be.false();
+    hot.counts().should.containEql({ done: 1, stuck: 0 });
+
+    const failing = hotFolder({}, `JSESSIONID=${s.VIEWER}`);
+    fs.writeFileSync(path.join(failing.folder, long), 'no permission');
+    failing.hot.start();
+    await waitFor(() => failing.events.failed.length === 1);
+    const kept = 'x'.repeat(240) + '.txt';
+    fs.readFileSync(path.join(failing.folder, '.failed', kept), 'utf8').should.equal('no permission');
+    JSON.parse(fs.readFileSync(path.join(failing.folder, '.failed', kept + '.error.json'), 'utf8')).should.containDeep({ file: long, kind: 'permission' });
+  });
+
   it('a permanent failure goes to .failed with <name>.error.json (no cookie), and is not retried', async function () {
     const { hot, folder, events } = hotFolder({}, `JSESSIONID=${s.VIEWER}`);
     fs.writeFileSync(path.join(folder, 'denied.txt'), 'no permission');

@@ -10,23 +10,30 @@
 import * as fsp from 'fs/promises';
 import { constants } from 'fs';
 import * as path from 'path';
+import { randomBytes } from 'crypto';
+import { fittedName } from '../../api/filename';
+
+const ERROR_FILE_SUFFIX = '.error.json';
 
 /** Most suffixes tried before giving up (a folder with that many copies of one name). */
 const MAX_SUFFIX = 10000;
 
-/** `name (n).ext` for n >= 2; `name` itself for n = 1. */
-export function suffixedName(name: string, n: number): string {
-  if (n <= 1) return name;
-  const ext = path.extname(name);
-  const stem = ext && ext !== name ? name.slice(0, -ext.length) : name;
-  return `${stem} (${n})${ext && ext !== name ? ext : ''}`;
+/**
+ * `name (n).ext` for n >= 2; `name` itself for n = 1; shortened so that it and `reserve` more
+ * bytes are a valid name (a long name's copy, or its `.error.json` beside it).
+ */
+export function suffixedName(name: string, n: number, reserve = 0): string {
+  return fittedName(name, n <= 1 ? '' : ` (${n})`, reserve);
 }
 
-/** Puts `file` into `folder` under its own name or the first free suffixed one; returns the new path. */
-export async function moveWithoutOverwrite(file: string, folder: string, name = path.basename(file)): Promise<string> {
+/**
+ * Puts `file` into `folder` under its own name or the first free suffixed one (leaving room for
+ * `reserve` more bytes in the name); returns the new path.
+ */
+export async function moveWithoutOverwrite(file: string, folder: string, name = path.basename(file), reserve = 0): Promise<string> {
   await fsp.mkdir(folder, { recursive: true });
   for (let n = 1; n <= MAX_SUFFIX; n++) {
-    const target = path.join(folder, suffixedName(name, n));
+    const target = path.join(folder, suffixedName(name, n, reserve));
     try {
       await fsp.link(file, target);
     } catch (err) {
@@ -73,7 +80,8 @@ async function exists(file: string): Promise<boolean> {
 
 /** Writes `text` to `file` through a temporary file and a rename, so a reader never sees half of it. */
 export async function writeFileAtomically(file: string, text: string): Promise<void> {
-  const temp = `${file}.${process.pid}.${Date.now()}.tmp`;
+  // A short name of its own: `file` may already be as long as a name can be.
+  const temp = path.join(path.dirname(file), `.${process.pid}-${randomBytes(6).toString('hex')}.tmp`);
   await fsp.writeFile(temp, text, { flag: 'wx' });
   try {
     await fsp.rename(temp, file);
@@ -88,8 +96,8 @@ export async function writeFileAtomically(file: string, text: string): Promise<v
  * beside it. Throws when the file cannot be moved; a trouble writing the error file is returned.
  */
 export async function moveWithErrorFile(file: string, folder: string, record: object): Promise<{ movedTo: string; errorFile: string; problem?: string }> {
-  const movedTo = await moveWithoutOverwrite(file, folder);
-  const errorFile = `${movedTo}.error.json`;
+  const movedTo = await moveWithoutOverwrite(file, folder, path.basename(file), Buffer.byteLength(ERROR_FILE_SUFFIX));
+  const errorFile = `${movedTo}${ERROR_FILE_SUFFIX}`;
   try {
     await writeFileAtomically(errorFile, JSON.stringify(record, null, 2) + '\n');
     return { movedTo, errorFile };
