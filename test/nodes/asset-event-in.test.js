@@ -245,6 +245,20 @@ describe('asset-event-in (test helper)', function () {
       seen.should.not.containEql(SECRET);
     });
 
+    it('a secret ${ENV_VAR} whose variable is not set: a configuration error naming the secret and the variable, no route', async function () {
+      delete process.env.DAM_TEST_UNSET_SECRET;
+      const node = await load({}, { secret: '${DAM_TEST_UNSET_SECRET}' });
+      node.error.args.map((a) => String(a[0])).join('\n').should.match(/secret: reads the environment variable DAM_TEST_UNSET_SECRET, which is not set/);
+      await request(app).post('/dam/events').set('X-DAM-Secret', '${DAM_TEST_UNSET_SECRET}').send(payload([entry(1, 1)])).expect(404);
+      process.env.DAM_TEST_UNSET_SECRET = SECRET;
+      try {
+        await load({}, { secret: '${DAM_TEST_UNSET_SECRET}' });
+        await request(app).post('/dam/events').set('X-DAM-Secret', SECRET).send(payload([entry(1, 1)])).expect(200);
+      } finally {
+        delete process.env.DAM_TEST_UNSET_SECRET;
+      }
+    });
+
     it('401 on GET endpoints too', async function () {
       await load({ method: 'get' }, { secret: SECRET });
       await request(app).get('/dam/events').expect(401);

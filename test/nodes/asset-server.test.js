@@ -76,6 +76,16 @@ describe('asset-server config node', function () {
     }
   });
 
+  it('a cookie ${ENV_VAR} whose variable is not set: a configuration error naming the cookie and the variable (not sent as the cookie)', async function () {
+    // A new-user audit: the examples suggest ${DAM_COOKIE}; without the variable, Node-RED left
+    // the text as it was, it went out as the cookie, and every call said "cookie rejected".
+    delete process.env.DAM_TEST_UNSET_COOKIE;
+    await s.load(s.flow('asset-export', exportProps, { baseUrl: emulator.url }), s.credentials('${DAM_TEST_UNSET_COOKIE}'));
+    helper.getNode('server').error.args.map((a) => String(a[0])).join('\n').should.match(/cookie: reads the environment variable DAM_TEST_UNSET_COOKIE, which is not set/);
+    const caught = await s.runFailing({});
+    caught.assetError.should.containEql({ kind: 'invalid-input', field: 'cookie' }); // not sent: an auth error else
+  });
+
   describe('a configuration error names the field on every message, without the cookie', function () {
     const cases = [
       ['a missing cookie', { baseUrl: 'http://127.0.0.1:1' }, '', /cookie/],

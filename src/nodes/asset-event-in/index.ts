@@ -15,7 +15,7 @@ import { DuplicateFilter, memoryEntryFilter, type EntryFilter } from '../../even
 import { eventInStats } from '../shared/event-in-stats';
 import type { AssetRedisConfigNode } from '../asset-redis';
 import type { AssetServerConfigNode } from '../asset-server';
-import { SettingError, localText } from '../shared';
+import { SettingError, localText, unsetEnvVar, unsetEnvVarRule } from '../shared';
 import { adminClashReason, adminRouteClash } from './admin-paths';
 import { EventInEndpoint, redact, shortStatus } from './endpoint';
 import { openRoute } from './route';
@@ -50,6 +50,8 @@ export default function register(RED: NodeAPI): void {
 
     let settings: Settings;
     try {
+      const unsetSecret = unsetEnvVar(secret);
+      if (unsetSecret) throw new SettingError(`secret: ${unsetEnvVarRule(unsetSecret)}`);
       settings = readSettings(config, node.id);
       const clash = adminRouteClash(settings.path, RED.settings.httpNodeRoot, RED.settings.httpAdminRoot);
       if (clash) throw new SettingError(adminClashReason(clash));

@@ -7,10 +7,11 @@
 import { AssetClient } from '../../api/client';
 import { AssetApiError, invalidInput } from '../../api/errors';
 import { plainLoginWarning } from '../../api/session';
+import { unsetEnvVar, unsetEnvVarRule } from '../shared';
 import { createNode, registerType, type NodeAPI } from '../shared/node-red';
 import { registerConnectionTest } from './connection-test';
 import { clientOptions, noCookieError, publicBaseUrl, type AssetServerConfig, type AssetServerConfigNode } from './options';
-import { keptSessions } from './session';
+import { keptSessions, loginOptions } from './session';
 import { sharedSessionFor } from './shared-session';
 
 export * from './options';
@@ -28,7 +29,13 @@ export default function register(RED: NodeAPI): void {
       node.publicBaseUrlError = err as AssetApiError;
     }
     try {
-      const options = clientOptions(RED, config, node.credentials ?? {});
+      const credentials = node.credentials ?? {};
+      // (with automatic login the cookie is not needed: a login replaces it)
+      for (const field of loginOptions(config, credentials) ? ['username', 'password'] : ['cookie']) {
+        const name = unsetEnvVar(credentials[field]);
+        if (name) throw invalidInput(field, unsetEnvVarRule(name));
+      }
+      const options = clientOptions(RED, config, credentials);
       if (config.redis) options.sharedSession = sharedSessionFor(RED, node, config.redis, options);
       node.client = new AssetClient(options);
       node.login = options.login;

@@ -150,6 +150,22 @@ export function asIntegerId(field: ResolvedField): number | string | undefined {
   throw fieldError(field, `must be an integer, got ${describe(v)}`);
 }
 
+/**
+ * The name of the environment variable a deployed node's value still names as `${NAME}` (or the
+ * older `$(NAME)`): Node-RED replaces it at deploy when the variable is set and leaves the text
+ * as it is when not, which would then go out as the value itself (a cookie, a secret).
+ */
+export function unsetEnvVar(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  const m = /^\s*\$(?:\{(\S+)\}|\((\S+)\))\s*$/.exec(value);
+  return m ? m[1] ?? m[2] : undefined;
+}
+
+/** The rule for a value naming an unset environment variable, after "field: ". */
+export function unsetEnvVarRule(name: string): string {
+  return `reads the environment variable ${name}, which is not set where Node-RED runs: start Node-RED with it, or type the value`;
+}
+
 /** A bad editor setting; the message names the setting and the rule ("dedupMax: must be ..."). */
 export class SettingError extends Error {}
 
