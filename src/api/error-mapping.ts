@@ -220,7 +220,12 @@ export function errorForFailure(ctx: ErrorContext, err: unknown, state: FailureS
   // https://, as core does). Not once the proxy answered a CONNECT: then TLS failed with the server.
   const plainProxyHint = proxy?.startsWith('https:') && (code === 'EPROTO' || code?.startsWith('ERR_SSL')) && !tunnelAnsweredFor(request)
     ? `; if the proxy speaks plain HTTP, write its URL as http://${proxy.slice('https://'.length)} (a proxy URL without a scheme is read as https://)` : '';
-  return new AssetApiError('network', `${op}: network error with ${ctx.origin}${proxy ? ` through the HTTP proxy ${proxy}` : ''}: ${describeNetwork(code, message)}${code ? ` (${code})` : ''}${plainProxyHint}`,
+  // TLS to a port that answers plain HTTP (OpenSSL: "wrong version number"): the base URL's scheme.
+  const plainServer = !plainProxyHint && ctx.origin.startsWith('https:') && (code === 'EPROTO' || code?.startsWith('ERR_SSL')) && /wrong version number/i.test(rawMessage);
+  const described = plainServer
+    ? `the server does not answer TLS (https) on this port; if it speaks plain HTTP, write the base URL as http://${ctx.origin.slice('https://'.length)}`
+    : describeNetwork(code, message);
+  return new AssetApiError('network', `${op}: network error with ${ctx.origin}${proxy ? ` through the HTTP proxy ${proxy}` : ''}: ${described}${code ? ` (${code})` : ''}${plainProxyHint}`,
     { operation: op, code });
 }
 

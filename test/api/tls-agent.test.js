@@ -40,6 +40,23 @@ describe('api client: TLS options and agents', () => {
     api.close();
   });
 
+  it('https:// to a port that speaks plain HTTP: kind network saying so and what to write, not OpenSSL\'s text', async () => {
+    // A new-user audit: "write EPROTO 806C…:error:0A00010B:SSL routines:ssl3_get_record:wrong version number".
+    const plain = http.createServer((req, res) => res.end('{}'));
+    await new Promise((resolve) => plain.listen(0, '127.0.0.1', resolve));
+    const api = new AssetClient({ baseUrl: `https://127.0.0.1:${plain.address().port}`, cookie: COOKIES.editor });
+    try {
+      const error = await expectError(api.getSubscription('tls-test-1'), 'network');
+      error.message.should.match(/does not answer TLS \(https\) on this port/);
+      error.message.should.match(new RegExp(`http://127\\.0\\.0\\.1:${plain.address().port}`));
+      error.message.should.not.match(/ssl3_get_record|deps\/openssl/);
+    } finally {
+      api.close();
+      plain.closeAllConnections();
+      await new Promise((resolve) => plain.close(resolve));
+    }
+  });
+
   it('trusts the server with a custom CA', async () => {
     const api = new AssetClient({ baseUrl: url, cookie: COOKIES.editor, ca: cert.toString() });
     (await api.getSubscription('tls-test-1')).id.should.equal('tls-test-1');
