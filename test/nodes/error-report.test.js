@@ -69,6 +69,13 @@ describe('errors reported as whole strings (debug sidebar, Catch nodes)', functi
       (await failure('asset-download', { fuid: 'fuid', fuidType: 'msg' }, { fuid: 'abc' })).error.message.should.startWith('Asset fuid (msg.fuid): must be an integer');
     });
 
+    it('download: Asset fuid read from flow, global or env context names where (a new-user audit: "Asset fuid: is required" with an empty flow.exampleFuid)', async () => {
+      (await failure('asset-download', { fuid: 'exampleFuid', fuidType: 'flow' }, {})).error.message.should.startWith('Asset fuid (flow.exampleFuid): is required');
+      (await failure('asset-download', { fuid: '#:(memory)::lastFuid', fuidType: 'global' }, {})).error.message.should.startWith('Asset fuid (global.lastFuid): is required');
+      delete process.env.DAM_TEST_NO_FUID;
+      (await failure('asset-download', { fuid: 'DAM_TEST_NO_FUID', fuidType: 'env' }, {})).error.message.should.startWith('Asset fuid (env.DAM_TEST_NO_FUID): is required');
+    });
+
     it('export: a fixed Revision that is not a number names the field without a msg property', async () => {
       const caught = await failure('asset-export', { fuid: '1', fuidType: 'num', rrn: 'latest', rrnType: 'str' }, {});
       caught.error.message.should.startWith('Revision: must be an integer');

@@ -44,6 +44,9 @@ export interface ResolvedField {
   value: unknown;
 }
 
+/** Types whose value names where it is read: errors say so (`msg.fuid`, `flow.lastFuid`, `env.DAM_FOLDER`). */
+const READ_FROM = new Set(['msg', 'flow', 'global', 'env']);
+
 /** Types whose empty editor value means "not set". */
 const EMPTY_MEANS_UNSET = new Set(['str', 'num', 'bool', 'json', 'msg', 'flow', 'global', 'env', 'jsonata', 're', 'bin']);
 
@@ -73,17 +76,18 @@ export function isBlank(source: FieldSource): boolean {
  */
 export async function resolveField(RED: NodeAPI, node: Node, msg: NodeMessage, source: FieldSource): Promise<ResolvedField> {
   const type = source.type || 'str';
-  const text = (property?: string) => source.label === undefined ? undefined
-    : property ? `${source.label} (msg.${property})` : source.label;
+  /** The editor label, with where the value was read (`Asset fuid (flow.lastFuid)`). */
+  const text = (from?: string) => source.label === undefined ? undefined
+    : from ? `${source.label} (${from})` : source.label;
   if (isBlank(source)) {
     const fallback = source.blankReads;
     if (fallback && msg[fallback] !== undefined && msg[fallback] !== null) {
-      return { label: `msg.${fallback}`, text: text(fallback), value: msg[fallback] };
+      return { label: `msg.${fallback}`, text: text(`msg.${fallback}`), value: msg[fallback] };
     }
-    return { label: source.field, text: text(fallback), value: undefined };
+    return { label: source.field, text: text(fallback && `msg.${fallback}`), value: undefined };
   }
   const label = type === 'msg' ? `msg.${String(source.value)}` : source.field;
-  const named = text(type === 'msg' ? String(source.value) : undefined);
+  const named = text(READ_FROM.has(type) ? `${type}.${String(source.value).replace(/^#:\((\S+?)\)::/, '')}` : undefined);
   try {
     const value = await evaluateProperty(RED, node, msg, source.value, type);
     return { label, text: named, value: value === null ? undefined : value };
