@@ -385,10 +385,12 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
     const a1 = helper.getNode('a1');
     a1.receive({ payload: 1 });
     await until(() => a1.error.called, 'an error');
-    String(a1.error.firstCall.args[0]).should.match(/msg\._inbox: missing/);
+    // The text as DAM nodes report it (no "Error: " before it), msg.assetError set (new-user audit).
+    a1.error.firstCall.args[0].should.match(/^msg\._inbox: missing/);
+    a1.error.firstCall.args[1].assetError.should.containEql({ kind: 'invalid-input', field: 'msg._inbox' });
     a1.receive({ payload: 1, _inbox: { node: 'nope', id: '1', delivery: 1 } });
     await until(() => a1.error.callCount === 2, 'a second error');
-    String(a1.error.secondCall.args[0]).should.match(/msg\._inbox: asset-event-in nope is not running/);
+    a1.error.secondCall.args[0].should.match(/^msg\._inbox: asset-event-in nope is not running/);
   });
 
   it('full: answers 503, says so in the status, drops nothing; the same callback is taken once there is room', async function () {

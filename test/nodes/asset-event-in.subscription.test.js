@@ -285,9 +285,9 @@ describe('asset-event-in owning its subscription (test helper + emulator)', func
 
   // The public URL goes into the callback URL the server stores and calls: the base URL's rule.
   for (const bad of ['http://127.0.0.1:1/?x=1', 'http://127.0.0.1:1/#', 'http://user:pw@127.0.0.1:1/']) {
-    it(`a public base URL such as ${bad}: no registration, an error naming publicBaseUrl`, async function () {
+    it(`a public base URL such as ${bad}: no registration, an error naming the Public URL setting`, async function () {
       const node = await load(flow({}, { publicBaseUrl: bad }));
-      node.error.args.map((a) => String(a[0])).join('\n').should.match(/publicBaseUrl: must/);
+      node.error.args.map((a) => String(a[0])).join('\n').should.match(/Public URL: must/);
       node.error.args.map((a) => String(a[0])).join('\n').should.not.match(/pw@/);
       (await getSubscription(DERIVED_ID)).success.should.be.false();
     });

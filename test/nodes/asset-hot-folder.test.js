@@ -271,7 +271,8 @@ describe('asset-hot-folder node (real Node-RED, real file system, emulator)', fu
     await waitFor(() => got.out.length === 1, 'the file after resume');
     hot.receive({ payload: 'go' });
     await waitFor(() => got.caught.length === 1, 'the error');
-    got.caught[0].error.message.should.match(/msg\.payload: must be one of pause, resume, rescan/);
+    got.caught[0].error.message.should.match(/^msg\.payload: must be one of pause, resume, rescan/); // no "AssetApiError: " before it (new-user audit)
+    got.caught[0].assetError.should.containEql({ kind: 'invalid-input', field: 'msg.payload' });
   });
 
   it('a file that cannot be moved to done: a warning, yellow status `1 not moved`, the file left in place', async function () {

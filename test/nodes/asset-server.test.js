@@ -81,7 +81,7 @@ describe('asset-server config node', function () {
     // the text as it was, it went out as the cookie, and every call said "cookie rejected".
     delete process.env.DAM_TEST_UNSET_COOKIE;
     await s.load(s.flow('asset-export', exportProps, { baseUrl: emulator.url }), s.credentials('${DAM_TEST_UNSET_COOKIE}'));
-    helper.getNode('server').error.args.map((a) => String(a[0])).join('\n').should.match(/cookie: reads the environment variable DAM_TEST_UNSET_COOKIE, which is not set/);
+    helper.getNode('server').error.args.map((a) => String(a[0])).join('\n').should.match(/Cookie: reads the environment variable DAM_TEST_UNSET_COOKIE, which is not set/);
     const caught = await s.runFailing({});
     caught.assetError.should.containEql({ kind: 'invalid-input', field: 'cookie' }); // not sent: an auth error else
   });

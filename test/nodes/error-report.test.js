@@ -76,6 +76,27 @@ describe('errors reported as whole strings (debug sidebar, Catch nodes)', functi
       (await failure('asset-download', { fuid: 'DAM_TEST_NO_FUID', fuidType: 'env' }, {})).error.message.should.startWith('Asset fuid (env.DAM_TEST_NO_FUID): is required');
     });
 
+    it('the client\'s options a node fills are named by the editor label: download File and If it exists, subscribe Id, the server\'s Base URL', async () => {
+      // A new-user audit: "path: cannot create the folder of …", "id: must be 8 to 40 …", "baseUrl: …".
+      const { AssetClient } = require('../../dist/api/client');
+      const api = new AssetClient({ baseUrl: emulator.url, cookie: s.COOKIE });
+      const fuid = String((await api.upload({ file: { buffer: Buffer.from('labels') }, name: 'labels.txt', destination: '/labels', wait: true })).fuids[0]);
+      api.close();
+      const file = await failure('asset-download', { fuid, fuidType: 'num', output: 'file', filename: '/dev/null/mirror/a.txt', filenameType: 'str' }, {});
+      file.error.message.should.startWith('File: cannot create the folder of /dev/null/mirror/a.txt');
+      file.assetError.field.should.equal('path');
+      const blank = await failure('asset-download', { fuid, fuidType: 'num', output: 'file', filename: '', filenameType: 'str' }, {});
+      blank.error.message.should.startWith('File: is blank');
+      const ifExists = await failure('asset-download', { fuid, fuidType: 'num', output: 'file', filename: '/tmp/', filenameType: 'str', ifExists: 'merge' }, {});
+      ifExists.error.message.should.startWith('If it exists: must be');
+      (await failure('asset-subscribe', { action: 'get', subscriptionId: 'short', subscriptionIdType: 'str' }, {})).error.message.should.startWith('Id: must be 8 to 40');
+      await helper.unload();
+      await s.load(s.flow('asset-export', { fuid: '1', fuidType: 'num' }, { baseUrl: '' }));
+      const server = await s.runFailing({});
+      server.error.message.should.startWith('Base URL: is required');
+      server.assetError.field.should.equal('baseUrl');
+    });
+
     it('export: a fixed Revision that is not a number names the field without a msg property', async () => {
       const caught = await failure('asset-export', { fuid: '1', fuidType: 'num', rrn: 'latest', rrnType: 'str' }, {});
       caught.error.message.should.startWith('Revision: must be an integer');

@@ -217,6 +217,7 @@ describe('asset-server with Share session (test helper, real redis-server)', fun
   it('Share session without automatic login: a configuration error naming the field', async function () {
     await helper.load([redisNode, serverNode], flow({ loginEnabled: false }), { s1: { cookie: 'x-cookie' } });
     const node = helper.getNode('s1');
-    node.configError.message.should.match(/^redis: a shared session needs automatic login/);
+    node.configError.message.should.match(/^Share session: a shared session needs automatic login/);
+    node.configError.field.should.equal('redis');
   });
 });

@@ -7,7 +7,7 @@ import { invalidInput } from '../../api/errors';
 import { DEFAULT_MAX_BUFFER_BYTES, type DownloadInfo, type DownloadOptions } from '../../api/client';
 import type { IfExists } from '../../api/file-placement';
 import { clientFor } from '../asset-server';
-import { asIntegerId, asString, formatBytes, handleInputAndClose, nameOf, isBlank, isBlankSetting, localText, required, resolveField, resolvePath, type FieldSource } from '../shared';
+import { asIntegerId, asString, fieldError, formatBytes, handleInputAndClose, nameOf, isBlank, isBlankSetting, localText, required, resolveField, resolvePath, type FieldSource } from '../shared';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
 import { nodeRetry, withRetries } from '../shared/retry';
 
@@ -93,8 +93,8 @@ export default function register(RED: NodeAPI): void {
       const filename = asString(filenameField);
       if (filename === undefined) {
         throw isBlank({ field: 'filename', value: config.filename, type: config.filenameType })
-          ? invalidInput('filename', localText(RED, 'asset-download.errors.noFile', NO_FILE))
-          : invalidInput(filenameField.label, localText(RED, 'asset-download.errors.emptyFile', EMPTY_FILE));
+          ? fieldError(filenameField, localText(RED, 'asset-download.errors.noFile', NO_FILE))
+          : fieldError(filenameField, localText(RED, 'asset-download.errors.emptyFile', EMPTY_FILE));
       }
       const client = clientFor(RED, config.server);
       const target = resolvePath(RED, filename);
@@ -105,7 +105,9 @@ export default function register(RED: NodeAPI): void {
       msg.payload = result.path;
       setResponseProperties(msg, result);
       return RED._('asset-download.status.saved', { size: formatBytes(result.bytes) });
-    }, { maxInFlight: config.maxInFlight, server: config.server, describe: (msg) => nameOf('fuid', msg.fuid) });
+    }, { maxInFlight: config.maxInFlight, server: config.server, describe: (msg) => nameOf('fuid', msg.fuid),
+      // The client's options this node fills from its File and If it exists settings.
+      labels: { path: localText(RED, 'asset-download.label.filename', 'File'), ifExists: localText(RED, 'asset-download.label.ifExists', 'If it exists') } });
   }
 
   registerType(RED, 'asset-download', AssetDownloadNode);

@@ -12,7 +12,8 @@
  * An acknowledgement that comes too late (the entry was delivered again meanwhile) is counted in
  * the status; the later delivery acknowledges it.
  */
-import { localText } from '../shared';
+import { AssetApiError } from '../../api/errors';
+import { endWithError, localText } from '../shared';
 import type { InboxHandle } from '../asset-event-in/delivery';
 import { runningDelivery } from '../asset-event-in/delivery';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
@@ -63,10 +64,12 @@ export default function register(RED: NodeAPI): void {
 
     node.on('input', (msg: NodeMessage, send, done) => {
       const handle = readHandle(msg._inbox);
-      if (typeof handle === 'string') { done(new Error(handle)); return; }
+      if (typeof handle === 'string') { endWithError(msg, done, new AssetApiError('invalid-input', handle, { field: 'msg._inbox' })); return; }
       const delivery = runningDelivery(handle.node);
       if (!delivery) {
-        done(new Error(t('errors.not-running', 'msg._inbox: asset-event-in __node__ is not running with Delivery "at least once" (redeployed or removed): the entry is delivered again', { node: handle.node })));
+        endWithError(msg, done, new AssetApiError('invalid-input', t('errors.not-running',
+          'msg._inbox: asset-event-in __node__ is not running with Delivery "at least once" (redeployed or removed): the entry is delivered again', { node: handle.node }),
+        { field: 'msg._inbox' }));
         return;
       }
       const error = msg.error as { message?: unknown; source?: { id?: unknown; type?: unknown } } | undefined;
@@ -83,7 +86,7 @@ export default function register(RED: NodeAPI): void {
         statusSoon();
         send(msg);
         done();
-      }, (err: Error) => done(err));
+      }, (err: Error) => endWithError(msg, done, err));
     });
 
     node.on('close', () => {

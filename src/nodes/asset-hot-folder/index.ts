@@ -8,7 +8,7 @@ import * as path from 'path';
 import { AssetApiError, invalidInput } from '../../api/errors';
 import type { UploadOutcome } from '../../api/client';
 import { clientFor } from '../asset-server';
-import { errorStatusText, localText, resolvePath, SettingError, STATUS_INTERVAL_MS } from '../shared';
+import { endWithError, errorStatusText, localText, resolvePath, SettingError, STATUS_INTERVAL_MS } from '../shared';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage, type NodeSend, type NodeDone } from '../shared/node-red';
 import { noteOutcome } from '../shared/server-answers';
 import { uploadFieldReader } from '../shared/upload-fields';
@@ -46,7 +46,7 @@ export default function register(RED: NodeAPI): void {
       const message = err instanceof SettingError ? err.message : String(err);
       node.error(message);
       node.status({ fill: 'red', shape: 'ring', text: message.length > 40 ? message.slice(0, 39) + '…' : message });
-      node.on('input', (_msg: NodeMessage, _send: NodeSend, done: NodeDone) => done(new Error(message)));
+      node.on('input', (msg: NodeMessage, _send: NodeSend, done: NodeDone) => endWithError(msg, done, new AssetApiError('invalid-input', message)));
       return;
     }
     const { folder, keepSubfolders } = settings;
@@ -141,7 +141,7 @@ export default function register(RED: NodeAPI): void {
       else if (command === 'resume') hot.resume();
       else if (command === 'rescan') void hot.rescan();
       else {
-        done(invalidInput('msg.payload', `must be one of ${COMMANDS.join(', ')} (the hot folder's commands)`));
+        endWithError(msg, done, invalidInput('msg.payload', `must be one of ${COMMANDS.join(', ')} (the hot folder's commands)`));
         return;
       }
       showStatus();

@@ -7,7 +7,7 @@
 import { AssetClient } from '../../api/client';
 import { AssetApiError, invalidInput } from '../../api/errors';
 import { plainLoginWarning } from '../../api/session';
-import { unsetEnvVar, unsetEnvVarRule } from '../shared';
+import { labelled, localText, unsetEnvVar, unsetEnvVarRule } from '../shared';
 import { createNode, registerType, type NodeAPI } from '../shared/node-red';
 import { registerConnectionTest } from './connection-test';
 import { clientOptions, noCookieError, publicBaseUrl, type AssetServerConfig, type AssetServerConfigNode } from './options';
@@ -16,17 +16,27 @@ import { sharedSessionFor } from './shared-session';
 
 export * from './options';
 
+/** Editor labels of the settings (catalogue `asset-server.label.*`), for error messages. */
+const FIELD_LABELS: Record<string, string> = {
+  baseUrl: 'Base URL', cookie: 'Cookie', timeout: 'Timeout', tls: 'TLS configuration', publicBaseUrl: 'Public URL',
+  proxyMode: 'Proxy', proxy: 'HTTP proxy', redis: 'Share session', username: 'User name', password: 'Password',
+  loginUrl: 'Login URL', loginSessionUrl: 'Session page', loginMethod: 'Method', loginFields: 'Fields', sessionFrom: 'Session from', cookieName: 'Send as cookie'
+};
+
 export default function register(RED: NodeAPI): void {
   function AssetServerNode(this: AssetServerConfigNode, config: AssetServerConfig) {
     createNode(RED, this, config);
     const node = this;
     node.name = config.name;
     node.baseUrl = (config.baseUrl || '').trim();
+    /** A setting's error named by its editor label (`Base URL: is required`). */
+    const named = (err: AssetApiError) => labelled(err, err.field
+      ? { [err.field]: localText(RED, `asset-server.label.${err.field}`, FIELD_LABELS[err.field] ?? err.field) } : undefined);
     try {
       node.publicBaseUrl = publicBaseUrl(config.publicBaseUrl);
     } catch (err) {
       node.publicBaseUrl = '';
-      node.publicBaseUrlError = err as AssetApiError;
+      node.publicBaseUrlError = named(err as AssetApiError);
     }
     try {
       const credentials = node.credentials ?? {};
@@ -44,7 +54,7 @@ export default function register(RED: NodeAPI): void {
       if (exposed) node.warn(exposed);
     } catch (err) {
       node.configError = err instanceof AssetApiError
-        ? err
+        ? named(err)
         : new AssetApiError('invalid-input', `asset-server: ${(err as Error).message}`);
       node.error(node.configError.message);
     }

@@ -124,7 +124,8 @@ export default function register(RED: NodeAPI): void {
       msg.subscriptionId = id;
       msg.action = action;
       return RED._(`asset-subscribe.status.${action}`);
-    }, { maxInFlight: config.maxInFlight, server: config.server, describe: (msg) => nameOf('subscriptionId', msg.subscriptionId) });
+    }, { maxInFlight: config.maxInFlight, server: config.server, describe: (msg) => nameOf('subscriptionId', msg.subscriptionId),
+      labels: { id: localText(RED, 'asset-subscribe.label.subscriptionId', 'Id') } });
   }
 
   registerType(RED, 'asset-subscribe', AssetSubscribeNode);

@@ -105,6 +105,18 @@ export function fieldError(field: { label: string; text?: string }, rule: string
   return new AssetApiError('invalid-input', `${field.text}: ${rule}`, { field: field.label });
 }
 
+/**
+ * An error about an option of the client (`path: cannot create …`) named by the editor label the
+ * user sees (`File: cannot create …`); msg.assetError.field keeps the option's name. Changes
+ * `err` when `labels` has its field and its message starts with it; returns it.
+ */
+export function labelled<T>(err: T, labels: Record<string, string> | undefined): T {
+  if (!(err instanceof AssetApiError) || err.field === undefined || !labels || !(err.field in labels)) return err;
+  const own = `${err.field}: `;
+  if (err.message.startsWith(own)) err.message = `${labels[err.field]}: ${err.message.slice(own.length)}`;
+  return err;
+}
+
 /** Throws an invalid-input error when a required field is not set. */
 export function required<T>(field: ResolvedField, value: T | undefined): T {
   if (value === undefined) throw fieldError(field, 'is required');

@@ -5,6 +5,7 @@
 import { AssetApiError } from '../../api/errors';
 import type { Node, NodeAPI, NodeMessage, NodeSend, NodeDone } from './node-red';
 import { RequestTracker, inFlightLimit, type ActiveRequest } from './request-tracker';
+import { labelled } from './fields';
 import { statusText } from './texts';
 import { callsOf, noteOutcome } from './server-answers';
 
@@ -14,6 +15,18 @@ import { callsOf, noteOutcome } from './server-answers';
 /** True for an error of kind `aborted` (a request stopped by its AbortSignal). */
 function isAbort(err: unknown): boolean {
   return err instanceof AssetApiError && err.kind === 'aborted';
+}
+
+/**
+ * Ends a msg with a failure: `msg.assetError` = the error's plain fields (for a DAM error), then
+ * `done` with the message as a string, as core nodes report errors: the debug sidebar shows an
+ * Error object cut at about 80 characters (the advice at the end of ours would be lost) and
+ * prefixed with its class name. Node-RED hands whatever done() gets to node.error(err, msg),
+ * which takes a string; its typings only name Error.
+ */
+export function endWithError(msg: NodeMessage, done: NodeDone, err: unknown): void {
+  if (err instanceof AssetApiError) msg.assetError = err.toJSON();
+  (done as (err?: Error | string) => void)(err instanceof Error ? err.message : String(err));
 }
 
 /**
@@ -36,6 +49,8 @@ export interface InputOptions {
    * `msg.fuid 1042`; see {@link nameOf}); undefined falls back to its `_msgid`.
    */
   describe?: (msg: NodeMessage) => string | undefined;
+  /** Editor labels of the client's options this node fills (`{ path: 'File' }`): errors name them so ({@link labelled}). */
+  labels?: Record<string, string>;
 }
 
 /**
@@ -62,19 +77,10 @@ export function handleInputAndClose(RED: NodeAPI, node: Node, work: InputWork, o
   /** The error of a message the close took away, naming it. */
   const lostError = (msg: NodeMessage, err: AssetApiError) => new AssetApiError('aborted', `${named(msg)}: ${err.message}`, { code: err.code });
 
-  function fail(msg: NodeMessage, done: NodeDone, err: unknown): void {
-    if (err instanceof AssetApiError) msg.assetError = err.toJSON();
-    // The message as a string, as core nodes report errors: the debug sidebar shows an Error
-    // object cut at about 80 characters, and the advice at the end of ours would be lost.
-    // Node-RED hands whatever done() gets to node.error(err, msg), which takes a string; its
-    // typings only name Error.
-    (done as (err?: Error | string) => void)(err instanceof Error ? err.message : String(err));
-  }
-
   node.on('input', (msg: NodeMessage, send: NodeSend, done: NodeDone) => {
     queued.add(msg);
     tracker.submit({
-      drop: (err) => { queued.delete(msg); fail(msg, done, lostError(msg, err)); },
+      drop: (err) => { queued.delete(msg); endWithError(msg, done, lostError(msg, err)); },
       start: (request) => {
         queued.delete(msg);
         running.add(msg);
@@ -88,6 +94,7 @@ export function handleInputAndClose(RED: NodeAPI, node: Node, work: InputWork, o
           send(msg);
           done();
         }).catch((err: unknown) => {
+          labelled(err, options.labels); // before the status shows it
           running.delete(msg);
           const closing = tracker.closing;
           tracker.end(request, { ok: false, error: err });
@@ -96,10 +103,10 @@ export function handleInputAndClose(RED: NodeAPI, node: Node, work: InputWork, o
           // runs can send it again (close() has warned, naming it). Any other failure, even one
           // that settles during the close, is the message's own error.
           if (closing && isAbort(err)) {
-            fail(msg, done, lostError(msg, new AssetApiError('aborted', statusText(RED, 'abortedError'))));
+            endWithError(msg, done, lostError(msg, new AssetApiError('aborted', statusText(RED, 'abortedError'))));
             return;
           }
-          fail(msg, done, err);
+          endWithError(msg, done, err);
         });
       }
     });
