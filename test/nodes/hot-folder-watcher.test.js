@@ -585,14 +585,41 @@ describe('hot folder core (real file system, emulator)', function () {
     events.folderError[0].should.match(/does not exist/);
     fs.mkdirSync(folder);
     fs.writeFileSync(path.join(folder, 'one.txt'), '1');
-    await waitFor(() => events.ingested.length === 1);
+    await waitFor(() => events.ingested.length === 1, 'one.txt');
     events.folderOk.should.equal(1);
     fs.rmSync(folder, { recursive: true });
     await waitFor(() => events.folderError.length === 2);
     fs.mkdirSync(folder);
     fs.writeFileSync(path.join(folder, 'two.txt'), '2');
-    await waitFor(() => events.ingested.length === 2);
+    await waitFor(() => events.ingested.length === 2, 'two.txt');
     events.folderOk.should.equal(2);
+  });
+
+  it('Create the folder when missing: made at start (folders above it too) and again after it was removed, no error state', async function () {
+    // A new-user audit: example 03 logged "… does not exist" on every first deploy, until its inject made the folder.
+    const { hot, folder, events } = hotFolder({ create: false, polling: true, createFolder: true });
+    const deepFolder = path.join(tmp.dir, `above-${n}`, 'inbox');
+    const deep = hotFolder({ create: false, createFolder: true, folder: deepFolder });
+    hot.start();
+    deep.hot.start();
+    await waitFor(() => fs.existsSync(folder), 'the folder made');
+    fs.writeFileSync(path.join(folder, 'one.txt'), '1');
+    await waitFor(() => events.ingested.length === 1, 'one.txt');
+    fs.rmSync(folder, { recursive: true });
+    await waitFor(() => fs.existsSync(folder), 'the folder made again');
+    fs.writeFileSync(path.join(folder, 'two.txt'), '2');
+    await waitFor(() => events.ingested.length === 2, 'two.txt');
+    events.folderError.should.eql([]);
+    await waitFor(() => fs.existsSync(deepFolder), 'the folder below a missing one');
+    deep.events.folderError.should.eql([]);
+
+    // It cannot be made (a file is in the way of a folder above it): the error says so.
+    const blocked = path.join(tmp.dir, `blocker-file-${n}`);
+    fs.writeFileSync(blocked, 'not a folder');
+    const cannot = hotFolder({ create: false, createFolder: true, folder: path.join(blocked, 'inbox') });
+    cannot.hot.start();
+    await waitFor(() => cannot.events.folderError.length === 1, 'the error');
+    cannot.events.folderError[0].should.match(/cannot be created \(ENOTDIR\)/);
   });
 
   it('recursive, polling only, include pattern: subfolders kept below the destination and in .done', async function () {

@@ -20,6 +20,8 @@ export interface ScannerOptions {
   /** Absolute path of the watched folder. */
   folder: string;
   recursive: boolean;
+  /** Make the folder when it is missing (HotFolderOptions.createFolder). */
+  createFolder?: boolean;
   polling: boolean;
   /** Full rescan interval (ms). */
   rescanMs: number;
@@ -42,6 +44,11 @@ export interface ScanSink {
   scanned(present: Set<string>): void;
   /** The files named by events were looked at. */
   looked(): void;
+}
+
+/** A failed mkdir of the watched folder: reported as such, unless something is there (the stat then says what). */
+function notCreated(err: NodeJS.ErrnoException): void {
+  if (err.code !== 'EEXIST') throw Object.assign(err, { creating: true });
 }
 
 /** Files named by file-system events are looked at this soon (several events, one look). */
@@ -109,6 +116,7 @@ export class FolderScanner extends EventEmitter {
   private async scan(): Promise<void> {
     const root = this.options.folder;
     try {
+      if (this.options.createFolder) await fsp.mkdir(root, { recursive: true }).catch(notCreated);
       const stat = await fsp.stat(root);
       if (!stat.isDirectory()) throw Object.assign(new Error(`${root} is not a folder`), { code: 'ENOTDIR' });
       await fsp.access(root, fs.constants.R_OK | fs.constants.X_OK);
@@ -244,7 +252,8 @@ export class FolderScanner extends EventEmitter {
 
   private setFolderError(err: unknown): void {
     const code = (err as NodeJS.ErrnoException)?.code;
-    const reason = code === 'ENOENT' ? 'does not exist'
+    const reason = (err as { creating?: boolean }).creating ? `cannot be created (${code ?? (err as Error).message})`
+      : code === 'ENOENT' ? 'does not exist'
       : code === 'EACCES' || code === 'EPERM' ? 'cannot be read (permission denied)'
         : code === 'ENOTDIR' ? 'is not a folder' : (err as Error)?.message ?? String(err);
     const text = `${this.options.folder} ${reason}`;

@@ -16,6 +16,8 @@ export interface AssetHotFolderConfig extends UploadFieldsConfig {
   name?: string;
   server?: string;
   folder?: string;
+  /** Make the folder when it is missing. */
+  createFolder?: boolean;
   recursive?: boolean;
   /** `events` (file-system events + rescan) or `polling` (rescan only). */
   mode?: string;
@@ -35,6 +37,9 @@ export interface AssetHotFolderConfig extends UploadFieldsConfig {
 
 /** The watcher's options that come from the node's settings, and where subfolders go. */
 export type HotFolderSettings = Omit<HotFolderOptions<unknown>, 'upload' | 'retryBaseMs'> & { keepSubfolders: boolean };
+
+/** A checkbox setting (a flow may hold it as text). */
+const checked = (value: unknown) => value === true || value === 'true';
 
 export const DEFAULT_UNTOUCHED_S = 5;
 export const DEFAULT_RESCAN_S = 5;
@@ -84,7 +89,7 @@ export function hotFolderSettings(config: AssetHotFolderConfig, resolve: (p: str
     throw new SettingError(`mode (Watch): must be events or polling, got ${JSON.stringify(String(config.mode).slice(0, 20))}`);
   }
   return {
-    folder, recursive: config.recursive === true || (config.recursive as unknown) === 'true',
+    folder, recursive: checked(config.recursive), createFolder: checked(config.createFolder),
     polling: config.mode === 'polling', rescanMs, untouchedMs,
     include: patternList(config.include), exclude: patternList(config.exclude),
     maxParallel, doneFolder, failedFolder, retries, keepSubfolders: config.subfolders !== 'flatten'

@@ -9,6 +9,8 @@ export interface HotFolderOptions<R> {
   folder: string;
   /** Also watch subfolders. */
   recursive: boolean;
+  /** Make the watched folder (and the folders above it) when it is missing, at start and at each rescan. */
+  createFolder?: boolean;
   /** No file-system events: only the periodic rescan (network shares). */
   polling: boolean;
   /** Full rescan interval (ms). */
