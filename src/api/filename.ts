@@ -39,9 +39,14 @@ export const NAME_MAX_BYTES = 255;
 /** `text` without its last characters (whole ones) until it is at most `bytes` bytes of UTF-8. */
 function cutToBytes(text: string, bytes: number): string {
   if (Buffer.byteLength(text, 'utf8') <= bytes) return text;
-  const chars = Array.from(text);
-  while (chars.length && Buffer.byteLength(chars.join(''), 'utf8') > bytes) chars.pop();
-  return chars.join('');
+  let used = 0;
+  let end = 0;
+  for (const char of text) { // whole code points: a pair of surrogates stays whole
+    used += Buffer.byteLength(char, 'utf8');
+    if (used > bytes) break;
+    end += char.length;
+  }
+  return text.slice(0, end);
 }
 
 /**
