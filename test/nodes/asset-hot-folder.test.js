@@ -254,6 +254,26 @@ describe('asset-hot-folder node (real Node-RED, real file system, emulator)', fu
     }
   });
 
+  it('no cookie configured: a file waits (one warning) until a flow sets the cookie, then is uploaded; never failed for it', async function () {
+    // A review of the blank-cookie change: a file found before the flow's asset-session set the cookie went to failed/.
+    const { folder, dest } = newFolder();
+    fs.writeFileSync(path.join(folder, 'early.txt'), 'before the cookie');
+    const flowNodes = hotFlow({ folder, ...upload(dest), ...fast }, { baseUrl: emulator.url })
+      .map((node) => (node.id === 'server' ? { ...node, id: 'server-no-cookie' } : node.server === 'server' ? { ...node, server: 'server-no-cookie' } : node));
+    await load(flowNodes, { 'server-no-cookie': { cookie: '' } });
+    const got = collect();
+    const hot = helper.getNode('n1');
+    await waitFor(() => hot.warn.args.some((a) => /no session cookie yet/.test(String(a[0]))), 'the warning');
+    got.out.should.have.length(0);
+    got.failedOut.should.have.length(0);
+    fs.existsSync(path.join(folder, 'early.txt')).should.be.true();
+    helper.getNode('server-no-cookie').setCookie(s.COOKIE);
+    await waitFor(() => got.out.length === 1, 'the upload once the cookie is set');
+    got.out[0].relativePath.should.equal('early.txt');
+    got.failedOut.should.have.length(0);
+    hot.warn.args.filter((a) => /no session cookie yet/.test(String(a[0]))).should.have.length(1);
+  });
+
   it('pause, resume and rescan from msg.payload; anything else is an error naming msg.payload', async function () {
     const { folder, dest } = newFolder();
     await load(hotFlow({ folder, ...upload(dest), ...fast, rescanSeconds: 3600, mode: 'polling' }, { baseUrl: emulator.url }));

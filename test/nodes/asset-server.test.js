@@ -76,19 +76,29 @@ describe('asset-server config node', function () {
     }
   });
 
-  it('a cookie ${ENV_VAR} whose variable is not set: a configuration error naming the cookie and the variable (not sent as the cookie)', async function () {
+  it('a cookie ${ENV_VAR} whose variable is not set: a warning and an error per request naming the variable (not sent as the cookie); a cookie a flow sets works', async function () {
     // A new-user audit: the examples suggest ${DAM_COOKIE}; without the variable, Node-RED left
     // the text as it was, it went out as the cookie, and every call said "cookie rejected".
     delete process.env.DAM_TEST_UNSET_COOKIE;
-    await s.load(s.flow('asset-export', exportProps, { baseUrl: emulator.url }), s.credentials('${DAM_TEST_UNSET_COOKIE}'));
-    helper.getNode('server').error.args.map((a) => String(a[0])).join('\n').should.match(/Cookie: reads the environment variable DAM_TEST_UNSET_COOKIE, which is not set/);
+    const flowNodes = s.flow('asset-export', exportProps, { baseUrl: emulator.url });
+    flowNodes.push({ id: 'session1', type: 'asset-session', z: 'f1', server: 'server', cookie: 'payload', cookieType: 'msg', wires: [[]] });
+    await helper.load([...Object.values(s.nodes), require('../../nodes/asset-session.js')], flowNodes, s.credentials('${DAM_TEST_UNSET_COOKIE}'));
+    const server = helper.getNode('server');
+    server.warn.args.map((a) => String(a[0])).join('\n').should.match(/Cookie: reads the environment variable DAM_TEST_UNSET_COOKIE, which is not set/);
+    server.error.called.should.be.false();
     const caught = await s.runFailing({});
     caught.assetError.should.containEql({ kind: 'invalid-input', field: 'cookie' }); // not sent: an auth error else
+    caught.error.message.should.match(/DAM_TEST_UNSET_COOKIE, which is not set .*asset-session/);
+    // The README's way with a cookie from elsewhere (example 08): a flow sets it.
+    helper.getNode('session1').receive({ payload: 'local-dev' });
+    while (!server.client.hasSession) await s.delay(10);
+    const exported = await s.run({});
+    exported.payload.should.be.ok();
   });
 
   describe('a configuration error names the field on every message, without the cookie', function () {
     const cases = [
-      ['a missing cookie', { baseUrl: 'http://127.0.0.1:1' }, '', /cookie/],
+      ['a missing cookie (not a configuration error any more: each request says so)', { baseUrl: 'http://127.0.0.1:1' }, '', /cookie/],
       ['a missing base URL', { baseUrl: '' }, 'JSESSIONID=secret-value-1', /baseUrl/],
       ['a base URL that is not http(s)', { baseUrl: 'ftp://dam.example' }, 'JSESSIONID=secret-value-1', /baseUrl/],
       ['a negative timeout', { baseUrl: 'http://127.0.0.1:1', timeout: -3 }, 'JSESSIONID=secret-value-1', /timeout/],

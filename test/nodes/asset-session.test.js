@@ -219,10 +219,10 @@ describe('asset-session and automatic login (test helper + emulator)', function 
 
   it('asset-event-in with no cookie configured registers its owned subscription once a flow sets one, with no error logged', async function () {
     emulator.addSession({ value: THIRD, permissions: ['events', 'add'] });
-    const nodes = flow({ publicBaseUrl });
-    nodes.push({ id: '00aa11bb22cc33ee', type: 'asset-event-in', z: 'f1', path: '/dam/later-events', manage: true, server: 'server',
+    const nodes = flow({ publicBaseUrl }, 'server-later'); // its own id: no cookie kept from an earlier test
+    nodes.push({ id: '00aa11bb22cc33ee', type: 'asset-event-in', z: 'f1', path: '/dam/later-events', manage: true, server: 'server-later',
       watchPath: ['* /sessions'], wires: [[]] });
-    await load(nodes, { server: { cookie: '' } });
+    await load(nodes, { 'server-later': { cookie: '' } });
     const eventInNode = helper.getNode('00aa11bb22cc33ee');
     const attempts = () => log.filter((l) => /^POST \/review\/api\/events\/assets\/subscribe\/nr-00aa11bb22cc33ee /.test(l));
     const registrations = () => attempts().filter((l) => / 200/.test(l)).length;
@@ -234,5 +234,18 @@ describe('asset-session and automatic login (test helper + emulator)', function 
     // (the helper's error spy is shared by every node: the export's own error is in it)
     eventInNode.error.args.map((a) => String(a[0])).filter((m) => /subscription|cookie/.test(m)).should.eql([]);
     attempts().length.should.equal(1, 'one registration, with the cookie set');
+  });
+
+  it('asset-event-in removed before any cookie was set: no DELETE sent without a session; kept to delete on the next start', async function () {
+    // A server id of its own: a cookie set in an earlier test is kept per server id across deploys.
+    const nodes = flow({ publicBaseUrl }, 'server-never-set');
+    const eventInNode = { id: '00aa11bb22cc33ff', type: 'asset-event-in', z: 'f1', path: '/dam/never-events', manage: true, server: 'server-never-set', watchPath: ['* /sessions'], wires: [[]] };
+    await load([...nodes, eventInNode], { 'server-never-set': { cookie: '' } });
+    const errors = [];
+    const spy = helper.getNode('00aa11bb22cc33ff').error;
+    await helper.setFlows(nodes, 'full');
+    spy.args.forEach((a) => errors.push(String(a[0])));
+    log.filter((l) => /subscribe\/nr-00aa11bb22cc33ff/.test(l)).should.eql([], 'nothing sent for it');
+    errors.join('\n').should.match(/deleting subscription nr-00aa11bb22cc33ff failed: cookie: is required.*\(tried again on the next start\)/);
   });
 });

@@ -14,7 +14,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import type { AssetClient } from '../../api/client';
 import { AssetApiError } from '../../api/errors';
-import type { AssetServerConfigNode } from '../asset-server';
+import { noCookieError, type AssetServerConfigNode } from '../asset-server';
 import type { NodeAPI } from '../shared/node-red';
 
 export const REGISTRY_FILE = 'dam-assets-subscriptions.json';
@@ -152,6 +152,7 @@ const DELETE_TIMEOUT_MS = 5000;
  * (also when the server no longer knew it), else the error (the server could not be reached).
  */
 export async function deleteWith(client: AssetClient, id: string): Promise<Error | undefined> {
+  if (!client.hasSession) return noCookieError(); // none configured and none set yet: nothing sent, kept for later
   const deadline = Date.now() + DELETE_TIMEOUT_MS;
   for (let attempt = 1; ; attempt++) {
     try {
@@ -180,7 +181,7 @@ export async function deleteRecorded(RED: NodeAPI, subscription: RegisteredSubsc
   const server = RED.nodes.getNode(subscription.server) as AssetServerConfigNode | null;
   if (!server || typeof server.getClient !== 'function' || server.baseUrl !== subscription.baseUrl) return 'no-server';
   let client: AssetClient;
-  try { client = server.getClient(); } catch { return 'no-server'; }
+  try { client = server.getClient(true); } catch { return 'no-server'; }
   return deleteWith(client, subscription.id);
 }
 

@@ -6,7 +6,7 @@
  */
 import * as path from 'path';
 import { AssetApiError, invalidInput } from '../../api/errors';
-import type { UploadOutcome } from '../../api/client';
+import type { AssetClient, UploadOutcome } from '../../api/client';
 import { clientFor } from '../asset-server';
 import { endWithError, errorStatusText, localText, resolvePath, SettingError, STATUS_INTERVAL_MS } from '../shared';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage, type NodeSend, type NodeDone } from '../shared/node-red';
@@ -24,6 +24,7 @@ const TEXT = {
   unavailable: 'server unavailable: __waiting__ waiting, __uploading__ uploading, __done__ done, __failed__ failed',
   stuck: ', __stuck__ not moved',
   folderError: 'folder: __reason__',
+  noSession: 'no session cookie yet (none in the asset-server, no automatic login): uploads wait until a flow sets one with an asset-session node',
   noDestinationPath: 'Subfolders are kept only below a Destination path; with a Folder fuid alone, files from subfolders go into that folder',
   empty: '__file__ is empty: it waits until it has content (empty files are never uploaded)',
   changed: '__file__ changed after it was found untouched (while queued or during its upload): it will be uploaded once untouched again',
@@ -54,6 +55,24 @@ export default function register(RED: NodeAPI): void {
     const view = hotFolderStats.open(node.id, folder);
 
     let warnedFlatten = false;
+    let warnedNoSession = false;
+    /**
+     * The server's client once it has a session: with no cookie configured (a flow sets it with
+     * asset-session), an upload waits for it rather than failing the file for good.
+     */
+    async function clientWithSession(signal: AbortSignal): Promise<AssetClient> {
+      const client = clientFor(RED, config.server, true);
+      if (client.hasSession) return client;
+      if (!warnedNoSession) { warnedNoSession = true; node.warn(text('noSession')); }
+      await new Promise<void>((resolve, reject) => {
+        const set = () => { client.off('cookie-set', set); signal.removeEventListener('abort', aborted); resolve(); };
+        const aborted = () => { client.off('cookie-set', set); reject(new AssetApiError('aborted', 'upload: aborted', { operation: 'upload' })); };
+        client.on('cookie-set', set);
+        signal.addEventListener('abort', aborted, { once: true });
+        if (signal.aborted) aborted();
+      });
+      return client;
+    }
     /** One file's upload: asset-upload's fields (evaluated against a msg describing the file), the file streamed from disk. */
     async function uploadFile(file: FileJob, signal: AbortSignal): Promise<UploadOutcome> {
       const fieldMsg: NodeMessage = { filename: file.path, relativePath: file.relativePath, topic: file.relativePath };
@@ -65,7 +84,7 @@ export default function register(RED: NodeAPI): void {
       }
       options.signal = signal;
       // No per-call retry here: the watcher holds the folder on such failures (shared/outage.ts) and frees the slot meanwhile.
-      return clientFor(RED, config.server).upload(options).then((outcome) => { noteOutcome(config.server); return outcome; }, (err: unknown) => { noteOutcome(config.server, err); throw err; });
+      return (await clientWithSession(signal)).upload(options).then((outcome) => { noteOutcome(config.server); return outcome; }, (err: unknown) => { noteOutcome(config.server, err); throw err; });
     }
 
     const hot = new HotFolder<UploadOutcome>({ ...settings, upload: uploadFile });

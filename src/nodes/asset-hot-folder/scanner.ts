@@ -20,7 +20,7 @@ export interface ScannerOptions {
   /** Absolute path of the watched folder. */
   folder: string;
   recursive: boolean;
-  /** Make the folder when it is missing (HotFolderOptions.createFolder). */
+  /** Make the folder when it is missing at start (HotFolderOptions.createFolder). */
   createFolder?: boolean;
   polling: boolean;
   /** Full rescan interval (ms). */
@@ -70,10 +70,16 @@ export class FolderScanner extends EventEmitter {
   private fullScanWanted = false;
   /** Real paths of the watched folder and of the done/failed folders, as read at the last full scan. */
   private real: { root: string; own: string[] } | undefined;
+  /**
+   * Make the folder before the next scan: until it was made once (a share not mounted at a later
+   * scan must show as missing, not get a local folder in its place).
+   */
+  private createPending: boolean;
 
   constructor(private readonly options: ScannerOptions, private readonly sink: ScanSink) {
     super();
     this.filter = new FileFilter(options.include, options.exclude);
+    this.createPending = options.createFolder === true;
   }
 
   /** undefined while the folder can be read; else why not. */
@@ -116,7 +122,10 @@ export class FolderScanner extends EventEmitter {
   private async scan(): Promise<void> {
     const root = this.options.folder;
     try {
-      if (this.options.createFolder) await fsp.mkdir(root, { recursive: true }).catch(notCreated);
+      if (this.createPending) {
+        await fsp.mkdir(root, { recursive: true }).catch(notCreated);
+        this.createPending = false;
+      }
       const stat = await fsp.stat(root);
       if (!stat.isDirectory()) throw Object.assign(new Error(`${root} is not a folder`), { code: 'ENOTDIR' });
       await fsp.access(root, fs.constants.R_OK | fs.constants.X_OK);

@@ -9,7 +9,10 @@ export interface HotFolderOptions<R> {
   folder: string;
   /** Also watch subfolders. */
   recursive: boolean;
-  /** Make the watched folder (and the folders above it) when it is missing, at start and at each rescan. */
+  /**
+   * Make the watched folder (and the folders above it) when it is missing at start (tried at each
+   * scan until made once; a folder removed later is missing, as without it).
+   */
   createFolder?: boolean;
   /** No file-system events: only the periodic rescan (network shares). */
   polling: boolean;

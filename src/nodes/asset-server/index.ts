@@ -38,13 +38,19 @@ export default function register(RED: NodeAPI): void {
       node.publicBaseUrl = '';
       node.publicBaseUrlError = named(err as AssetApiError);
     }
+    /** The variable a `${NAME}` cookie reads when it is not set: no cookie until a flow sets one (asset-session). */
+    let unsetCookie: string | undefined;
     try {
-      const credentials = node.credentials ?? {};
-      // (with automatic login the cookie is not needed: a login replaces it)
-      for (const field of loginOptions(config, credentials) ? ['username', 'password'] : ['cookie']) {
-        const name = unsetEnvVar(credentials[field]);
+      const given = node.credentials ?? {};
+      const login = loginOptions(config, given) !== undefined;
+      for (const field of login ? ['username', 'password'] : []) {
+        const name = unsetEnvVar(given[field]);
         if (name) throw invalidInput(field, unsetEnvVarRule(name));
       }
+      // (with automatic login the cookie is not needed: a login replaces it)
+      unsetCookie = login ? undefined : unsetEnvVar(given.cookie);
+      if (unsetCookie) node.warn(named(invalidInput('cookie', unsetEnvVarRule(unsetCookie))).message);
+      const credentials = unsetCookie ? { ...given, cookie: '' } : given;
       const options = clientOptions(RED, config, credentials);
       if (config.redis) options.sharedSession = sharedSessionFor(RED, node, config.redis, options);
       node.client = new AssetClient(options);
@@ -64,7 +70,9 @@ export default function register(RED: NodeAPI): void {
     };
     node.getClient = (noSessionYet = false) => {
       const client = configuredClient();
-      if (!noSessionYet && !client.hasSession) throw noCookieError();
+      if (!noSessionYet && !client.hasSession) {
+        throw named(unsetCookie ? invalidInput('cookie', `${unsetEnvVarRule(unsetCookie)}; or set one with an asset-session node`) : noCookieError());
+      }
       return client;
     };
     node.setCookie = (cookie: string) => configuredClient().setCookie(cookie);

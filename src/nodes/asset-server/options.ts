@@ -66,14 +66,15 @@ export const DEFAULT_TIMEOUT_S = 30;
 
 /**
  * Finds the client for a node's `server` property, or throws an invalid-input
- * error naming the field: the node has no server selected, or it is misconfigured.
+ * error naming the field: the node has no server selected, or it is misconfigured (or has no
+ * session yet, unless `noSessionYet`: see AssetServerConfigNode.getClient).
  */
-export function clientFor(RED: NodeAPI, serverId: string | undefined): AssetClient {
+export function clientFor(RED: NodeAPI, serverId: string | undefined, noSessionYet = false): AssetClient {
   const server = serverId ? RED.nodes.getNode(serverId) as AssetServerConfigNode | null : null;
   if (!server || typeof server.getClient !== 'function') {
     throw invalidInput('server', 'select an asset-server configuration node');
   }
-  return server.getClient();
+  return server.getClient(noSessionYet);
 }
 
 /**

@@ -173,7 +173,7 @@ export function asIntegerId(field: ResolvedField): number | string | undefined {
  */
 export function unsetEnvVar(value: unknown): string | undefined {
   if (typeof value !== 'string') return undefined;
-  const m = /^\s*\$(?:\{(\S+)\}|\((\S+)\))\s*$/.exec(value);
+  const m = /^\$(?:\{(\S+)\}|\((\S+)\))$/.exec(value); // Node-RED's own patterns: nothing around it
   return m ? m[1] ?? m[2] : undefined;
 }
 
