@@ -66,10 +66,11 @@ export function fittedName(name: string, suffix = '', reserve = 0): string {
 const PATH_MAX_BYTES = 4095;
 
 /**
- * A path the file system refuses for its length (a name over NAME_MAX_BYTES, or the whole over
+ * A path Linux refuses for its length (a name over NAME_MAX_BYTES, or the whole over
  * PATH_MAX_BYTES): invalid-input naming `path`, with only the start of the long part.
  */
 export function checkPathLength(file: string, operation: AssetOperation): void {
+  if (process.platform !== 'linux') return; // Windows and macOS count names in UTF-16 units, and their paths differ: left to them
   const start = (text: string) => JSON.stringify(Array.from(text).slice(0, 40).join('') + '…');
   const long = file.split(/[\\/]/).find((part) => Buffer.byteLength(part, 'utf8') > NAME_MAX_BYTES);
   if (long !== undefined) {
