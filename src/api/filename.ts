@@ -93,7 +93,7 @@ export function sanitizeFilename(name: string): string | undefined {
   safe = safe.split(/[\\/]/).pop() ?? '';
   safe = safe.replace(/\.{2,}/g, '.').replace(/[<>:"|?*]/g, '_');
   safe = safe.replace(/^[\s.]+/, '').replace(/[\s.]+$/, '');
-  safe = cutToBytes(safe, NAME_MAX_BYTES);
+  safe = fittedName(safe); // its extension kept
   return safe === '' ? undefined : safe;
 }
 

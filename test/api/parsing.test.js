@@ -45,6 +45,7 @@ describe('api parsing: download file names', () => {
     should(sanitizeFilename(' . ')).be.undefined();
     Buffer.byteLength(sanitizeFilename('é'.repeat(300))).should.be.belowOrEqual(255);
     sanitizeFilename('😀'.repeat(100)).should.equal('😀'.repeat(63)); // whole characters: 252 bytes, no half of a pair
+    sanitizeFilename('n'.repeat(300) + '.pdf').should.equal('n'.repeat(251) + '.pdf'); // the extension kept
     // A very long name is cut in one pass (it was one join per character dropped: this call did not end).
     sanitizeFilename('n'.repeat(1e6)).should.equal('n'.repeat(255));
   });
