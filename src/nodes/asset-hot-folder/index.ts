@@ -4,6 +4,7 @@
  * final failure. The rules are in watcher.ts; the upload fields are asset-upload's
  * (shared/upload-fields.ts). Input: `pause`, `resume`, `rescan` in msg.payload.
  */
+import { once } from 'events';
 import * as path from 'path';
 import { AssetApiError, invalidInput } from '../../api/errors';
 import type { AssetClient, UploadOutcome } from '../../api/client';
@@ -64,13 +65,7 @@ export default function register(RED: NodeAPI): void {
       const client = clientFor(RED, config.server, true);
       if (client.hasSession) return client;
       if (!warnedNoSession) { warnedNoSession = true; node.warn(text('noSession')); }
-      await new Promise<void>((resolve, reject) => {
-        const set = () => { client.off('cookie-set', set); signal.removeEventListener('abort', aborted); resolve(); };
-        const aborted = () => { client.off('cookie-set', set); reject(new AssetApiError('aborted', 'upload: aborted', { operation: 'upload' })); };
-        client.on('cookie-set', set);
-        signal.addEventListener('abort', aborted, { once: true });
-        if (signal.aborted) aborted();
-      });
+      await once(client, 'cookie-set', { signal }).catch(() => { throw new AssetApiError('aborted', 'upload: aborted', { operation: 'upload' }); });
       return client;
     }
     /** One file's upload: asset-upload's fields (evaluated against a msg describing the file), the file streamed from disk. */
