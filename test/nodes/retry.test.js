@@ -37,6 +37,16 @@ describe('retry rule (src/nodes/shared/retry.ts)', function () {
     }
   });
 
+  it('a gateway\'s 502 is tried again for every call, its 504 only for a read (the server may have made a change)', function () {
+    for (const operation of ['download', 'exportMetadata', 'getSubscription', 'registerSubscription', 'deleteSubscription', 'upload']) {
+      retry.isTransient(err('http', { status: 502, operation })).should.be.true(operation);
+    }
+    for (const operation of ['download', 'exportMetadata', 'getSubscription']) retry.isTransient(err('http', { status: 504, operation })).should.be.true(operation);
+    for (const operation of ['registerSubscription', 'deleteSubscription', 'upload', undefined]) {
+      retry.isTransient(err('http', { status: 504, operation })).should.be.false(String(operation));
+    }
+  });
+
   it('waits the server\'s Retry-After, else 5 s doubling, at most 5 minutes', function () {
     retry.retryDelayMs(err('network'), 1).should.equal(5000);
     retry.retryDelayMs(err('network'), 2).should.equal(10000);
@@ -65,7 +75,9 @@ describe('retry rule (src/nodes/shared/retry.ts)', function () {
     retry.canRepeatUpload({ path: '/x' }, err('http', { status: 500 })).should.be.false();
     // An HTTP proxy that refused the tunnel: the server never saw the upload.
     retry.canRepeatUpload({ path: '/x' }, err('network', { status: 403, code: 'PROXY_TUNNEL_REFUSED' })).should.be.true();
-    retry.canRepeatUpload({ path: '/x' }, err('http', { status: 502 })).should.be.false(); // per message: final
+    // A gateway's 502: it could not reach the server. Its 504: the server may have stored the file.
+    retry.canRepeatUpload({ path: '/x' }, err('http', { status: 502 })).should.be.true();
+    retry.canRepeatUpload({ path: '/x' }, err('http', { status: 504 })).should.be.false();
   });
 
   it('tells a gateway\'s or proxy\'s answer from the server\'s (502, 504, a refused tunnel, 407)', function () {
@@ -250,3 +262,93 @@ describe('Retries on the request nodes (emulator busy answers, real Node-RED)', 
 async function waitFor(check) {
   while (!check()) await s.delay(20);
 }
+
+describe('Retries behind a gateway (real nginx in front of the emulator, real Node-RED)', function () {
+  this.timeout(60000);
+  const { installed, startNginx } = require('../reliability/lib/servers');
+  let emulator;
+  let nginx;
+  let tmp;
+  let dataDir;
+  before(async function () {
+    if (!installed('nginx')) {
+      if (process.env.CI) throw new Error('nginx is not installed (.ci/run installs it)');
+      this.skip();
+    }
+    await helper.startServer();
+    tmp = s.tempDir();
+    dataDir = path.join(tmp.dir, 'emulator');
+    emulator = await s.startTestEmulator({ dataDir });
+    // nginx gives up on an answer after 1 s (its 504).
+    nginx = await startNginx(path.join(tmp.dir, 'nginx'), [Number(new URL(emulator.url).port)], { readTimeoutSeconds: 1 });
+  });
+  after(async function () {
+    if (emulator) await emulator.close();
+    if (nginx) await nginx.stop();
+    await helper.stopServer();
+    if (tmp) tmp.cleanup();
+  });
+  afterEach(() => helper.unload());
+
+  async function uploaded(name) {
+    const file = path.join(tmp.dir, name);
+    fs.writeFileSync(file, `${name}\n`.repeat(1000));
+    await s.load(s.flow('asset-upload', { destination: '/gateway', destinationType: 'str', wait: 'true', waitType: 'bool' }, { baseUrl: emulator.url }));
+    const { fuid } = await s.run({ filename: file });
+    await helper.unload();
+    return { file, fuid };
+  }
+
+  /** Closes the emulator (nginx answers 502) until the node under test shows its first retry wait, then starts it again on its port. */
+  async function restartDuringTheWait(statuses) {
+    const port = Number(new URL(emulator.url).port);
+    await emulator.close();
+    await waitFor(() => statuses.some(x => x.text === 'retry 1/2 in 5 s'));
+    emulator = await s.startTestEmulator({ dataDir, port });
+  }
+
+  it('the server restarting (nginx answers 502): a download and an upload are sent again and succeed', async function () {
+    const { file, fuid } = await uploaded('restart.txt');
+    await s.load(s.flow('asset-download', { fuid: String(fuid), fuidType: 'num', output: 'buffer', retries: 2 }, { baseUrl: nginx.url }));
+    let statuses = s.recordStatus();
+    let result = s.outcome(30000);
+    const restarted = restartDuringTheWait(statuses);
+    helper.getNode('n1').receive({});
+    await restarted;
+    let r = await result;
+    if (r.caught) throw new Error(`expected the download, got ${r.caught.error.message}`);
+    r.out.payload.equals(fs.readFileSync(file)).should.be.true();
+    await helper.unload();
+
+    await s.load(s.flow('asset-upload', { destination: '/gateway', destinationType: 'str', wait: 'true', waitType: 'bool', retries: 2 }, { baseUrl: nginx.url }));
+    statuses = s.recordStatus();
+    result = s.outcome(30000);
+    const second = restartDuringTheWait(statuses);
+    const again = path.join(tmp.dir, 'again.txt');
+    fs.writeFileSync(again, 'sent while the server restarts\n');
+    helper.getNode('n1').receive({ filename: again });
+    await second;
+    r = await result;
+    if (r.caught) throw new Error(`expected the upload, got ${r.caught.error.message}`);
+    const found = await s.emulatorGet(`${emulator.url}/emulator/assets?path=${encodeURIComponent('/gateway/again.txt')}`);
+    found.body.asset.fuid.should.equal(r.out.fuid);
+  });
+
+  it('nginx\'s 504 (the server slower than its timeout): an export is sent again; an upload is not (the server may have it)', async function () {
+    const { fuid } = await uploaded('slow.txt');
+    await s.load(s.flow('asset-export', { fuid: String(fuid), fuidType: 'num', retries: 2 }, { baseUrl: nginx.url }));
+    const statuses = s.recordStatus();
+    emulator.injectSlow({ count: 1, delayMs: 3000, pathContains: '/export/' });
+    (await s.run({}, 30000)).payload.success.should.be.true();
+    statuses.map(x => x.text).should.containEql('retry 1/2 in 5 s');
+    await helper.unload();
+
+    await s.load(s.flow('asset-upload', { destination: '/gateway', destinationType: 'str', wait: 'true', waitType: 'bool', retries: 2 }, { baseUrl: nginx.url }));
+    const file = path.join(tmp.dir, 'slow-upload.txt');
+    fs.writeFileSync(file, 'slow upload\n');
+    emulator.injectSlow({ count: 1, delayMs: 3000, pathContains: '/asset/upload' });
+    // With Retries 2 a second send would get through at once: the Catch node is reached only if none follows.
+    const caught = await s.runFailing({ filename: file }, 30000);
+    caught.assetError.status.should.equal(504);
+  });
+});

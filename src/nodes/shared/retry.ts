@@ -6,6 +6,9 @@
  *   server answers 449 to streaming calls under load), and an `auth` error of a failed automatic
  *   login (LOGIN_FAILED: the login server was busy, slow or away, or another login is pending;
  *   the session waits and logs in again).
+ * - A gateway's answer (nginx, a load balancer in front of the server): 502 (it could not reach the
+ *   server, e.g. while Tomcat restarts) for every call; 504 (the server did not answer in time: it
+ *   may still be doing the work) only for a read (download, export, a subscription's details).
  * - Never tried again: `invalid-input`, `rejected`, `permission`, a plain 401, a login whose user
  *   name or password the server refused (trying it again only counts towards a lock-out),
  *   `too-large`, `aborted`, any other HTTP status. Repeating them gives the same answer.
@@ -13,11 +16,11 @@
  *   at most 5 minutes. A close (the AbortSignal) ends the wait at once with kind `aborted`.
  * - An upload is sent again only when its body can be sent again (a path or a Buffer, not a
  *   stream) and the server did not take it: no answer at all, a busy answer, the 401 of a failed
- *   login, or a proxy's refusal to open the tunnel to it. Any other answer stands.
+ *   login, a gateway's 502, or a proxy's refusal to open the tunnel to it. Any other answer stands.
  *
  * "Retries" counts the tries after the first: 2 means at most 3 sends.
  */
-import { AssetApiError } from '../../api/errors';
+import { AssetApiError, type AssetOperation } from '../../api/errors';
 import { canSendAgain, type UploadOptions } from '../../api/upload';
 import { isBlankSetting } from './fields';
 import type { Node, NodeAPI } from './node-red';
@@ -33,13 +36,20 @@ export const MAX_RETRIES = 10;
 export const DEFAULT_RETRIES = 2;
 
 const BUSY = new Set([449, 503]);
+/** Calls that change nothing on the server: sent again after a gateway's 504 (the server may still be working on the first). */
+const READS = new Set<AssetOperation | undefined>(['download', 'exportMetadata', 'getSubscription']);
 
 /** The plain fields of an AssetApiError, as `err.toJSON()` gives them (msg.assetError). */
 export type ErrorFields = Pick<AssetApiError, 'kind' | 'status' | 'code' | 'retryAfterMs' | 'operation' | 'answerBegun'> & { credentialsRefused?: boolean };
 
 /** True for a failure that may well go away by itself (see the file comment). */
 export function isTransient(err: unknown): err is AssetApiError {
-  return err instanceof AssetApiError && transientFields(err);
+  return err instanceof AssetApiError && (transientFields(err) || gatewayRepeatable(err));
+}
+
+/** A gateway's 502 (the call did not reach the server), or its 504 on a read (see the file comment). */
+function gatewayRepeatable(e: ErrorFields): boolean {
+  return e.kind === 'http' && (e.status === 502 || (e.status === 504 && READS.has(e.operation)));
 }
 
 function transientFields(e: ErrorFields): boolean {
@@ -64,17 +74,16 @@ export function canRepeatUpload(file: UploadOptions['file'] | undefined, err: un
   return canSendAgain(file) && uploadNotTaken(err);
 }
 
-/** A transient failure after which the upload may be sent again: no answer (a timeout included: the server may then have it), busy, a failed login's 401, or a proxy that refused the tunnel to it. */
+/** A transient failure after which the upload may be sent again: no answer (a timeout included: the server may then have it), busy, a failed login's 401, a gateway's 502, or a proxy that refused the tunnel to it. */
 function uploadNotTaken(err: unknown): boolean {
   if (!isTransient(err)) return false;
-  return err.status === undefined || BUSY.has(err.status) || err.code === 'LOGIN_FAILED' || err.code === 'PROXY_TUNNEL_REFUSED';
+  return err.status === undefined || BUSY.has(err.status) || err.status === 502 || err.code === 'LOGIN_FAILED' || err.code === 'PROXY_TUNNEL_REFUSED';
 }
 
 /**
  * An answer that is not the server's but a gateway's or proxy's in front of it: 502 and 504 (nginx
  * before a stopped or slow Tomcat), a refused CONNECT tunnel, the proxy's 407. It says nothing of
- * the server itself. The per-message nodes take 502/504 as final (after a 504 the server may have
- * taken an upload).
+ * the server itself.
  */
 export function isGatewayAnswer(err: ErrorFields): boolean {
   return err.kind === 'proxy' || err.code === 'PROXY_TUNNEL_REFUSED' || isGatewayStatus(err);

@@ -73,7 +73,8 @@ async function startRedis(dir, { password, durable = true } = {}) {
  * nginx as a round-robin load balancer on 127.0.0.1 in front of `upstreamPorts`. A request that
  * cannot reach one copy (connection refused) goes to the next; one cut mid-way is answered 502.
  */
-async function startNginx(dir, upstreamPorts) {
+/** nginx in front of `upstreamPorts` on 127.0.0.1; `readTimeoutSeconds`: how long it waits for an answer before its 504. */
+async function startNginx(dir, upstreamPorts, { readTimeoutSeconds = 30 } = {}) {
   fs.mkdirSync(dir, { recursive: true });
   for (const sub of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) fs.mkdirSync(path.join(dir, sub), { recursive: true });
   const port = await freePort();
@@ -105,7 +106,7 @@ ${upstreamPorts.map((p) => `    server 127.0.0.1:${p} max_fails=0;`).join('\n')}
       proxy_set_header Connection "";
       proxy_next_upstream error timeout;
       proxy_connect_timeout 2s;
-      proxy_read_timeout 30s;
+      proxy_read_timeout ${readTimeoutSeconds}s;
     }
   }
 }
