@@ -5,7 +5,7 @@
  *   dam-emulator [--host 127.0.0.1] [--port 8873] [--data DIR] [--retry-delay 60s]
  *                [--ingest-delay 0s] [--session VALUE:PERMS[:USER] ...] [--user NAME:PASSWORD:PERMS ...]
  *                [--session-idle SECONDS] [--session-max-age SECONDS] [--one-session-per-user] [--form-charset iso-8859-1|utf-8] [--quiet]
- *                [--max-upload SIZE] [--max-zip-ratio N] [--max-zip-size SIZE]
+ *                [--max-upload SIZE] [--max-zip-ratio N] [--max-zip-size SIZE] [--max-zip-entries N]
  */
 import * as path from 'path';
 import { parseArgs } from 'util';
@@ -20,7 +20,7 @@ const USAGE = `usage: dam-emulator [--host 127.0.0.1] [--port ${DEFAULT_PORT}] [
                     [--ingest-delay 0s] [--session VALUE:PERMS[:USER] ...] [--user NAME:PASSWORD:PERMS ...]
                     [--session-idle SECONDS] [--session-max-age SECONDS] [--one-session-per-user]
                     [--form-charset iso-8859-1|utf-8] [--quiet]
-                    [--max-upload SIZE] [--max-zip-ratio N] [--max-zip-size SIZE]
+                    [--max-upload SIZE] [--max-zip-ratio N] [--max-zip-size SIZE] [--max-zip-entries N]
 
   --host HOST            address to listen on (default 127.0.0.1)
   --port PORT            TCP port, 0 picks a free one (default ${DEFAULT_PORT})

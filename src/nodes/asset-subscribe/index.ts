@@ -48,7 +48,7 @@ function nonEmptyStrings(list: unknown): string[] {
 
 /** Editor labels of the request fields (catalogue `asset-subscribe.label.*`), for error messages. */
 const FIELD_LABELS: Record<string, string> = {
-  subscriptionId: 'Id', callback: 'Callback', successCode: 'Answer', retryCount: 'Retries', requestType: 'Request type'
+  subscriptionId: 'Id', callback: 'Callback', successCode: 'Answer', retryCount: 'Callback retries', requestType: 'Request type'
 };
 const NO_CALLBACK = 'Callback (msg.subscription.callback) is required to register: set it in the node, or leave it blank and give msg.subscription.callback';
 
