@@ -69,6 +69,17 @@
  *   DamEditor.subscribeMethodWarning(callback, callbackType, method)
  *                                  the asset-subscribe dialog's warning text, or "" (uses the
  *                                  editor's asset-event-in and asset-server nodes).
+ *   DamEditor.literalRules        kind -> check(value, type) of a fixed value of a request field, as
+ *                                  the nodes read it (src/nodes/shared/fields.ts) and the client checks it
+ *                                  (src/api/validate.ts): `id` (fuid, Folder fuid, collection: an integer
+ *                                  >= 0), `rrn` (>= -1), `count` (retryCount, >= 0), `code` (successCode,
+ *                                  100 to 599), `minutes` (a number >= 0), `callback` (an absolute http(s)
+ *                                  URL); type `num` (Node-RED makes it a number) or `str` (sent as typed).
+ *                                  test/api/editor-rules.test.js runs them beside the source.
+ *   DamEditor.literalField(typeField, kind)
+ *                                  a TypedInput's `validate`: Node-RED's check of its type, then for a
+ *                                  fixed (`num` or `str`) value that is not blank literalRules[kind],
+ *                                  with the error text errors.<kind>.
  *   DamEditor.selectOnlyServer(node)
  *                                  a new node's `onadd`: when its Server is blank and exactly one
  *                                  asset-server exists, picks it (else a node dropped in and
@@ -145,6 +156,48 @@
         if (isBlankSetting(value)) { return true; }
         var n = Number(value);
         return (/^\s*\d+\s*$/.test(String(value)) && n >= 0 && n <= 10) || t("errors.retries");
+    }
+
+    var INTEGER_TEXT = /^\s*-?\d+\s*$/;
+    function integerIn(min, max) {
+        return function (value, type) {
+            if (type === "num") {
+                var n = Number(value);
+                return Number.isSafeInteger(n) && n >= min && (max === undefined || n <= max);
+            }
+            if (!INTEGER_TEXT.test(String(value))) { return false; }
+            var big = BigInt(String(value).trim());
+            return big >= BigInt(min) && (max === undefined || big <= BigInt(max));
+        };
+    }
+    var LITERAL_RULES = {
+        id: integerIn(0),
+        rrn: integerIn(-1),
+        count: integerIn(0),
+        code: integerIn(100, 599),
+        minutes: function (value, type) {
+            var n = type === "num" ? Number(value) : (/^\s*-?(\d+\.?\d*|\.\d+)\s*$/.test(String(value)) ? Number(value) : NaN);
+            return isFinite(n) && n >= 0;
+        },
+        callback: function (value) {
+            var text = String(value);
+            if (!/^https?:\/\/[^/?#]/i.test(text) || text.indexOf("\\") !== -1 || /\s/.test(text)) { return false; }
+            var url;
+            try { url = new URL(text); } catch (e) { return false; }
+            return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
+        }
+    };
+
+    function literalField(typeField, kind) {
+        var typed;
+        return function (v, opt) {
+            typed = typed || RED.validators.typedInput({ typeField: typeField, allowBlank: true });
+            var ok = typed.call(this, v, opt);
+            if (ok !== true) { return ok; }
+            var type = $("#node-input-" + typeField).val() || this[typeField];
+            if ((type !== "num" && type !== "str") || isBlankSetting(v)) { return true; }
+            return LITERAL_RULES[kind](v, type) || t("errors." + kind);
+        };
     }
 
     function textInput(row, cls, placeholder, value, flex) {
@@ -372,6 +425,8 @@
         adminPathClash: adminPathClash,
         editorRoot: editorRoot,
         selectOnlyServer: selectOnlyServer,
+        literalRules: LITERAL_RULES,
+        literalField: literalField,
         callbackMethodMismatch: callbackMethodMismatch,
         subscribeMethodWarning: subscribeMethodWarning,
         fieldTypes: FIELD_TYPES,

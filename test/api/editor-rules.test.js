@@ -164,6 +164,44 @@ describe('editor rules: browser copies answer as the source does', function () {
   });
 });
 
+describe('editor rules: fixed values of request fields (DamEditor.literalRules) as the nodes and the client take them', function () {
+  const editor = loadDamEditor();
+  const shared = require('../../dist/nodes/shared');
+  const validate = require('../../dist/api/validate');
+  // A num field's text becomes Number(text) in Node-RED (evaluateNodeProperty); a str field is sent as typed.
+  const asTyped = (text, type) => (type === 'num' ? Number(text) : text);
+  const takes = (fn) => { try { fn(); return true; } catch { return false; } };
+  const field = (value) => ({ label: 'f', value });
+  const RUNTIME = {
+    id: (v) => validate.validateFuid(shared.asIntegerId(field(v))),
+    rrn: (v) => validate.validateRrn(shared.asIntegerId(field(v))),
+    count: (v) => validate.validateSubscriptionFields({ callback: 'http://h/x', retryCount: shared.asInteger(field(v)) }),
+    code: (v) => validate.validateSubscriptionFields({ callback: 'http://h/x', successCode: shared.asInteger(field(v)) }),
+    minutes: (v) => validate.validateUploadFields({ destination: '/x', waitInMinutes: shared.asNumber(field(v)) }),
+    callback: (v) => validate.validateSubscriptionFields({ callback: shared.asString(field(v)) })
+  };
+  const NUMBERS = ['0', '1', ' 7 ', '-1', '-2', '1.5', '1e3', '2.0', '99', '100', '599', '600', '12345678901234567890', '9007199254740993',
+    '0x10', '+5', 'abc', '1 2', '-0', '.5', '5.', '0.25'];
+  const URLS = ['http://h/x', 'https://node-red.example/dam-events', 'http://127.0.0.1:1880/hook?x=1', 'ftp://h/x', 'not a url', 'http:/h', 'http:///x',
+    'http://h/a b', 'http://h\\x', 'HTTP://H/X', '//h/x', 'http://', 'https://[::1]:8080/x', 'http://user@h/x'];
+
+  // The fields' editor types (DamEditor.fieldTypes): ids take num or str, the others num only.
+  for (const [kind, types] of [['id', ['num', 'str']], ['rrn', ['num', 'str']], ['count', ['num']], ['code', ['num']], ['minutes', ['num']]]) {
+    it(`${kind}: the editor refuses exactly what the runtime refuses (${types.join(' and ')} values)`, function () {
+      for (const type of types) {
+        for (const text of NUMBERS) {
+          const runtime = takes(() => RUNTIME[kind](asTyped(text, type)));
+          editor.literalRules[kind](text, type).should.equal(runtime, `${kind} ${type} ${JSON.stringify(text)}`);
+        }
+      }
+    });
+  }
+
+  it('callback: the editor refuses exactly what the client refuses', function () {
+    for (const text of URLS) editor.literalRules.callback(text, 'str').should.equal(takes(() => RUNTIME.callback(text)), JSON.stringify(text));
+  });
+});
+
 describe('editor rules: asset-event-in paths on the editor\'s routes (issue 22 item 8)', function () {
   const editor = loadDamEditor();
   const { adminRouteClash, ADMIN_ROUTE_SEGMENTS } = require('../../dist/nodes/asset-event-in/admin-paths');
