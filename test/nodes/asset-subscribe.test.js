@@ -49,6 +49,36 @@ describe('asset-subscribe node (against the emulator)', function () {
     await s.run({});
   });
 
+  it('Secret (a credential) goes out as the Secret header, after the listed and msg.subscription headers; never in the msg or a log', async function () {
+    const creds = (secret) => ({ ...s.credentials(), n1: { secret } });
+    await s.load(s.flow('asset-subscribe', { ...registerProps, subscriptionId: 'node-test-sub-secret', header: ['X-A: 1'] }, { baseUrl: emulator.url }), creds('sub-Secret-77'));
+    const msg = await s.run({ payload: 'go' });
+    await helper.unload();
+    const sent = (await s.emulatorGet(`${emulator.url}/review/api/events/assets/subscribe/node-test-sub-secret`)).body.subscription.header;
+    sent.should.eql(['X-A: 1', 'X-DAM-Secret: sub-Secret-77']);
+    s.serialise(msg).should.not.containEql('sub-Secret-77');
+
+    // Its own header name; with no node headers, msg.subscription's are kept.
+    await s.load(s.flow('asset-subscribe', { ...registerProps, subscriptionId: 'node-test-sub-secret', header: [], secretHeader: ' X-Hook-Key ' }, { baseUrl: emulator.url }), creds('k2'));
+    await s.run({ subscription: { header: 'X-From-Msg: yes' } });
+    await helper.unload();
+    (await s.emulatorGet(`${emulator.url}/review/api/events/assets/subscribe/node-test-sub-secret`)).body.subscription.header.should.eql(['X-From-Msg: yes', 'X-Hook-Key: k2']);
+
+    // An unset ${VAR} and a bad header name are errors naming the field; the secret is not sent as text.
+    await s.load(s.flow('asset-subscribe', { ...registerProps, subscriptionId: 'node-test-sub-secret' }, { baseUrl: emulator.url }), creds('${DAM_TEST_UNSET_SECRET_VAR}'));
+    let caught = await s.runFailing({});
+    caught.assetError.field.should.equal('secret');
+    caught.error.message.should.match(/DAM_TEST_UNSET_SECRET_VAR/);
+    await helper.unload();
+    await s.load(s.flow('asset-subscribe', { ...registerProps, subscriptionId: 'node-test-sub-secret', secretHeader: 'X Bad' }, { baseUrl: emulator.url }), creds('k3'));
+    caught = await s.runFailing({});
+    caught.assetError.field.should.equal('secretHeader');
+    s.loggedText().should.not.containEql('sub-Secret-77').and.not.containEql('k3');
+    await helper.unload();
+    await s.load(s.flow('asset-subscribe', { action: 'delete', subscriptionId: 'node-test-sub-secret' }, { baseUrl: emulator.url }));
+    await s.run({});
+  });
+
   it('registers with every editor field, then get returns them in order, then delete', async function () {
     await s.load(s.flow('asset-subscribe', registerProps, { baseUrl: emulator.url }));
     const statuses = s.recordStatus();

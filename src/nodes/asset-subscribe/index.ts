@@ -2,9 +2,10 @@
  * asset-subscribe: registers, reads or deletes a change subscription (spec 4.1).
  */
 import type { SubscriptionFields } from '../../api/types';
-import { AssetApiError, invalidInput } from '../../api/errors';
+import { AssetApiError, invalidInput, redactSecrets } from '../../api/errors';
+import { isToken } from '../../api/values';
 import { clientFor } from '../asset-server';
-import { asInteger, asString, handleInputAndClose, nameOf, localText, required, resolveField, type FieldSource } from '../shared';
+import { asInteger, asString, handleInputAndClose, isBlankSetting, nameOf, localText, required, resolveField, unsetEnvVar, unsetEnvVarRule, type FieldSource } from '../shared';
 import { maskHeaderValues } from '../shared/masking';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
 import { nodeRetry, withRetries } from '../shared/retry';
@@ -37,6 +38,17 @@ export interface AssetSubscribeConfig {
   maxInFlight?: string | number;
   /** Tries after a transient failure (shared/retry.ts); missing in flows saved before: 0. */
   retries?: string | number;
+  /** Header carrying the credential `secret` (an asset-event-in's shared secret). Default X-DAM-Secret. */
+  secretHeader?: string;
+}
+
+/** A header the subscription's calls carry whose value is a credential: kept out of the flow file and of exports. */
+export const DEFAULT_SECRET_HEADER = 'X-DAM-Secret';
+
+/** A header field as given (node list, msg.subscription: an array or one string), as a list. */
+function headerList(value: unknown): unknown[] {
+  if (value === undefined || value === null || value === '') return [];
+  return Array.isArray(value) ? value : [value];
 }
 
 /** Repeated fields of spec 2.1, in the order the editor lists them. */
@@ -56,6 +68,7 @@ export default function register(RED: NodeAPI): void {
   function AssetSubscribeNode(this: Node, config: AssetSubscribeConfig) {
     createNode(RED, this, config);
     const node = this;
+    const secret = (node.credentials as { secret?: string } | undefined)?.secret || undefined;
     // Errors name a field by its editor label (English when the catalogue is not loaded).
     // A field the msg cannot fill in is named with the spec's name too: "Answer (successCode)".
     const field = (msg: NodeMessage, source: FieldSource) => {
@@ -94,7 +107,17 @@ export default function register(RED: NodeAPI): void {
       if (fields.callback === undefined || fields.callback === '') {
         throw new AssetApiError('invalid-input', localText(RED, 'asset-subscribe.errors.noCallback', NO_CALLBACK), { field: 'callback' });
       }
+      if (secret) fields.header = [...headerList(fields.header), secretHeaderLine(secret)];
       return fields as unknown as SubscriptionFields;
+    }
+
+    /** `Name: secret`; the name and the secret checked as asset-event-in checks its own. */
+    function secretHeaderLine(value: string): string {
+      const unset = unsetEnvVar(value);
+      if (unset) throw invalidInput('secret', unsetEnvVarRule(unset));
+      const name = isBlankSetting(config.secretHeader) ? DEFAULT_SECRET_HEADER : String(config.secretHeader).trim();
+      if (!isToken(name)) throw invalidInput('secretHeader', 'must be a valid HTTP header name');
+      return `${name}: ${value}`;
     }
 
     handleInputAndClose(RED, node, async (msg, request) => {
@@ -115,7 +138,13 @@ export default function register(RED: NodeAPI): void {
 
       if (action === 'register') {
         const fields = await subscriptionFields(msg);
-        msg.payload = await withRetries(() => client.registerSubscription(id, fields, call), retry);
+        try {
+          msg.payload = await withRetries(() => client.registerSubscription(id, fields, call), retry);
+        } catch (err) {
+          // A server may echo what it was sent.
+          if (secret && err instanceof Error) err.message = redactSecrets(err.message, [secret]);
+          throw err;
+        }
       } else if (action === 'get') {
         msg.payload = maskHeaderValues(await withRetries(() => client.getSubscription(id, call), retry));
       } else {
@@ -128,5 +157,5 @@ export default function register(RED: NodeAPI): void {
       labels: { id: localText(RED, 'asset-subscribe.label.subscriptionId', 'Id') } });
   }
 
-  registerType(RED, 'asset-subscribe', AssetSubscribeNode);
+  registerType(RED, 'asset-subscribe', AssetSubscribeNode, { secret: { type: 'password' } });
 }
