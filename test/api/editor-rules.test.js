@@ -94,7 +94,7 @@ describe('editor rules: browser copies answer as the source does', function () {
     }
   });
 
-  it('hot folder: Parallel, Untouched for and Rescan every in the editor agree with hotFolderSettings', function () {
+  it('hot folder: Parallel, Untouched and Rescan in the editor agree with hotFolderSettings', function () {
     const { hotFolderSettings } = require('../../dist/nodes/asset-hot-folder/settings');
     const defaults = editorDefaults('asset-hot-folder', editor);
     for (const [prop, cases] of [['maxParallel', ['', ' ', 1, 32, 33, 0, '2', ' 3 ', '+2', '1e1', '1.5', 'x']],

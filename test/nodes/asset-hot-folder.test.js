@@ -318,7 +318,7 @@ describe('asset-hot-folder node (real Node-RED, real file system, emulator)', fu
       [{ folder, doneFolder: folder }, /doneFolder \(Done folder\): must not be the watched folder/],
       [{ folder, failedFolder: path.dirname(folder) }, /failedFolder \(Failed folder\): must not be the watched folder .* or a folder above it/],
       [{ folder: '' }, /folder \(Folder\): is required/],
-      [{ folder, untouchedSeconds: '0' }, /untouchedSeconds \(Untouched for\): must be a number of seconds/],
+      [{ folder, untouchedSeconds: '0' }, /untouchedSeconds \(Untouched\): must be a number of seconds/],
       [{ folder, retries: '11' }, /retries: Retries must be a whole number from 0 to 10/],
       // Before: accepted, and every file dropped in went to the failed folder.
       [{ folder, destination: '', destinationFuid: '' }, /destination \(Destination\) or destinationFuid \(Folder fuid\): one is required/]

@@ -56,8 +56,8 @@ export function hotFolderSettings(config: AssetHotFolderConfig, resolve: (p: str
   const folder = path.resolve(resolve(String(config.folder).trim()));
   const seconds = (value: unknown, field: string, fallback: number) => numberSetting(value, field, fallback, n => n >= 0.1 && n <= 86400,
     'must be a number of seconds from 0.1 to 86400');
-  const untouchedMs = Math.round(seconds(config.untouchedSeconds, 'untouchedSeconds (Untouched for)', DEFAULT_UNTOUCHED_S) * 1000);
-  const rescanMs = Math.round(seconds(config.rescanSeconds, 'rescanSeconds (Rescan every)', DEFAULT_RESCAN_S) * 1000);
+  const untouchedMs = Math.round(seconds(config.untouchedSeconds, 'untouchedSeconds (Untouched)', DEFAULT_UNTOUCHED_S) * 1000);
+  const rescanMs = Math.round(seconds(config.rescanSeconds, 'rescanSeconds (Rescan)', DEFAULT_RESCAN_S) * 1000);
   // Digits only (spaces around allowed), as the editor's DamEditor.validateInFlight checks.
   const maxParallel = isBlankSetting(config.maxParallel) ? DEFAULT_PARALLEL
     : typeof config.maxParallel === 'number' ? config.maxParallel
