@@ -11,7 +11,7 @@ import { pipeline } from 'stream/promises';
 import { type ApiCalls, type CallOptions, callbackOf } from './calls';
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import { errorForFailedAnswer, errorForLocalFile, formatSize, isFailedAnswer, isFileSystemError, tryParseJson } from './error-mapping';
-import { ifExistsOf, placeFile, temporaryNameFor, type IfExists } from './file-placement';
+import { ifExistsOf, placeFile, replaceableTarget, temporaryNameFor, type IfExists } from './file-placement';
 import { checkPathLength, filenameFromContentDisposition } from './filename';
 import { headerOf, isJsonType, plainHeaders, sentAsFile, statusError } from './json-answer';
 import { ByteCounter, CallControl, TRANSFER_HIGH_WATER_MARK, peek, type TransferProgress } from './transfer';
@@ -114,6 +114,7 @@ export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { 
   // In folder mode the name is the server's: an existing file of that name is kept unless the
   // caller says otherwise. A path that names the file is the caller's say: replaced.
   const ifExists = ifExistsOf(opts.ifExists, 'keep-both', operation);
+  if (!/[\\/]$/.test(requested)) await replaceableTarget(path.resolve(requested), operation); // refused before the transfer, not after it
   const { info, body, control } = await openDownload(calls, operation, opts);
   // Until pipeline() below takes over, an abort or reset must not be an unhandled 'error' event
   // (it would crash Node-RED); pipeline() still sees the stream's error and rejects with it.
@@ -129,6 +130,8 @@ export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { 
     } catch (err) {
       throw errorForLocalFile(err, 'path', `cannot create the folder of ${target}`, operation);
     }
+    // The temporary file beside the file it replaces (a link's target may be on another file system).
+    if (!intoFolder || ifExists === 'replace') target = await replaceableTarget(target, operation);
     temporary = temporaryNameFor(target);
     onTemporaryFile?.(temporary);
     try {

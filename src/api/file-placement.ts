@@ -29,6 +29,23 @@ export function temporaryNameFor(target: string): string {
   return path.join(path.dirname(target), `.dam-${randomBytes(6).toString('hex')}.part`);
 }
 
+/**
+ * The file a replacing download is renamed to: `target`, or the file a symbolic link there points
+ * at (the link stays, as when the core file node writes through it). A device, FIFO or socket is
+ * refused: a rename would put a plain file in its place (/dev/null, a pipe another program reads).
+ */
+export async function replaceableTarget(target: string, operation: AssetOperation): Promise<string> {
+  let found = await fsp.lstat(target).catch(() => undefined);
+  if (found?.isSymbolicLink()) {
+    const real = await fsp.realpath(target).catch(() => undefined);
+    if (real === undefined) throw invalidInput('path', `${target} is a symbolic link to nothing (a missing file or a loop): a download does not replace it`, operation);
+    target = real;
+    found = await fsp.stat(real).catch(() => undefined);
+  }
+  if (found === undefined || found.isFile() || found.isDirectory()) return target;
+  throw invalidInput('path', `${target} is not a regular file (a device, pipe or socket): a download never writes over one`, operation);
+}
+
 /** `name (n).ext`, shortened to a valid name length when the name is long. */
 function suffixed(target: string, n: number): string {
   return path.join(path.dirname(target), fittedName(path.basename(target), ` (${n})`));
@@ -45,6 +62,7 @@ const MAX_SUFFIX = 999;
  */
 export async function placeFile(temporary: string, target: string, ifExists: IfExists, operation: AssetOperation): Promise<string> {
   if (ifExists === 'replace') {
+    target = await replaceableTarget(target, operation);
     const old = await fsp.stat(target).catch(() => undefined);
     // The replaced file's permissions stay (a new file would get the default 0644 of the umask).
     if (old?.isFile()) await fsp.chmod(temporary, old.mode & 0o7777).catch(() => undefined);

@@ -85,6 +85,38 @@ describe('download to a file: names, existing files and how the body ends (issue
     }
   });
 
+  it('a FIFO at the path is refused before the transfer and stays; a symbolic link stays and the file it names is replaced; a dangling one is refused', async function () {
+    const fifo = path.join(dir, 'pipe');
+    require('child_process').execFileSync('mkfifo', [fifo]);
+    answer = named('x.bin');
+    let err = await failure(client.downloadToFile({ fuid: 1, path: fifo }));
+    err.kind.should.equal('invalid-input');
+    err.field.should.equal('path');
+    err.message.should.match(/not a regular file/);
+    fs.lstatSync(fifo).isFIFO().should.be.true();
+    // Folder mode with replace: a FIFO of the server's name is not replaced either.
+    answer = named('pipe');
+    err = await failure(client.downloadToFile({ fuid: 1, path: dir + '/', ifExists: 'replace' }));
+    err.field.should.equal('path');
+    fs.lstatSync(fifo).isFIFO().should.be.true();
+
+    const real = path.join(dir, 'real.txt');
+    fs.writeFileSync(real, OLD);
+    const link = path.join(dir, 'link.txt');
+    fs.symlinkSync(real, link);
+    answer = named('x.bin');
+    (await client.downloadToFile({ fuid: 1, path: link })).path.should.equal(real);
+    fs.lstatSync(link).isSymbolicLink().should.be.true();
+    fs.readFileSync(real, 'utf8').should.equal('new content');
+
+    const dangling = path.join(dir, 'dangling.txt');
+    fs.symlinkSync(path.join(dir, 'missing.txt'), dangling);
+    err = await failure(client.downloadToFile({ fuid: 1, path: dangling }));
+    err.field.should.equal('path');
+    fs.lstatSync(dangling).isSymbolicLink().should.be.true();
+    files().should.eql(['dangling.txt', 'link.txt', 'pipe', 'real.txt']);
+  });
+
   it('an unknown ifExists is refused naming the field', async function () {
     answer = named('x.bin');
     const err = await failure(client.downloadToFile({ fuid: 1, path: dir + '/', ifExists: 'overwrite' }));
