@@ -567,6 +567,39 @@ describe('hot folder core (real file system, emulator)', function () {
     }
   });
 
+  it('a file renamed over during its upload with the same size and time (an atomic save) is uploaded again, not taken for the one sent', async function () {
+    const slow = await s.startTestEmulator({ ingestDelayMs: 400 });
+    try {
+      const client = new AssetClient({ baseUrl: slow.url, cookie: s.COOKIE, timeout: 20000 });
+      let uploads = 0;
+      const { hot, folder, events } = hotFolder({
+        upload: async (file, signal) => {
+          uploads++;
+          const result = client.upload({ file: { path: file.path }, destination: '/swapped', wait: true, signal });
+          if (uploads === 1) {
+            await s.delay(50); // its body is on the server
+            const before = fs.statSync(file.path);
+            const temp = path.join(folder, '.swap.tmp');
+            fs.writeFileSync(temp, 'B'.repeat(before.size));
+            require('child_process').execFileSync('touch', ['-r', file.path, temp]); // the same time to the nanosecond
+            fs.renameSync(temp, file.path);
+          }
+          return result;
+        }
+      });
+      fs.writeFileSync(path.join(folder, 'same.bin'), 'A'.repeat(4096));
+      hot.start();
+      await waitFor(() => events.ingested.length === 1);
+      uploads.should.equal(2);
+      events.changed.should.eql(['same.bin']);
+      fs.readFileSync(path.join(folder, '.done', 'same.bin'), 'utf8').should.equal('B'.repeat(4096));
+      const found = await s.emulatorGet(`${slow.url}/emulator/assets?path=${encodeURIComponent('/swapped/same.bin')}`);
+      (await client.downloadToBuffer({ fuid: found.body.asset.fuid })).data.toString().should.equal('B'.repeat(4096), 'the server\'s latest revision is the file moved to done');
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('an empty file waits (never uploaded) until it has content', async function () {
     const { hot, folder, dest, events } = hotFolder();
     fs.writeFileSync(path.join(folder, 'empty.txt'), '');

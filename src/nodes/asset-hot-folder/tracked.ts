@@ -1,9 +1,19 @@
 /** What the hot folder (watcher.ts) keeps of each file it found, and the order uploads go in. */
 
-export interface Tracked {
+/**
+ * What a sent file is checked against before it is moved: its size, modification time and inode (a
+ * file renamed over it during the upload, as a tool's atomic save does, is another file even with
+ * the same size and time).
+ */
+export interface Version { size: number; mtimeMs: number; ino: number }
+
+/** True when `stat` is still `sent`. */
+export function sameVersion(stat: Version, sent: Version): boolean {
+  return stat.size === sent.size && stat.mtimeMs === sent.mtimeMs && stat.ino === sent.ino;
+}
+
+export interface Tracked extends Version {
   relativePath: string;
-  size: number;
-  mtimeMs: number;
   /** When this watcher last saw size or mtime change (or first saw the file). */
   since: number;
   /** When this watcher last read size and mtime. */

@@ -37,7 +37,7 @@ import type { AssetApiError } from '../../api/errors';
 import { holdsHotFolder, isServerAnswer, mayHaveTaken } from '../shared/retry';
 import { moveWithErrorFile, moveWithoutOverwrite } from './files';
 import { Outage } from '../shared/outage';
-import { countByState, queueOrder, type Tracked } from './tracked';
+import { countByState, queueOrder, sameVersion, type Tracked, type Version } from './tracked';
 import { FolderScanner, type ScanSink } from './scanner';
 import { asAssetError, errorRecord, type FailedFile, type HotFolderCounts, type HotFolderOptions, type IngestedFile } from './types';
 
@@ -145,7 +145,7 @@ export class HotFolder<R> extends EventEmitter {
     const known = this.files.get(relativePath);
     if (!known) {
       this.files.set(relativePath, {
-        relativePath, size: stat.size, mtimeMs: stat.mtimeMs, since: now, checkedAt: now, state: 'settling', attempts: 0, counted: 0
+        relativePath, size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino, since: now, checkedAt: now, state: 'settling', attempts: 0, counted: 0
       });
       this.emitCounts();
       return;
@@ -163,6 +163,7 @@ export class HotFolder<R> extends EventEmitter {
     f.state = 'settling';
     f.size = stat.size;
     f.mtimeMs = stat.mtimeMs;
+    f.ino = stat.ino;
     f.since = Date.now();
     f.attempts = 0;
     f.counted = 0;
@@ -252,7 +253,7 @@ export class HotFolder<R> extends EventEmitter {
     f.state = 'uploading';
     this.running.set(f.relativePath, controller);
     this.emitCounts();
-    const sent = { size: f.size, mtimeMs: f.mtimeMs };
+    const sent: Version = { size: f.size, mtimeMs: f.mtimeMs, ino: f.ino };
     try {
       // Scans do not read a queued file: one rewritten while it waited goes back to settling.
       if (await this.changedSince(full, sent, f)) return;
@@ -295,7 +296,7 @@ export class HotFolder<R> extends EventEmitter {
    * vanished, it waits again; a failure that holds queues it again unless it has counted more
    * than Retries; any other fails it.
    */
-  private async afterFailure(f: Tracked, full: string, sent: { size: number; mtimeMs: number }, error: AssetApiError, sentIn: SentIn): Promise<void> {
+  private async afterFailure(f: Tracked, full: string, sent: Version, error: AssetApiError, sentIn: SentIn): Promise<void> {
     if (this.closed || error.kind === 'aborted') { f.state = 'settling'; f.since = Date.now(); return; }
     const holds = holdsHotFolder(error);
     const probed = sentIn.probe !== undefined && sentIn.probe === this.outage;
@@ -341,7 +342,7 @@ export class HotFolder<R> extends EventEmitter {
    * True (and the file back to waiting, or forgotten when gone) when the file is not what was
    * sent: it changed during the upload, or it vanished.
    */
-  private async changedSince(full: string, sent: { size: number; mtimeMs: number }, f: Tracked): Promise<boolean> {
+  private async changedSince(full: string, sent: Version, f: Tracked): Promise<boolean> {
     let stat: fs.Stats;
     try {
       stat = await fsp.stat(full);
@@ -350,7 +351,7 @@ export class HotFolder<R> extends EventEmitter {
       this.emit('vanished', f.relativePath);
       return true;
     }
-    if (stat.size === sent.size && stat.mtimeMs === sent.mtimeMs) return false;
+    if (sameVersion(stat, sent)) return false;
     this.newVersion(f, stat);
     this.emit('changed', f.relativePath);
     this.checkDue();
@@ -362,7 +363,7 @@ export class HotFolder<R> extends EventEmitter {
     try {
       moved = await moveWithErrorFile(full, path.join(this.options.failedFolder, path.dirname(f.relativePath)), errorRecord(error, f.relativePath, f.attempts));
     } catch (err) {
-      this.stick(f, { size: f.size, mtimeMs: f.mtimeMs });
+      this.stick(f, { size: f.size, mtimeMs: f.mtimeMs, ino: f.ino });
       this.emit('warning', `${full}: failed (${error.message}), and could not be moved to the failed folder: ${(err as Error).message}`);
       return;
     }
@@ -376,11 +377,10 @@ export class HotFolder<R> extends EventEmitter {
    * A file that could not be moved stays tracked as it was sent, so that scans do not take it for a
    * new file (uploaded again at every rescan); a change of size or mtime makes it a new version.
    */
-  private stick(f: Tracked, sent: { size: number; mtimeMs: number }): void {
+  private stick(f: Tracked, sent: Version): void {
     if (this.files.get(f.relativePath) !== f) return;
     f.state = 'stuck';
-    f.size = sent.size;
-    f.mtimeMs = sent.mtimeMs;
+    Object.assign(f, { size: sent.size, mtimeMs: sent.mtimeMs, ino: sent.ino });
   }
 
   private forget(f: Tracked): void {
