@@ -141,6 +141,30 @@ describe('asset-event-in owning its subscription (test helper + emulator)', func
     await until(async () => (await getSubscription(DERIVED_ID)).success === false);
   });
 
+  it('two nodes managing one subscription id: the one started second is refused naming the other; removing it leaves the other\'s subscription', async function () {
+    const second = { id: 'second-node-01', type: 'asset-event-in', name: 'copy', path: '/dam/copy', manage: true, server: 'srv',
+      subscriptionId: 'fixed-sub-0001', watchPath: ['* /inbox'], wires: [['h1']] };
+    const both = [...flow({ subscriptionId: 'fixed-sub-0001', name: 'original' }), second];
+    await load(both, { ...credentials(), 'second-node-01': { secret: SECRET } });
+    // The owner is the one the registry records (the test helper shares its status and error spies between nodes).
+    const file = path.join(userDir, 'dam-assets-subscriptions.json');
+    await until(async () => fs.existsSync(file) && (await getSubscription('fixed-sub-0001')).success);
+    const owners = Object.keys(JSON.parse(fs.readFileSync(file, 'utf8')).nodes);
+    owners.length.should.equal(1);
+    const owner = helper.getNode(owners[0]);
+    const refused = helper.getNode(owners[0] === NODE_ID ? 'second-node-01' : NODE_ID);
+    // (The test helper shares one error spy between the nodes.)
+    const errors = owner.error.args.map((a) => String(a[0]));
+    errors.filter((e) => /managed by another asset-event-in/.test(e)).should.eql([
+      `cannot manage the subscription: subscriptionId: fixed-sub-0001 on this server is managed by another asset-event-in ("${owner.name}", ${owner.id}): give one of them another Id`]);
+    (await getSubscription('fixed-sub-0001')).subscription.callback.should.endWith(owner.id === NODE_ID ? '/dam/events' : '/dam/copy');
+    const deletesBefore = emulatorLog.filter((line) => /^DELETE .*fixed-sub-0001/.test(line)).length;
+    await helper.setFlows(both.filter((n) => n.id !== refused.id), 'full', { ...credentials(), 'second-node-01': { secret: SECRET } });
+    await helper.getNode('srv').getClient().getSubscription('fixed-sub-0001');
+    emulatorLog.filter((line) => /^DELETE .*fixed-sub-0001/.test(line)).length.should.equal(deletesBefore, 'the refused node deleted nothing');
+    (await getSubscription('fixed-sub-0001')).success.should.be.true();
+  });
+
   describe('never leaves a subscription it stopped owning', function () {
     const registered = async (id) => (await getSubscription(id)).success;
     const recorded = () => JSON.parse(fs.readFileSync(path.join(userDir, 'dam-assets-subscriptions.json'), 'utf8'));

@@ -24,7 +24,7 @@ import { deliverLeftovers, removeLeftovers } from './file-leftovers';
 import { chosenRedis, inboxSource, usableRedis } from './inbox-choice';
 import { deliverStreamLeftovers } from './stream-leftovers';
 import { callbackUrl, readSettings, subscriptionFields, type AssetEventInConfig, type Settings } from './settings';
-import { OwnedSubscription, releaseSubscription, sweepRegistryOnStart, type OwnedSetup } from './subscription';
+import { OwnedSubscription, otherOwner, releaseSubscription, sweepRegistryOnStart, type OwnedSetup } from './subscription';
 import { createNode, registerType, type Node, type NodeAPI } from '../shared/node-red';
 import { registryFor, sameSubscription, type RegisteredSubscription } from './registry';
 
@@ -123,6 +123,9 @@ export default function register(RED: NodeAPI): void {
     if (settings.manage) {
       try {
         const setup = ownedSubscriptionSetup();
+        // Two owners of one subscription would take it from each other, and removing one would delete the other's.
+        const other = otherOwner(RED, setup.recorded, node.id);
+        if (other) throw new SettingError(`subscriptionId: ${setup.id} on this server is managed by another asset-event-in (${nameOfNode(other)}): give one of them another Id`);
         // What this node registered before (id or server changed, also across a restart) goes.
         const before = registry.get(node.id);
         registry.set(node.id, setup.recorded);
@@ -155,6 +158,11 @@ export default function register(RED: NodeAPI): void {
       releaseSubscription(RED, t, recorded, (message) => node.warn(redact(message, secret)), node.id);
     }
 
+    function nameOfNode(id: string): string {
+      const other = RED.nodes.getNode(id) as (Node & { name?: string }) | null;
+      return other?.name ? `"${other.name}", ${id}` : id;
+    }
+
     function ownedSubscriptionSetup(): OwnedSetup {
       const server = config.server ? RED.nodes.getNode(config.server) as AssetServerConfigNode | null : null;
       if (!server || typeof server.getClient !== 'function') throw new SettingError('server: select an asset-server configuration node');
@@ -182,7 +190,8 @@ export default function register(RED: NodeAPI): void {
         ]).catch((err: Error) => node.warn(err.message));
       if (!owner) { closingInbox.then(() => done(), () => done()); return; }
       const closing = owner;
-      closing.close(removed).then(async (failure) => {
+      // Removed, but the subscription is another running node's now (a pasted copy after an undo): it stays.
+      closing.close(removed && !otherOwner(RED, closing.setup.recorded, node.id)).then(async (failure) => {
         await closingInbox;
         if (!removed) return;
         // Removed: it owns nothing any more; a deletion that failed is tried again on the next start.

@@ -139,12 +139,21 @@ export class OwnedSubscription {
  * pasted copy with the same fixed id, a node moved to another config node for the same server).
  */
 function ownedByLiveNode(RED: NodeAPI, subscription: RegisteredSubscription, self?: string): boolean {
+  const mine = self === undefined ? undefined : registryFor(RED).get(self);
+  return (mine !== undefined && sameServerAndId(mine, subscription)) || otherOwner(RED, subscription, self) !== undefined;
+}
+
+/** The id of a running asset-event-in other than `self` that records the same base URL and subscription id. */
+export function otherOwner(RED: NodeAPI, subscription: RegisteredSubscription, self?: string): string | undefined {
   const registry = registryFor(RED);
-  return registry.nodeIds().some((nodeId) => {
+  return registry.nodeIds().find((nodeId) => {
     const other = registry.get(nodeId);
-    return other !== undefined && other.baseUrl === subscription.baseUrl && other.id === subscription.id &&
-      (nodeId === self || RED.nodes.getNode(nodeId)?.type === 'asset-event-in');
+    return nodeId !== self && other !== undefined && sameServerAndId(other, subscription) && RED.nodes.getNode(nodeId)?.type === 'asset-event-in';
   });
+}
+
+function sameServerAndId(a: RegisteredSubscription, b: RegisteredSubscription): boolean {
+  return a.baseUrl === b.baseUrl && a.id === b.id;
 }
 
 /**
