@@ -26,7 +26,7 @@ const HEADER_NAMES = [
 /** The `defaults` of a node's registerType, from the real editor file (its text/javascript block). */
 function editorDefaults(type, DamEditor) {
   const registered = {};
-  const RED = { _: (key) => key, nodes: { registerType: (name, def) => { registered[name] = def; }, node: () => null }, validators: { typedInput: () => () => true } };
+  const RED = { _: (key) => key, settings: {}, nodes: { registerType: (name, def) => { registered[name] = def; }, node: () => null }, validators: { typedInput: () => () => true } };
   runEditorScript(type, { RED, DamEditor });
   return registered[type].defaults;
 }
@@ -150,6 +150,16 @@ describe('editor rules: browser copies answer as the source does', function () {
       blank.settings.maxBodyBytes.should.equal(eventInSettings.DEFAULTS.maxBodyMB * 1e6);
       blank.settings.dedup.should.eql({ windowMs: eventInSettings.DEFAULTS.dedupWindowS * 1000, maxKeys: eventInSettings.DEFAULTS.dedupMax });
       blank.fields.should.not.have.property('retryCount'); // left to the server's default, as when empty
+    });
+
+    it('path: the same answer, managed or not (route patterns; a managed path is the callback URL)', function () {
+      const node = { _: (k) => k };
+      for (const manage of [false, true]) {
+        for (const value of ['/dam/events', 'dam/events', '/dam/param/:source', '/dam/*', '/dam/cb?x', '/dam/a.b+', '/dam/(x)', '/dam/[x]', '/dam/x#y', '/dam/ä', '/dam/a b', '/dam/a-b_c.d~e']) {
+          const editorTakes = defaults.path.validate.call({ ...node, manage }, value, {}) === true;
+          editorTakes.should.equal(runtimeTakes({ path: value, manage, subscriptionId: manage ? 'abcdefgh' : undefined, server: 'x' }) !== undefined, `${value} manage=${manage}`);
+        }
+      }
     });
 
     it('secret header name: same answer; spaces around are trimmed, only spaces = X-DAM-Secret', function () {

@@ -473,5 +473,30 @@ describe('asset-event-in (test helper)', function () {
       const noPath = await load({ path: '' });
       noPath.error.lastCall.args[0].should.match(/path: is required/);
     });
+
+    it('a path with route pattern characters is refused, and with "manage" also a parameter or wildcard; no route is registered', async function () {
+      for (const [props, rule] of [[{ path: '/dam/cb?x' }, /path: must not contain \? # \+/], [{ path: '/dam/a.b+' }, /path: must not contain/],
+        [{ path: '/dam/:source', manage: true, server: 'none' }, /path: with "manage subscription" it is the callback URL/]]) {
+        const node = await load(props);
+        node.error.lastCall.args[0].should.match(rule);
+        await request(app).post(props.path.replace(/[?+:]/g, '')).send(payload([entry(1, 1)])).expect(404);
+      }
+      // Without "manage", a parameter takes the callbacks of several subscriptions.
+      await load({ path: '/dam/param/:source' });
+      await request(app).post('/dam/param/a').send(payload([entry(1, 1)])).expect(200);
+    });
+
+    it('a path another node of the flows already routes (a core http in, another asset-event-in): a warning naming it', async function () {
+      const flow = [
+        { id: 'n1', type: 'asset-event-in', name: 'events', path: 'dam/events', wires: [['h1']] },
+        { id: 'core', type: 'http in', name: 'old hook', url: '/dam/events', method: 'post', wires: [[]] },
+        { id: 'other', type: 'http in', url: '/dam/events', method: 'get', wires: [[]] },
+        { id: 'h1', type: 'helper' }
+      ];
+      loaded = true;
+      await helper.load([eventIn, require('@node-red/nodes/core/network/21-httpin.js')], flow, {});
+      const node = helper.getNode('n1');
+      node.warn.args.map((a) => String(a[0])).should.containEql('POST /dam/events is also the route of http in "old hook" (core): each call goes to one of them only; give one another path');
+    });
   });
 });

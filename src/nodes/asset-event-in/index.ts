@@ -18,7 +18,7 @@ import type { AssetServerConfigNode } from '../asset-server';
 import { SettingError, localText, unsetEnvVar, unsetEnvVarRule } from '../shared';
 import { adminClashReason, adminRouteClash } from './admin-paths';
 import { EventInEndpoint, redact, shortStatus } from './endpoint';
-import { openRoute } from './route';
+import { openRoute, routeSharedWith } from './route';
 import { AtLeastOnceDelivery, inboxFile, readDeliverySettings, userDirectory, type DeliveryConfig } from './delivery';
 import { deliverLeftovers, removeLeftovers } from './file-leftovers';
 import { chosenRedis, inboxSource, usableRedis } from './inbox-choice';
@@ -115,6 +115,8 @@ export default function register(RED: NodeAPI): void {
 
     // ---- the route
     const closeRoute = openRoute(RED, settings.method, settings.path, endpoint.route());
+    const sharing = routeSharedWith(RED, node.id, settings.method, settings.path);
+    if (sharing) node.warn(t('errors.route-shared', '__method__ __path__ is also the route of __other__: each call goes to one of them only; give one another path', { method: settings.method.toUpperCase(), path: settings.path, other: sharing }));
 
     // ---- the owned subscription
     let owner: OwnedSubscription | undefined;

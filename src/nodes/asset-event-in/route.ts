@@ -24,6 +24,22 @@ export function openRoute(RED: NodeAPI, method: 'post' | 'get', path: string, ha
   };
 }
 
+/**
+ * Another enabled node of the flows on the same method and path (a core http in, another
+ * asset-event-in): Express gives each call to the route started first, so one of them never gets any.
+ */
+export function routeSharedWith(RED: NodeAPI, self: string, method: 'post' | 'get', path: string): string | undefined {
+  let found: string | undefined;
+  const plain = (p: unknown) => (typeof p === 'string' ? (p.trim().startsWith('/') ? p.trim() : '/' + p.trim()) : '');
+  RED.nodes.eachNode((n: { id: string; type: string; d?: boolean; name?: string; url?: unknown; path?: unknown; method?: unknown }) => {
+    if (found || n.id === self || n.d === true) return;
+    const route = n.type === 'http in' ? n.url : n.type === 'asset-event-in' ? n.path : undefined;
+    const theirs = String(n.method || (n.type === 'http in' ? 'get' : 'post')).toLowerCase();
+    if (route !== undefined && theirs === method && plain(route) === path) found = `${n.type} ${n.name ? `"${n.name}" ` : ''}(${n.id})`;
+  });
+  return found;
+}
+
 /** Answers a callback with a JSON body (none for 204 and 205), unless an answer went out already. */
 export function reply(res: ServerResponse, status: number, body: Record<string, unknown>): void {
   if (res.headersSent) return;
