@@ -311,6 +311,17 @@ describe('asset-hot-folder node (real Node-RED, real file system, emulator)', fu
     fs.readFileSync(path.join(folder, 'kept.txt'), 'utf8').should.equal('uploaded, not moved');
   });
 
+  it('Include and Exclude: comma or line separated; a comma inside braces stays in its pattern (*.{jpg,png})', function () {
+    const { patternList, FileFilter } = require('../../dist/nodes/asset-hot-folder/patterns');
+    patternList('*.{jpg,png}, scans/**/*.{tif,tiff}\n*.pdf,,').should.eql(['*.{jpg,png}', 'scans/**/*.{tif,tiff}', '*.pdf']);
+    patternList('*.{jpg\n*.png').should.eql(['*.{jpg', '*.png']); // an unclosed brace ends with its line
+    const filter = new FileFilter(patternList('*.{jpg,png}'), patternList('draft-*.{jpg,png}'));
+    filter.takes('photo.jpg').should.be.true();
+    filter.takes('sub/pic.png').should.be.true();
+    filter.takes('notes.txt').should.be.false();
+    filter.takes('draft-1.png').should.be.false();
+  });
+
   it('bad settings: an error naming the setting, red status, nothing watched', async function () {
     const { folder } = newFolder();
     fs.writeFileSync(path.join(folder, 'untouched.txt'), 'must stay');

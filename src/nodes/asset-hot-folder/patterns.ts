@@ -11,11 +11,21 @@ export const IGNORED_BY_DEFAULT = ['.*', '*.part', '*.tmp', '*.crdownload', '~$*
 
 export type PathTest = (relativePath: string) => boolean;
 
-/** Glob patterns from a setting: one per line or comma-separated, blanks dropped. */
+/** Glob patterns from a setting: one per line or comma-separated (not a comma inside braces: `*.{jpg,png}`), blanks dropped. */
 export function patternList(text: unknown): string[] {
   if (Array.isArray(text)) return text.map(String).map(p => p.trim()).filter(Boolean);
   if (typeof text !== 'string') return [];
-  return text.split(/[\n,]/).map(p => p.trim()).filter(Boolean);
+  const patterns: string[] = [];
+  let depth = 0;
+  let current = '';
+  for (const c of text) {
+    if (c === '\n' || (c === ',' && depth === 0)) { patterns.push(current); current = ''; depth = 0; continue; }
+    if (c === '{') depth++;
+    else if (c === '}' && depth > 0) depth--;
+    current += c;
+  }
+  patterns.push(current);
+  return patterns.map(p => p.trim()).filter(Boolean);
 }
 
 function matcher(patterns: readonly string[]): PathTest {
