@@ -24,6 +24,9 @@ function pastedCookie(text: string): string {
   return line.trim();
 }
 
+/** Longest cookie taken: a session id is a few dozen characters, and Tomcat refuses a request head of 8 KB or more (maxHttpHeaderSize). */
+export const MAX_COOKIE_LENGTH = 7168;
+
 /**
  * `Name=value` is sent as is; a bare value becomes `JSESSIONID=value`. A leading `Cookie:`
  * (pasted from a browser's request headers) is dropped; a pasted `Set-Cookie:` line gives its
@@ -34,6 +37,7 @@ export function cookieHeaderOf(cookie: unknown): string | undefined {
   if (cookie === undefined || cookie === null) return undefined;
   if (typeof cookie !== 'string') throw invalidInput('cookie', 'must be a string: Name=value or a bare session id');
   const trimmed = cookie.trim();
+  if (trimmed.length > MAX_COOKIE_LENGTH) throw invalidInput('cookie', `must be at most ${MAX_COOKIE_LENGTH} characters (got ${trimmed.length}): a longer one breaks every call (servers refuse a request head of 8 KB or more)`);
   if (trimmed !== '' && !/^[\x20-\x7e]+$/.test(trimmed)) throw invalidInput('cookie', 'must be printable ASCII, without CR, LF or other control characters');
   const text = pastedCookie(trimmed);
   if (text === '') return undefined;

@@ -145,6 +145,18 @@ describe('asset-session and automatic login (test helper + emulator)', function 
     caught.assetError.field.should.equal('cookie');
   });
 
+  it('a cookie too long for any server (200,000 characters) is invalid-input naming the field; the cookie before it stays in use', async function () {
+    emulator.addSession({ value: OLD, permissions: ['events', 'add'] });
+    await load(flow(), { server: { cookie: OLD } });
+    const caught = await sendFailing('ss1', { payload: 'A'.repeat(200000) });
+    caught.assetError.kind.should.equal('invalid-input');
+    caught.assetError.field.should.equal('cookie');
+    caught.error.message.should.match(/at most 7168 characters \(got 200000\)/);
+    const before = emulator.requestsWith(OLD);
+    await send('sb1', {});
+    emulator.requestsWith(OLD).should.equal(before + 1, 'the old cookie is still sent');
+  });
+
   it('no cookie configured and no login: no error at deploy; a request before a flow set one is invalid-input naming the cookie; then the set one is used', async function () {
     emulator.addSession({ value: NEW, permissions: ['events', 'add'] });
     await load(flow(), { server: { cookie: ' ' } });
