@@ -187,7 +187,7 @@ export async function openDownload(calls: ApiCalls, operation: AssetOperation, o
 
     const contentType = headerOf(response, 'content-type');
     if (response.status < 200 || response.status >= 300) {
-      const { chunks } = await peek(raw, PEEK_LIMIT).catch(() => ({ chunks: [] as Buffer[] }));
+      const { chunks } = await peek(raw, PEEK_LIMIT, () => control.ping()).catch(() => ({ chunks: [] as Buffer[] }));
       raw.destroy();
       throw statusError(calls.context(operation), response.status, Buffer.concat(chunks).toString('utf8'), response);
     }
@@ -200,7 +200,7 @@ export async function openDownload(calls: ApiCalls, operation: AssetOperation, o
     let replay: { chunks: Buffer[]; ended: boolean } = { chunks: [], ended: false };
     if (!sentAsFile(response) && isJsonType(contentType)) {
       // A JSON body not sent as a file may be the server's success:false answer.
-      replay = await peek(raw, PEEK_LIMIT);
+      replay = await peek(raw, PEEK_LIMIT, () => control.ping()); // bytes arriving keep the inactivity timeout at bay, as below
       if (replay.ended) {
         const parsed = tryParseJson(Buffer.concat(replay.chunks).toString('utf8'));
         if (parsed && isFailedAnswer(parsed.value)) throw errorForFailedAnswer(calls.context(operation), response.status, parsed.value);

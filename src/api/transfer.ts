@@ -137,7 +137,7 @@ export class ByteCounter extends Transform {
  * Reads a stream until it ends or more than `limit` bytes arrived, then pauses it.
  * The chunks read are returned so they can be replayed; `ended` says whether that was all.
  */
-export function peek(stream: Readable, limit: number): Promise<{ chunks: Buffer[]; ended: boolean }> {
+export function peek(stream: Readable, limit: number, onChunk?: () => void): Promise<{ chunks: Buffer[]; ended: boolean }> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -148,6 +148,7 @@ export function peek(stream: Readable, limit: number): Promise<{ chunks: Buffer[
       stream.off('close', onClose);
     };
     const onData = (chunk: Buffer): void => {
+      onChunk?.();
       chunks.push(chunk);
       size += chunk.length;
       if (size > limit) {

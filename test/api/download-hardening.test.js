@@ -117,6 +117,34 @@ describe('download to a file: names, existing files and how the body ends (issue
     files().should.eql(['dangling.txt', 'link.txt', 'pipe', 'real.txt']);
   });
 
+  it('a JSON body sent slowly without Content-Disposition: bytes arriving keep the inactivity timeout at bay while it is read for an error answer', async function () {
+    this.timeout(20000);
+    const body = JSON.stringify({ note: 'a JSON file, not an error' });
+    const drip = net.createServer((socket) => {
+      socket.on('error', () => undefined);
+      socket.once('data', () => {
+        socket.write(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`);
+        let i = 0;
+        const timer = setInterval(() => {
+          if (socket.destroyed) { clearInterval(timer); return; }
+          socket.write(body.slice(i, i + 2));
+          i += 2;
+          if (i >= body.length) { clearInterval(timer); socket.end(); }
+        }, 200);
+      });
+    });
+    await new Promise((resolve) => drip.listen(0, '127.0.0.1', resolve));
+    // 2 s without a byte is a timeout; the body takes about 2.6 s, a chunk every 0.2 s.
+    const slow = new AssetClient({ baseUrl: `http://127.0.0.1:${drip.address().port}`, cookie: 'c', timeout: 2000 });
+    try {
+      const got = await slow.downloadToBuffer({ fuid: 1 });
+      got.data.toString().should.equal(body);
+    } finally {
+      slow.close();
+      drip.close();
+    }
+  });
+
   it('an unknown ifExists is refused naming the field', async function () {
     answer = named('x.bin');
     const err = await failure(client.downloadToFile({ fuid: 1, path: dir + '/', ifExists: 'overwrite' }));
