@@ -200,6 +200,19 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
     await until(() => n1.status.args.some((a) => /1 parked/.test(a[0].text || '')), 'the parked count in the status');
   });
 
+  it('a rejection reason of megabytes is kept to 1000 characters (in the inbox, the warning, the parked msg)', async function () {
+    await load({ maxDeliveries: 1, rejectBackoff: 0 });
+    holdWork.add(6);
+    await request(app).post('/dam/inbox').send(payload([entry(6, 1)])).expect(200);
+    await until(() => held.length === 1, 'the delivery');
+    helper.getNode('r1').receive(Object.assign(held.shift(), { error: { message: 'x'.repeat(2e6) } }));
+    await until(() => parked.length === 1, 'parked');
+    parked[0].parked.reason.should.equal('x'.repeat(999) + '…');
+    const warning = helper.getNode('n1').warn.args.map((a) => String(a[0])).find((w) => /parked after 1 deliveries/.test(w));
+    warning.length.should.be.below(1100);
+    fs.statSync(inboxFile(userDir, 'n1')).size.should.be.below(10000);
+  });
+
   describe('rejections that say the DAM server is away (msg.assetError)', function () {
     const refused = { kind: 'network', code: 'ECONNREFUSED', operation: 'download' };
     const reject = (msg, assetError, message = 'connect ECONNREFUSED') => helper.getNode('r1').receive(Object.assign(msg, { error: { message }, assetError }));

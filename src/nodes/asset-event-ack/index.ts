@@ -14,6 +14,7 @@
  */
 import { AssetApiError } from '../../api/errors';
 import { endWithError, localText } from '../shared';
+import { cutText } from '../shared/texts';
 import type { InboxHandle } from '../asset-event-in/delivery';
 import { runningDelivery } from '../asset-event-in/delivery';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
@@ -26,6 +27,8 @@ interface AssetEventAckConfig {
 }
 
 const STATUS_EVERY_MS = 250;
+/** Longest rejection reason kept (in the inbox, its warning and the sidebar). */
+const MAX_REASON = 1000;
 
 /** The handle on a msg, or a text saying what is wrong with it. */
 export function readHandle(value: unknown): InboxHandle | string {
@@ -78,16 +81,25 @@ export default function register(RED: NodeAPI): void {
       // Catch caught is a DAM node's own (or there is no Catch's error at all).
       const sourceType = error?.source?.type;
       const assetError = typeof sourceType === 'string' && !sourceType.startsWith('asset-') ? undefined : msg.assetError;
+      // The reason goes into the inbox, a warning and the sidebar: a few lines, not a whole error dump.
+      const why = typeof reason === 'string' && reason ? cutText(reason, MAX_REASON) : 'rejected';
       const work = rejecting
-        ? delivery.reject(handle, typeof reason === 'string' && reason ? reason : 'rejected', { assetError, nodeId: error?.source?.id }).then((outcome) => outcome !== undefined)
+        ? delivery.reject(handle, why, { assetError, nodeId: error?.source?.id }).then((outcome) => outcome !== undefined)
         : delivery.acknowledge(handle);
       work.then((ok) => {
         if (ok) counts.done++; else counts.late++;
         statusSoon();
         send(msg);
         done();
-      }, (err: Error) => endWithError(msg, done, err));
+      }, (err: Error) => endWithError(msg, done, err instanceof AssetApiError ? err : notWritten(err)));
     });
+
+    /** The inbox's write failed (a full disk, Redis away): said as the local file errors are, with the code. */
+    function notWritten(err: Error): AssetApiError {
+      const code = (err as NodeJS.ErrnoException).code;
+      return new AssetApiError('invalid-input', t('errors.not-written', 'inbox: the __action__ could not be written (__message__): the entry is delivered again',
+        { action: rejecting ? 'rejection' : 'acknowledgement', message: err.message }), { field: 'inbox', ...(typeof code === 'string' ? { code } : {}) });
+    }
 
     node.on('close', () => {
       if (timer) clearTimeout(timer);

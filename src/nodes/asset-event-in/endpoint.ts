@@ -15,7 +15,7 @@ import {
 } from '../../events';
 import type { EventInStats } from '../shared/event-in-stats';
 import type { Node, NodeMessage, NodeStatus } from '../shared/node-red';
-import { STATUS_INTERVAL_MS } from '../shared/texts';
+import { STATUS_INTERVAL_MS, cutText } from '../shared/texts';
 import { cutAndClaim } from './chunks';
 import { InboxRefusal, type AtLeastOnceDelivery } from './delivery';
 import { reply } from './route';
@@ -50,7 +50,7 @@ const STATUS_MAX = 60;
 
 /** The text, cut with an ellipsis when longer than {@link STATUS_MAX}, so a cut is seen as one (issue 23 #10). */
 export function shortStatus(text: string): string {
-  return text.length > STATUS_MAX ? text.slice(0, STATUS_MAX - 1).trimEnd() + '…' : text;
+  return cutText(text, STATUS_MAX);
 }
 
 export class EventInEndpoint {

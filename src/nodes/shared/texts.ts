@@ -126,7 +126,12 @@ export function errorStatusText(RED: NodeAPI | undefined, err: unknown): string 
   } else {
     text = err instanceof Error ? err.message : String(err);
   }
-  return text.length > STATUS_MAX ? text.slice(0, STATUS_MAX - 1) + '…' : text;
+  return cutText(text, STATUS_MAX);
+}
+
+/** `text`, cut to at most `max` characters with an ellipsis when longer (so a cut is seen as one). */
+export function cutText(text: string, max: number): string {
+  return text.length > max ? text.slice(0, max - 1).trimEnd() + '…' : text;
 }
 
 /** The message without a leading "<operation>: ". */
