@@ -16,7 +16,7 @@ import { checkPathLength, filenameFromContentDisposition } from './filename';
 import { headerOf, isJsonType, plainHeaders, sentAsFile, statusError } from './json-answer';
 import { ByteCounter, CallControl, TRANSFER_HIGH_WATER_MARK, peek, type TransferProgress } from './transfer';
 import { API_PATHS } from './types';
-import { integerField, textField, validateFuid, validateRrn } from './validate';
+import { integerField, localPathField, validateFuid, validateRrn } from './validate';
 
 /** Options of the download calls (spec 4.3). */
 export interface DownloadOptions extends CallOptions {
@@ -109,7 +109,7 @@ export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { 
   onTemporaryFile?: (file: string) => void): Promise<DownloadInfo & { path: string; bytes: number }> {
   const operation: AssetOperation = 'download';
   if (opts === null || typeof opts !== 'object') throw invalidInput('options', 'must be an object with fuid and path', operation);
-  const requested = textField('path', opts.path, operation);
+  const requested = localPathField('path', opts.path, operation);
   checkPathLength(path.resolve(requested), operation); // before the transfer, not at its end
   // In folder mode the name is the server's: an existing file of that name is kept unless the
   // caller says otherwise. A path that names the file is the caller's say: replaced.

@@ -20,7 +20,7 @@ import { readJsonAnswer } from './json-answer';
 import { onPipedInto, PooledFileReader, returnBuffersWhenSent } from './pooled-file-reader';
 import { ByteCounter, TRANSFER_HIGH_WATER_MARK, slices, type TransferProgress } from './transfer';
 import { API_PATHS, type UploadResult } from './types';
-import { integerField, textField, validateUploadFields } from './validate';
+import { integerField, localPathField, textField, validateUploadFields } from './validate';
 import { isPlainObject } from './values';
 
 /** Options of {@link AssetClient.upload} (spec 4.2). */
@@ -272,7 +272,7 @@ async function openUploadSource(file: UploadOptions['file'], name: unknown, oper
   if (file === null || typeof file !== 'object') throw invalidInput('file', rule, operation);
   const fallbackName = typeof name === 'string' && name !== '' ? name : 'upload.bin';
   if ('path' in file) {
-    const filePath = textField('file.path', file.path, operation);
+    const filePath = localPathField('file.path', file.path, operation);
     let stat: fs.Stats;
     try {
       stat = await fsp.stat(filePath);

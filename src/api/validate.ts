@@ -105,6 +105,18 @@ export function textField(field: string, value: unknown, operation?: AssetOperat
   return value;
 }
 
+/**
+ * A path on this machine: what a file system allows (a newline in a name too: Linux allows every
+ * byte but / and NUL), so not checked as text sent on the wire; the name sent for it is cleaned
+ * apart (sanitizeFilename).
+ */
+export function localPathField(field: string, value: unknown, operation?: AssetOperation): string {
+  if (typeof value !== 'string') throw invalidInput(field, `must be a string (got ${typeof value})`, operation);
+  if (value.trim() === '') throw invalidInput(field, 'must not be empty', operation);
+  if (value.includes('\0')) throw invalidInput(field, 'must not contain a NUL character (no file system allows one)', operation);
+  return value;
+}
+
 function listOf(field: string, value: unknown, operation?: AssetOperation): string[] {
   const items = Array.isArray(value) ? value : [value];
   return items.map((item, index) => {

@@ -71,6 +71,20 @@ describe('api client: upload against the emulator', () => {
     stored.filename.should.equal('photo.jpg');
   });
 
+  it('a local file whose name holds a newline or a control character is read (Linux allows them); the name sent is cleaned; downloads write to such a path; a NUL is refused', async () => {
+    const odd = path.join(dir, 'line\nbreak\u0001.txt');
+    await fsp.writeFile(odd, 'odd name');
+    const outcome = await api.upload({ file: { path: odd }, destination: '/odd-names', wait: true });
+    const stored = await api.downloadToBuffer({ fuid: outcome.fuids[0] });
+    stored.data.toString().should.equal('odd name');
+    stored.filename.should.not.match(/[\u0000-\u001f]/);
+    const back = path.join(dir, 'back\nagain.txt');
+    (await api.downloadToFile({ fuid: outcome.fuids[0], path: back })).path.should.equal(back);
+    (await fsp.readFile(back, 'utf8')).should.equal('odd name');
+    const err = await expectError(api.upload({ file: { path: path.join(dir, 'nul\u0000.txt') }, destination: '/odd-names' }), 'invalid-input');
+    err.field.should.equal('file.path');
+  });
+
   it('uploads a Buffer and a stream with and without a known length', async () => {
     const fromBuffer = await api.upload({ file: { buffer: Buffer.from('buffer body') }, name: 'b.txt', destination: '/inbox', wait: true });
     (await api.downloadToBuffer({ fuid: fromBuffer.fuids[0] })).data.toString().should.equal('buffer body');
