@@ -121,7 +121,7 @@
     }
 
     function baseUrl(value) {
-        if (typeof value !== "string" || value.trim() === "" || /[?#]/.test(value)) { return false; }
+        if (typeof value !== "string" || value.trim() === "" || /[?#]/.test(value) || /\s/.test(value.trim())) { return false; }
         var url;
         try { url = new URL(value.trim()); } catch (e) { return false; }
         // No user:password@: it would be stored and shown in plain text (issue 22).

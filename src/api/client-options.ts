@@ -120,6 +120,10 @@ export const DEFAULT_MAX_SOCKETS = 32;
 export function parseBaseUrl(value: unknown, field = 'baseUrl'): { base: string; origin: string } {
   const rule = 'must be an absolute http:// or https:// URL such as http://127.0.0.1:8873';
   if (typeof value !== 'string' || value.trim() === '') throw invalidInput(field, rule);
+  // The URL parser would send a space as %20 in every path: a typo, not a folder name.
+  if (/\s/.test(value.trim())) throw invalidInput(field, 'must not contain spaces (a space in a folder name is written %20)');
+  const port = /^[a-z]+:\/\/[^/?#]*:(\d+)(?:[/?#]|$)/i.exec(value.trim());
+  if (port && (Number(port[1]) < 1 || Number(port[1]) > 65535)) throw invalidInput(field, `port must be from 1 to 65535, got ${port[1]}`);
   let url: URL;
   try {
     url = new URL(value.trim());

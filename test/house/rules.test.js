@@ -54,10 +54,12 @@ describe('house: rules the editor repeats agree with the runtime', function () {
       if (client !== node || client !== inEditor || DamEditor.baseUrl(url) !== client) differ.push({ url, client, node, editor: inEditor });
     }
     differ.should.eql([]);
-    for (const url of ['http://dam.example?x=1', 'http://dam.example/?', 'http://dam.example/#', 'http://dam.example#top']) {
+    for (const url of ['http://dam.example?x=1', 'http://dam.example/?', 'http://dam.example/#', 'http://dam.example#top', 'http://dam.example/ x', 'http://h:8873/ review']) {
       accepts(() => parseBaseUrl(url)).should.be.false(url);
       DamEditor.baseUrl(url).should.be.false(url);
     }
+    (() => parseBaseUrl('http://dam.example:99999')).should.throw(/port must be from 1 to 65535, got 99999/);
+    (() => parseBaseUrl('http://h:8873/ review')).should.throw(/must not contain spaces/);
   });
 
   it('public base URL: the editor and the node take the same texts (the base URL rule, blank allowed)', function () {

@@ -230,6 +230,6 @@ function describe(v: unknown): string {
   if (typeof v === 'number' || typeof v === 'boolean') return String(v);
   if (Buffer.isBuffer(v)) return 'a Buffer';
   if (Array.isArray(v)) return 'an array';
-  return v === null ? 'null' : `a ${typeof v}`;
+  return v === null ? 'null' : typeof v === 'object' ? 'an object' : `a ${typeof v}`;
 }
 
