@@ -311,6 +311,15 @@ describe('asset-hot-folder node (real Node-RED, real file system, emulator)', fu
     fs.readFileSync(path.join(folder, 'kept.txt'), 'utf8').should.equal('uploaded, not moved');
   });
 
+  it('two hot folders on one folder: a warning naming the other node (each file would go twice)', async function () {
+    const { folder, dest } = newFolder();
+    const flow = hotFlow({ folder, ...upload(dest), ...fast }, { baseUrl: emulator.url });
+    flow.push({ id: 'n2', type: 'asset-hot-folder', z: 'f1', name: 'second', server: 'server', folder: folder + '/', ...upload(dest), ...fast, wires: [[], []] });
+    await load(flow);
+    helper.getNode('n1').warn.args.map(a => String(a[0])).should.containEql(
+      `folder ${folder} is also watched by asset-hot-folder "second" (n2): each file would be uploaded by both, and one of them finds it gone when it moves it`);
+  });
+
   it('Include and Exclude: comma or line separated; a comma inside braces stays in its pattern (*.{jpg,png})', function () {
     const { patternList, FileFilter } = require('../../dist/nodes/asset-hot-folder/patterns');
     patternList('*.{jpg,png}, scans/**/*.{tif,tiff}\n*.pdf,,').should.eql(['*.{jpg,png}', 'scans/**/*.{tif,tiff}', '*.pdf']);

@@ -10,6 +10,7 @@ import { AssetApiError, invalidInput } from '../../api/errors';
 import type { AssetClient, UploadOutcome } from '../../api/client';
 import { clientFor } from '../asset-server';
 import { endWithError, errorStatusText, localText, resolvePath, SettingError, STATUS_INTERVAL_MS } from '../shared';
+import { cutText } from '../shared/texts';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage, type NodeSend, type NodeDone } from '../shared/node-red';
 import { noteOutcome } from '../shared/server-answers';
 import { uploadFieldReader } from '../shared/upload-fields';
@@ -26,6 +27,7 @@ const TEXT = {
   stuck: ', __stuck__ not moved',
   folderError: 'folder: __reason__',
   noSession: 'no session cookie yet (none in the asset-server, no automatic login): uploads wait until a flow sets one with an asset-session node',
+  sharedFolder: 'folder __folder__ is also watched by __other__: each file would be uploaded by both, and one of them finds it gone when it moves it',
   noDestinationPath: 'Subfolders are kept only below a Destination path; with a Folder fuid alone, files from subfolders go into that folder',
   empty: '__file__ is empty: it waits until it has content (empty files are never uploaded)',
   changed: '__file__ changed after it was found untouched (while queued or during its upload): it will be uploaded once untouched again',
@@ -33,6 +35,16 @@ const TEXT = {
   unavailableLog: 'server unavailable (__reason__): uploads are held, one file at a time is tried again (waits of 5 s doubling up to 5 minutes) until the server answers; files wait in the folder',
   availableLog: 'server available again'
 };
+
+/** Another enabled asset-hot-folder of the flows on the same folder (resolved as this one's). */
+function folderWatchedBy(RED: NodeAPI, self: string, folder: string): string | undefined {
+  let found: string | undefined;
+  RED.nodes.eachNode((n: { id: string; type: string; d?: boolean; name?: string; folder?: unknown }) => {
+    if (found || n.id === self || n.d === true || n.type !== 'asset-hot-folder' || typeof n.folder !== 'string' || n.folder.trim() === '') return;
+    if (path.resolve(resolvePath(RED, n.folder.trim())) === folder) found = `asset-hot-folder ${n.name ? `"${n.name}" ` : ''}(${n.id})`;
+  });
+  return found;
+}
 
 export default function register(RED: NodeAPI): void {
   function AssetHotFolderNode(this: Node, config: AssetHotFolderConfig) {
@@ -47,11 +59,13 @@ export default function register(RED: NodeAPI): void {
     } catch (err) {
       const message = err instanceof SettingError ? err.message : String(err);
       node.error(message);
-      node.status({ fill: 'red', shape: 'ring', text: message.length > 40 ? message.slice(0, 39) + '…' : message });
+      node.status({ fill: 'red', shape: 'ring', text: cutText(message, 40) });
       node.on('input', (msg: NodeMessage, _send: NodeSend, done: NodeDone) => endWithError(msg, done, new AssetApiError('invalid-input', message)));
       return;
     }
     const { folder, keepSubfolders } = settings;
+    const sharing = folderWatchedBy(RED, node.id, folder);
+    if (sharing) node.warn(text('sharedFolder', { folder, other: sharing }));
     const readFields = uploadFieldReader(RED, node, config);
     const view = hotFolderStats.open(node.id, folder);
 
