@@ -11,7 +11,7 @@ import { pipeline } from 'stream/promises';
 import { type ApiCalls, type CallOptions, callbackOf } from './calls';
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import { errorForFailedAnswer, errorForLocalFile, formatSize, isFailedAnswer, isFileSystemError, tryParseJson } from './error-mapping';
-import { ifExistsOf, placeFile, replaceableTarget, temporaryNameFor, type IfExists } from './file-placement';
+import { ifExistsOf, placeFile, replaceableTarget, sweepTemporaries, temporaryNameFor, type IfExists } from './file-placement';
 import { checkPathLength, filenameFromContentDisposition } from './filename';
 import { headerOf, isJsonType, plainHeaders, sentAsFile, statusError } from './json-answer';
 import { ByteCounter, CallControl, TRANSFER_HIGH_WATER_MARK, peek, type TransferProgress } from './transfer';
@@ -132,6 +132,7 @@ export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { 
     }
     // The temporary file beside the file it replaces (a link's target may be on another file system).
     if (!intoFolder || ifExists === 'replace') target = await replaceableTarget(target, operation);
+    await sweepTemporaries(path.dirname(target));
     temporary = temporaryNameFor(target);
     onTemporaryFile?.(temporary);
     try {

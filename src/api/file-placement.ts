@@ -46,6 +46,28 @@ export async function replaceableTarget(target: string, operation: AssetOperatio
   throw invalidInput('path', `${target} is not a regular file (a device, pipe or socket): a download never writes over one`, operation);
 }
 
+/** A temporary file not written for this long is a killed process's: a running download writes on, or times out. */
+const STALE_TEMPORARY_MS = 60 * 60 * 1000;
+const TEMPORARY_NAME = /^\.dam-[0-9a-f]{12}\.part$/;
+/** When each folder was last swept (at most once an hour each). */
+const sweptAt = new Map<string, number>();
+
+/**
+ * Removes the temporary files a Node-RED killed mid-download left in `folder` (a `kill -9` leaves
+ * them; each is as large as what had arrived). Best effort: a folder that cannot be read is left.
+ */
+export async function sweepTemporaries(folder: string, now = Date.now()): Promise<void> {
+  if (now - (sweptAt.get(folder) ?? -Infinity) < STALE_TEMPORARY_MS) return;
+  if (sweptAt.size > 1000) sweptAt.clear();
+  sweptAt.set(folder, now);
+  const names = await fsp.readdir(folder).catch(() => [] as string[]);
+  for (const name of names.filter((n) => TEMPORARY_NAME.test(n))) {
+    const file = path.join(folder, name);
+    const stat = await fsp.lstat(file).catch(() => undefined);
+    if (stat?.isFile() && now - stat.mtimeMs > STALE_TEMPORARY_MS) await fsp.rm(file, { force: true }).catch(() => undefined);
+  }
+}
+
 /** `name (n).ext`, shortened to a valid name length when the name is long. */
 function suffixed(target: string, n: number): string {
   return path.join(path.dirname(target), fittedName(path.basename(target), ` (${n})`));

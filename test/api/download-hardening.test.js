@@ -145,6 +145,18 @@ describe('download to a file: names, existing files and how the body ends (issue
     }
   });
 
+  it('temporary files a killed process left (not written for an hour) are removed by the next download into the folder; recent ones and other names stay', async function () {
+    const hoursAgo = (h) => new Date(Date.now() - h * 3600 * 1000);
+    const left = path.join(dir, '.dam-0123456789ab.part');
+    const recent = path.join(dir, '.dam-ba9876543210.part');
+    const other = path.join(dir, '.dam-notmine.part');
+    for (const f of [left, recent, other]) fs.writeFileSync(f, 'partial');
+    for (const f of [left, other]) fs.utimesSync(f, hoursAgo(2), hoursAgo(2));
+    answer = named('fresh.bin');
+    await client.downloadToFile({ fuid: 1, path: dir + '/' });
+    files().should.eql(['.dam-ba9876543210.part', '.dam-notmine.part', 'fresh.bin']);
+  });
+
   it('an unknown ifExists is refused naming the field', async function () {
     answer = named('x.bin');
     const err = await failure(client.downloadToFile({ fuid: 1, path: dir + '/', ifExists: 'overwrite' }));
