@@ -311,6 +311,17 @@ describe('asset-hot-folder node (real Node-RED, real file system, emulator)', fu
     fs.readFileSync(path.join(folder, 'kept.txt'), 'utf8').should.equal('uploaded, not moved');
   });
 
+  it('a file is another version after its upload when its size or time changed, or both its inode and change time did (not an inode alone: unstable on some shares)', function () {
+    const { sameVersion } = require('../../dist/nodes/asset-hot-folder/tracked');
+    const sent = { size: 10, mtimeMs: 1000.5, ino: 42, ctimeMs: 2000.25 };
+    sameVersion({ ...sent }, sent).should.be.true();
+    sameVersion({ ...sent, ino: 43 }, sent).should.be.true('a share that numbers inodes anew');
+    sameVersion({ ...sent, ctimeMs: 3000 }, sent).should.be.true('a chmod');
+    sameVersion({ ...sent, ino: 43, ctimeMs: 3000 }, sent).should.be.false('renamed over');
+    sameVersion({ ...sent, size: 11 }, sent).should.be.false();
+    sameVersion({ ...sent, mtimeMs: 1000.6 }, sent).should.be.false();
+  });
+
   it('two hot folders on one folder: a warning naming the other node (each file would go twice)', async function () {
     const { folder, dest } = newFolder();
     const flow = hotFlow({ folder, ...upload(dest), ...fast }, { baseUrl: emulator.url });

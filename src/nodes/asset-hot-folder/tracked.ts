@@ -1,15 +1,19 @@
 /** What the hot folder (watcher.ts) keeps of each file it found, and the order uploads go in. */
 
 /**
- * What a sent file is checked against before it is moved: its size, modification time and inode (a
- * file renamed over it during the upload, as a tool's atomic save does, is another file even with
- * the same size and time).
+ * What a sent file is checked against before it is moved: its size and modification time, and its
+ * inode and change time (a file renamed over it during the upload, as an atomic save does, is
+ * another file even with the same size and time: a new inode, changed then).
  */
-export interface Version { size: number; mtimeMs: number; ino: number }
+export interface Version { size: number; mtimeMs: number; ino: number; ctimeMs: number }
 
-/** True when `stat` is still `sent`. */
+/**
+ * True when `stat` is still `sent`. Another file needs both a new inode and a new change time: a
+ * share whose inode numbers are not stable (CIFS without serverino) must not make every file look
+ * new at each check.
+ */
 export function sameVersion(stat: Version, sent: Version): boolean {
-  return stat.size === sent.size && stat.mtimeMs === sent.mtimeMs && stat.ino === sent.ino;
+  return stat.size === sent.size && stat.mtimeMs === sent.mtimeMs && (stat.ino === sent.ino || stat.ctimeMs === sent.ctimeMs);
 }
 
 export interface Tracked extends Version {

@@ -145,7 +145,7 @@ export class HotFolder<R> extends EventEmitter {
     const known = this.files.get(relativePath);
     if (!known) {
       this.files.set(relativePath, {
-        relativePath, size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino, since: now, checkedAt: now, state: 'settling', attempts: 0, counted: 0
+        relativePath, size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino, ctimeMs: stat.ctimeMs, since: now, checkedAt: now, state: 'settling', attempts: 0, counted: 0
       });
       this.emitCounts();
       return;
@@ -164,6 +164,7 @@ export class HotFolder<R> extends EventEmitter {
     f.size = stat.size;
     f.mtimeMs = stat.mtimeMs;
     f.ino = stat.ino;
+    f.ctimeMs = stat.ctimeMs;
     f.since = Date.now();
     f.attempts = 0;
     f.counted = 0;
@@ -253,7 +254,7 @@ export class HotFolder<R> extends EventEmitter {
     f.state = 'uploading';
     this.running.set(f.relativePath, controller);
     this.emitCounts();
-    const sent: Version = { size: f.size, mtimeMs: f.mtimeMs, ino: f.ino };
+    const sent: Version = { size: f.size, mtimeMs: f.mtimeMs, ino: f.ino, ctimeMs: f.ctimeMs };
     try {
       // Scans do not read a queued file: one rewritten while it waited goes back to settling.
       if (await this.changedSince(full, sent, f)) return;
@@ -363,7 +364,7 @@ export class HotFolder<R> extends EventEmitter {
     try {
       moved = await moveWithErrorFile(full, path.join(this.options.failedFolder, path.dirname(f.relativePath)), errorRecord(error, f.relativePath, f.attempts));
     } catch (err) {
-      this.stick(f, { size: f.size, mtimeMs: f.mtimeMs, ino: f.ino });
+      this.stick(f, { size: f.size, mtimeMs: f.mtimeMs, ino: f.ino, ctimeMs: f.ctimeMs });
       this.emit('warning', `${full}: failed (${error.message}), and could not be moved to the failed folder: ${(err as Error).message}`);
       return;
     }
@@ -380,7 +381,7 @@ export class HotFolder<R> extends EventEmitter {
   private stick(f: Tracked, sent: Version): void {
     if (this.files.get(f.relativePath) !== f) return;
     f.state = 'stuck';
-    Object.assign(f, { size: sent.size, mtimeMs: sent.mtimeMs, ino: sent.ino });
+    Object.assign(f, { size: sent.size, mtimeMs: sent.mtimeMs, ino: sent.ino, ctimeMs: sent.ctimeMs });
   }
 
   private forget(f: Tracked): void {
