@@ -80,6 +80,9 @@
  *                                  a TypedInput's `validate`: Node-RED's check of its type, then for a
  *                                  fixed (`num` or `str`) value that is not blank literalRules[kind],
  *                                  with the error text errors.<kind>.
+ *   DamEditor.current(node, name)
+ *                                  a flow node's setting as its open dialog shows it while it is being
+ *                                  edited, else as saved (for validators that read another setting).
  *   DamEditor.selectOnlyServer(node)
  *                                  a new node's `onadd`: when its Server is blank and exactly one
  *                                  asset-server exists, picks it (else a node dropped in and
@@ -188,14 +191,29 @@
         }
     };
 
+    var ENV_VAR = /^(\$\{[^}]+\}|\$\([^)]+\))$/;
+
+    /**
+     * A setting as `node`'s dialog shows it while the node is being edited (also under a config
+     * node's dialog opened from it), else as saved: another node's open dialog may have a field of
+     * the same id (Node-RED validates a config node's users when the config node is saved).
+     */
+    function current(node, name) {
+        var stack = RED.editor && typeof RED.editor.getEditStack === "function" ? RED.editor.getEditStack() : [];
+        var open = stack.some(function (n) { return n === node || (n && node && n.id === node.id); });
+        var field = open ? $("#node-input-" + name) : $();
+        return field.length ? field.val() : node[name];
+    }
+
     function literalField(typeField, kind) {
         var typed;
         return function (v, opt) {
             typed = typed || RED.validators.typedInput({ typeField: typeField, allowBlank: true });
             var ok = typed.call(this, v, opt);
             if (ok !== true) { return ok; }
-            var type = $("#node-input-" + typeField).val() || this[typeField];
-            if ((type !== "num" && type !== "str") || isBlankSetting(v)) { return true; }
+            var type = current(this, typeField) || this[typeField];
+            // ${VAR} (or $(VAR)): Node-RED puts the variable's value in at deploy; the runtime checks that.
+            if ((type !== "num" && type !== "str") || isBlankSetting(v) || ENV_VAR.test(String(v).trim())) { return true; }
             return LITERAL_RULES[kind](v, type) || t("errors." + kind);
         };
     }
@@ -427,6 +445,7 @@
         selectOnlyServer: selectOnlyServer,
         literalRules: LITERAL_RULES,
         literalField: literalField,
+        current: current,
         callbackMethodMismatch: callbackMethodMismatch,
         subscribeMethodWarning: subscribeMethodWarning,
         fieldTypes: FIELD_TYPES,

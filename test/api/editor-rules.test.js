@@ -207,6 +207,15 @@ describe('editor rules: fixed values of request fields (DamEditor.literalRules) 
     });
   }
 
+  it('a ${VAR} (or $(VAR)) value is left to the runtime, which reads the variable at deploy; a msg property is not judged', function () {
+    const withValidators = loadDamEditor({ _: (key) => key, validators: { typedInput: () => () => true } });
+    for (const value of ['${FOLDER_FUID}', ' ${X} ', '$(X)']) {
+      withValidators.literalField('fuidType', 'id').call({ fuidType: 'num' }, value, {}).should.be.true(value);
+    }
+    withValidators.literalField('fuidType', 'id').call({ fuidType: 'msg' }, 'fuid', {}).should.be.true();
+    withValidators.literalField('fuidType', 'id').call({ fuidType: 'num' }, '-3', {}).should.match(/errors\.id$/);
+  });
+
   it('callback: the editor refuses exactly what the client refuses', function () {
     for (const text of URLS) editor.literalRules.callback(text, 'str').should.equal(takes(() => RUNTIME.callback(text)), JSON.stringify(text));
   });

@@ -18,7 +18,7 @@ const templates = {};
 /** The little of jQuery the row builder uses: a node's template, read and rewritten. */
 function $(selector) {
   // A dialog's field: no dialog is open here (validators then read the node's saved value).
-  if (/^#node-(config-)?input-/.test(String(selector))) return { length: 0, val: () => undefined, is: () => false };
+  if (selector === undefined || /^#node-(config-)?input-/.test(String(selector))) return { length: 0, val: () => undefined, is: () => false };
   const name = /data-template-name='([^']+)'/.exec(String(selector));
   if (!name || !(name[1] in templates)) throw new Error(`$(${selector}) is not served by test/lib/editor-script.js`);
   return { text: (value) => (value === undefined ? templates[name[1]] : (templates[name[1]] = value)) };

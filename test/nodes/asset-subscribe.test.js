@@ -79,6 +79,30 @@ describe('asset-subscribe node (against the emulator)', function () {
     await s.run({});
   });
 
+  it('a server that echoes the secret in its refusal: redacted in msg.error and msg.assetError.serverMessage', async function () {
+    const http = require('http');
+    const echo = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => { body += c; });
+      req.on('end', () => {
+        res.setHeader('Content-Type', 'application/json');
+        res.end(JSON.stringify({ success: false, error: `refused: ${decodeURIComponent(body.replace(/\+/g, ' '))}` }));
+      });
+    });
+    await new Promise((resolve) => echo.listen(0, '127.0.0.1', resolve));
+    try {
+      await s.load(s.flow('asset-subscribe', { ...registerProps, subscriptionId: 'node-test-sub-echo' }, { baseUrl: `http://127.0.0.1:${echo.address().port}` }),
+        { ...s.credentials(), n1: { secret: 'echoed-Secret-91' } });
+      const caught = await s.runFailing({});
+      caught.assetError.kind.should.equal('rejected');
+      caught.assetError.serverMessage.should.match(/X-DAM-Secret: \*\*\*/);
+      s.serialise(caught).should.not.containEql('echoed-Secret-91');
+      s.loggedText().should.not.containEql('echoed-Secret-91');
+    } finally {
+      echo.close();
+    }
+  });
+
   it('registers with every editor field, then get returns them in order, then delete', async function () {
     await s.load(s.flow('asset-subscribe', registerProps, { baseUrl: emulator.url }));
     const statuses = s.recordStatus();

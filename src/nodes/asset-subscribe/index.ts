@@ -139,11 +139,12 @@ export default function register(RED: NodeAPI): void {
       if (action === 'register') {
         const fields = await subscriptionFields(msg);
         try {
-          msg.payload = await withRetries(() => client.registerSubscription(id, fields, call), retry);
+          // A server may echo what it was sent: its answer masked as get's, its error redacted.
+          msg.payload = maskHeaderValues(await withRetries(() => client.registerSubscription(id, fields, call), retry));
         } catch (err) {
-          // A server may echo what it was sent.
-          if (secret && err instanceof Error) err.message = redactSecrets(err.message, [secret]);
-          throw err;
+          if (!secret || !(err instanceof AssetApiError)) throw err;
+          const serverMessage = err.serverMessage === undefined ? undefined : redactSecrets(err.serverMessage, [secret]);
+          throw new AssetApiError(err.kind, redactSecrets(err.message, [secret]), { ...err, serverMessage });
         }
       } else if (action === 'get') {
         msg.payload = maskHeaderValues(await withRetries(() => client.getSubscription(id, call), retry));

@@ -16,7 +16,8 @@
  *   at most 5 minutes. A close (the AbortSignal) ends the wait at once with kind `aborted`.
  * - An upload is sent again only when its body can be sent again (a path or a Buffer, not a
  *   stream) and the server did not take it: no answer at all, a busy answer, the 401 of a failed
- *   login, a gateway's 502, or a proxy's refusal to open the tunnel to it. Any other answer stands.
+ *   login, a gateway's 502 before the whole file went out, or a proxy's refusal to open the tunnel
+ *   to it. Any other answer stands.
  *
  * "Retries" counts the tries after the first: 2 means at most 3 sends.
  */
@@ -74,10 +75,16 @@ export function canRepeatUpload(file: UploadOptions['file'] | undefined, err: un
   return canSendAgain(file) && uploadNotTaken(err);
 }
 
-/** A transient failure after which the upload may be sent again: no answer (a timeout included: the server may then have it), busy, a failed login's 401, a gateway's 502, or a proxy that refused the tunnel to it. */
+/**
+ * A transient failure after which the upload may be sent again: no answer (a timeout included: the
+ * server may then have it), busy, a failed login's 401, a proxy that refused the tunnel to it, or a
+ * gateway's 502 before the whole file went out (after it, nginx also answers 502 when the server
+ * died having read the file).
+ */
 function uploadNotTaken(err: unknown): boolean {
   if (!isTransient(err)) return false;
-  return err.status === undefined || BUSY.has(err.status) || err.status === 502 || err.code === 'LOGIN_FAILED' || err.code === 'PROXY_TUNNEL_REFUSED';
+  return err.status === undefined || BUSY.has(err.status) || (err.status === 502 && err.bodySent !== true) ||
+    err.code === 'LOGIN_FAILED' || err.code === 'PROXY_TUNNEL_REFUSED';
 }
 
 /**
