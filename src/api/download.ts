@@ -11,7 +11,7 @@ import { pipeline } from 'stream/promises';
 import { type ApiCalls, type CallOptions, callbackOf } from './calls';
 import { AssetApiError, invalidInput, type AssetOperation } from './errors';
 import { errorForFailedAnswer, errorForLocalFile, formatSize, isFailedAnswer, isFileSystemError, tryParseJson } from './error-mapping';
-import { ifExistsOf, placeFile, replaceableTarget, sweepTemporaries, temporaryNameFor, type IfExists } from './file-placement';
+import { ifExistsOf, placeFile, replaceableTarget, sweepTemporaries, temporaryDone, temporaryNameFor, type IfExists } from './file-placement';
 import { checkPathLength, filenameFromContentDisposition } from './filename';
 import { headerOf, isJsonType, plainHeaders, sentAsFile, statusError } from './json-answer';
 import { ByteCounter, CallControl, TRANSFER_HIGH_WATER_MARK, peek, type TransferProgress } from './transfer';
@@ -121,6 +121,7 @@ export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { 
   body.on('error', () => undefined);
   let target = path.resolve(requested);
   let temporary: string | undefined;
+  let made: string | undefined;
   let intoFolder = false;
   try {
     try {
@@ -132,8 +133,8 @@ export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { 
     }
     // The temporary file beside the file it replaces (a link's target may be on another file system).
     if (!intoFolder || ifExists === 'replace') target = await replaceableTarget(target, operation);
-    await sweepTemporaries(path.dirname(target));
     temporary = temporaryNameFor(target);
+    made = temporary;
     onTemporaryFile?.(temporary);
     try {
       await pipeline(body, fs.createWriteStream(temporary, { flags: 'wx', highWaterMark: TRANSFER_HIGH_WATER_MARK }));
@@ -142,6 +143,7 @@ export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { 
       if (isFileSystemError(err)) throw errorForLocalFile(err, 'path', `cannot write ${temporary}`, operation);
       throw brokeOff(calls.failure(operation, err, control), body.bytes);
     }
+    await sweepTemporaries(temporary);
     target = await placeFile(temporary, target, intoFolder ? ifExists : 'replace', operation);
     temporary = undefined;
     return { ...info, path: target, bytes: body.bytes };
@@ -150,6 +152,7 @@ export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { 
     if (temporary !== undefined) await fsp.rm(temporary, { force: true }).catch(() => undefined);
     throw err;
   } finally {
+    if (made !== undefined) temporaryDone(made);
     control.dispose();
   }
 }

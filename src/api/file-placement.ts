@@ -26,7 +26,17 @@ export function ifExistsOf(value: unknown, fallback: IfExists, operation: AssetO
  * target name of up to 255 bytes (the usual file-system limit) still has a temporary one.
  */
 export function temporaryNameFor(target: string): string {
-  return path.join(path.dirname(target), `.dam-${randomBytes(6).toString('hex')}.part`);
+  const name = path.join(path.dirname(target), `.dam-${randomBytes(6).toString('hex')}.part`);
+  writing.add(name);
+  return name;
+}
+
+/** Temporary files of this process's downloads under way (a sweep leaves them, however long one stalls). */
+const writing = new Set<string>();
+
+/** The download that made `temporary` is over (placed or failed). */
+export function temporaryDone(temporary: string): void {
+  writing.delete(temporary);
 }
 
 /**
@@ -53,16 +63,21 @@ const TEMPORARY_NAME = /^\.dam-[0-9a-f]{12}\.part$/;
 const sweptAt = new Map<string, number>();
 
 /**
- * Removes the temporary files a Node-RED killed mid-download left in `folder` (a `kill -9` leaves
- * them; each is as large as what had arrived). Best effort: a folder that cannot be read is left.
+ * Removes the temporary files a Node-RED killed mid-download left beside `temporary` (a `kill -9`
+ * leaves them; each is as large as what had arrived), not this process's. Their age is measured
+ * against `temporary`'s own time (just written), so a share whose clock differs from this one's
+ * cannot make a fresh file look old. Best effort: a folder that cannot be read is left.
  */
-export async function sweepTemporaries(folder: string, now = Date.now()): Promise<void> {
-  if (now - (sweptAt.get(folder) ?? -Infinity) < STALE_TEMPORARY_MS) return;
+export async function sweepTemporaries(temporary: string): Promise<void> {
+  const folder = path.dirname(temporary);
+  const now = (await fsp.stat(temporary).catch(() => undefined))?.mtimeMs;
+  if (now === undefined || now - (sweptAt.get(folder) ?? -Infinity) < STALE_TEMPORARY_MS) return;
   if (sweptAt.size > 1000) sweptAt.clear();
   sweptAt.set(folder, now);
   const names = await fsp.readdir(folder).catch(() => [] as string[]);
   for (const name of names.filter((n) => TEMPORARY_NAME.test(n))) {
     const file = path.join(folder, name);
+    if (writing.has(file)) continue;
     const stat = await fsp.lstat(file).catch(() => undefined);
     if (stat?.isFile() && now - stat.mtimeMs > STALE_TEMPORARY_MS) await fsp.rm(file, { force: true }).catch(() => undefined);
   }

@@ -157,6 +157,36 @@ describe('download to a file: names, existing files and how the body ends (issue
     files().should.eql(['.dam-ba9876543210.part', '.dam-notmine.part', 'fresh.bin']);
   });
 
+  it('the sweep leaves a temporary file of a download of this process under way, however long it has stalled', async function () {
+    let finish;
+    const stalled = net.createServer((socket) => {
+      socket.on('error', () => undefined);
+      socket.once('data', () => {
+        socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 10\r\nConnection: close\r\n\r\nfirst');
+        finish = () => socket.end('-rest');
+      });
+    });
+    await new Promise((resolve) => stalled.listen(0, '127.0.0.1', resolve));
+    const slow = new AssetClient({ baseUrl: `http://127.0.0.1:${stalled.address().port}`, cookie: 'c', timeout: 0 });
+    try {
+      const running = slow.downloadToFile({ fuid: 1, path: path.join(dir, 'stalled.bin') });
+      let part;
+      while (!(part = files().find((f) => /^\.dam-[0-9a-f]{12}\.part$/.test(f)))) await new Promise((resolve) => setTimeout(resolve, 20));
+      const old = new Date(Date.now() - 2 * 3600 * 1000);
+      fs.utimesSync(path.join(dir, part), old, old);
+      answer = named('other.bin');
+      await client.downloadToFile({ fuid: 1, path: dir + '/' });
+      files().should.containEql(part);
+      while (!finish) await new Promise((resolve) => setTimeout(resolve, 20));
+      finish();
+      (await running).path.should.equal(path.join(dir, 'stalled.bin'));
+      fs.readFileSync(path.join(dir, 'stalled.bin'), 'utf8').should.equal('first-rest');
+    } finally {
+      slow.close();
+      stalled.close();
+    }
+  });
+
   it('an unknown ifExists is refused naming the field', async function () {
     answer = named('x.bin');
     const err = await failure(client.downloadToFile({ fuid: 1, path: dir + '/', ifExists: 'overwrite' }));
