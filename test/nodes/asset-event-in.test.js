@@ -475,7 +475,7 @@ describe('asset-event-in (test helper)', function () {
     });
 
     it('a path with route pattern characters is refused, and with "manage" also a parameter or wildcard; no route is registered', async function () {
-      for (const [props, rule] of [[{ path: '/dam/cb?x' }, /path: must not contain \? # \+/], [{ path: '/dam/a.b+' }, /path: must not contain/],
+      for (const [props, rule] of [[{ path: '/dam/cb?x' }, /path: must not contain \? # \+/], [{ path: '/dam/a.b+' }, /path: must not contain/], [{ path: '/dam/*' }, /path: must not contain/],
         [{ path: '/dam/:source', manage: true, server: 'none' }, /path: with "manage subscription" it is the callback URL/]]) {
         const node = await load(props);
         node.error.lastCall.args[0].should.match(rule);
@@ -489,14 +489,18 @@ describe('asset-event-in (test helper)', function () {
     it('a path another node of the flows already routes (a core http in, another asset-event-in): a warning naming it', async function () {
       const flow = [
         { id: 'n1', type: 'asset-event-in', name: 'events', path: 'dam/events', wires: [['h1']] },
-        { id: 'core', type: 'http in', name: 'old hook', url: '/dam/events', method: 'post', wires: [[]] },
+        { id: 'off', type: 'tab', disabled: true },
+        { id: 'offIn', type: 'asset-event-in', z: 'off', name: 'on a disabled flow', path: '/dam/events', wires: [[]] },
+        { id: 'core', type: 'http in', name: 'old hook', url: '/DAM/events/', method: 'post', wires: [[]] },
         { id: 'other', type: 'http in', url: '/dam/events', method: 'get', wires: [[]] },
         { id: 'h1', type: 'helper' }
       ];
       loaded = true;
       await helper.load([eventIn, require('@node-red/nodes/core/network/21-httpin.js')], flow, {});
       const node = helper.getNode('n1');
-      node.warn.args.map((a) => String(a[0])).should.containEql('POST /dam/events is also the route of http in "old hook" (core): each call goes to one of them only; give one another path');
+      const warnings = node.warn.args.map((a) => String(a[0]));
+      warnings.should.containEql('POST /dam/events is also the route of http in "old hook" (core): each call goes to one of them only; give one another path');
+      warnings.filter((w) => /disabled flow/.test(w)).should.eql([]);
     });
   });
 });

@@ -30,14 +30,24 @@ export function openRoute(RED: NodeAPI, method: 'post' | 'get', path: string, ha
  */
 export function routeSharedWith(RED: NodeAPI, self: string, method: 'post' | 'get', path: string): string | undefined {
   let found: string | undefined;
-  const plain = (p: unknown) => (typeof p === 'string' ? (p.trim().startsWith('/') ? p.trim() : '/' + p.trim()) : '');
-  RED.nodes.eachNode((n: { id: string; type: string; d?: boolean; name?: string; url?: unknown; path?: unknown; method?: unknown }) => {
-    if (found || n.id === self || n.d === true) return;
+  // As Express routes by default: case-insensitive, a trailing slash ignored.
+  const plain = (p: unknown) => (typeof p === 'string' ? ('/' + p.trim().replace(/^\/+/, '')).replace(/(.)\/+$/, '$1').toLowerCase() : '');
+  const disabled = disabledTabs(RED);
+  path = plain(path);
+  RED.nodes.eachNode((n: { id: string; type: string; z?: string; d?: boolean; name?: string; url?: unknown; path?: unknown; method?: unknown }) => {
+    if (found || n.id === self || n.d === true || (n.z !== undefined && disabled.has(n.z))) return;
     const route = n.type === 'http in' ? n.url : n.type === 'asset-event-in' ? n.path : undefined;
     const theirs = String(n.method || (n.type === 'http in' ? 'get' : 'post')).toLowerCase();
     if (route !== undefined && theirs === method && plain(route) === path) found = `${n.type} ${n.name ? `"${n.name}" ` : ''}(${n.id})`;
   });
   return found;
+}
+
+/** Ids of the flows (tabs) that are disabled: their nodes do not run. */
+export function disabledTabs(RED: NodeAPI): Set<string> {
+  const tabs = new Set<string>();
+  RED.nodes.eachNode((n: { id: string; type: string; disabled?: boolean }) => { if (n.type === 'tab' && n.disabled === true) tabs.add(n.id); });
+  return tabs;
 }
 
 /** Answers a callback with a JSON body (none for 204 and 205), unless an answer went out already. */

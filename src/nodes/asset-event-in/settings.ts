@@ -76,19 +76,19 @@ export const DEFAULTS = {
   dedupMax: 10000
 } as const;
 
-/** Route pattern characters Express 4 (Node-RED 4) and 5 (Node-RED 5) read differently, and ? and # that no URL path holds. */
-const NEVER_IN_PATH = /[?#+()[\]]/;
-/** A parameter or wildcard: a managed node registers its path as the callback URL, which must be that very path. */
-const PATTERN_IN_PATH = /[:*]/;
+/** Route pattern characters Express 4 (Node-RED 4) and 5 (Node-RED 5) read differently (a bare * is an error in 5), and ? and # that no URL path holds. */
+const NEVER_IN_PATH = /[?#+()[\]{}!*]/;
+/** A parameter: a managed node registers its path as the callback URL, which must be that very path. */
+const PATTERN_IN_PATH = /:/;
 
 /** Reads and checks the editor properties; a managed subscription without an id gets one derived from the node id. */
 export function readSettings(config: AssetEventInConfig, nodeId: string): Settings {
   let path = (config.path || '').trim();
   if (!path) throw new SettingError('path: is required');
   if (!path.startsWith('/')) path = '/' + path;
-  if (NEVER_IN_PATH.test(path)) throw new SettingError('path: must not contain ? # + ( ) [ ]: route patterns, read differently by Node-RED 4 and 5, and never part of the callback URL\'s path');
+  if (NEVER_IN_PATH.test(path)) throw new SettingError('path: must not contain ? # + ( ) [ ] { } ! *: route patterns, read differently by Node-RED 4 and 5, and never part of the callback URL\'s path');
   if (config.manage === true && PATTERN_IN_PATH.test(path)) {
-    throw new SettingError('path: with "manage subscription" it is the callback URL the server calls: no parameter (:x) or wildcard (*)');
+    throw new SettingError('path: with "manage subscription" it is the callback URL the server calls: no parameter (:x)');
   }
   const method = (config.method || 'post').toLowerCase();
   if (method !== 'post' && method !== 'get') throw new SettingError('method: must be POST or GET');
