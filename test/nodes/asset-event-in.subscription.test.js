@@ -141,7 +141,7 @@ describe('asset-event-in owning its subscription (test helper + emulator)', func
     await until(async () => (await getSubscription(DERIVED_ID)).success === false);
   });
 
-  it('two nodes managing one subscription id: the one started second is refused naming the other; removing it leaves the other\'s subscription', async function () {
+  it('two nodes managing one subscription id: one keeps it (the one the registry records, else the first in the flows), the other is refused naming it; removing that one leaves the subscription', async function () {
     const second = { id: 'second-node-01', type: 'asset-event-in', name: 'copy', path: '/dam/copy', manage: true, server: 'srv',
       subscriptionId: 'fixed-sub-0001', watchPath: ['* /inbox'], wires: [['h1']] };
     const both = [...flow({ subscriptionId: 'fixed-sub-0001', name: 'original' }), second];
@@ -158,11 +158,29 @@ describe('asset-event-in owning its subscription (test helper + emulator)', func
     errors.filter((e) => /managed by another asset-event-in/.test(e)).should.eql([
       `cannot manage the subscription: subscriptionId: fixed-sub-0001 on this server is managed by another asset-event-in ("${owner.name}", ${owner.id}): give one of them another Id`]);
     (await getSubscription('fixed-sub-0001')).subscription.callback.should.endWith(owner.id === NODE_ID ? '/dam/events' : '/dam/copy');
+    // The same nodes in another order (a full deploy): the one that has it keeps it; the registry lists one owner.
+    await helper.setFlows([...both].reverse(), 'full', { ...credentials(), 'second-node-01': { secret: SECRET } });
+    await until(async () => (await getSubscription('fixed-sub-0001')).success);
+    Object.keys(JSON.parse(fs.readFileSync(file, 'utf8')).nodes).should.eql([owner.id]);
+    (await getSubscription('fixed-sub-0001')).subscription.callback.should.endWith(owner.id === NODE_ID ? '/dam/events' : '/dam/copy');
     const deletesBefore = emulatorLog.filter((line) => /^DELETE .*fixed-sub-0001/.test(line)).length;
     await helper.setFlows(both.filter((n) => n.id !== refused.id), 'full', { ...credentials(), 'second-node-01': { secret: SECRET } });
     await helper.getNode('srv').getClient().getSubscription('fixed-sub-0001');
     emulatorLog.filter((line) => /^DELETE .*fixed-sub-0001/.test(line)).length.should.equal(deletesBefore, 'the refused node deleted nothing');
     (await getSubscription('fixed-sub-0001')).success.should.be.true();
+  });
+
+  it('a registry from before that lists two nodes with one subscription id: the first of them in the flows keeps it, the other is refused and forgotten', async function () {
+    const second = { id: 'second-node-01', type: 'asset-event-in', name: 'copy', path: '/dam/copy', manage: true, server: 'srv',
+      subscriptionId: 'fixed-sub-0001', watchPath: ['* /inbox'], wires: [['h1']] };
+    const file = path.join(userDir, 'dam-assets-subscriptions.json');
+    const recorded = { server: 'srv', baseUrl: emulator.url, id: 'fixed-sub-0001' };
+    fs.writeFileSync(file, JSON.stringify({ nodes: { 'second-node-01': recorded, [NODE_ID]: recorded }, orphans: [] }));
+    // The copy is first in the flows.
+    await load([second, ...flow({ subscriptionId: 'fixed-sub-0001', name: 'original' })], { ...credentials(), 'second-node-01': { secret: SECRET } });
+    await until(async () => Object.keys(JSON.parse(fs.readFileSync(file, 'utf8')).nodes).length === 1 && (await getSubscription('fixed-sub-0001')).success);
+    Object.keys(JSON.parse(fs.readFileSync(file, 'utf8')).nodes).should.eql(['second-node-01']);
+    (await getSubscription('fixed-sub-0001')).subscription.callback.should.endWith('/dam/copy');
   });
 
   describe('never leaves a subscription it stopped owning', function () {

@@ -24,7 +24,7 @@ import { deliverLeftovers, removeLeftovers } from './file-leftovers';
 import { chosenRedis, inboxSource, usableRedis } from './inbox-choice';
 import { deliverStreamLeftovers } from './stream-leftovers';
 import { callbackUrl, readSettings, subscriptionFields, type AssetEventInConfig, type Settings } from './settings';
-import { OwnedSubscription, otherOwner, releaseSubscription, sweepRegistryOnStart, type OwnedSetup } from './subscription';
+import { OwnedSubscription, otherOwner, ownerOf, releaseSubscription, sweepRegistryOnStart, type OwnedSetup } from './subscription';
 import { createNode, registerType, type Node, type NodeAPI } from '../shared/node-red';
 import { registryFor, sameSubscription, type RegisteredSubscription } from './registry';
 
@@ -125,13 +125,16 @@ export default function register(RED: NodeAPI): void {
     if (settings.manage) {
       try {
         const setup = ownedSubscriptionSetup();
-        // Two owners of one subscription would take it from each other, and removing one would delete the other's.
-        const other = otherOwner(RED, setup.recorded, node.id);
-        if (other) throw new SettingError(`subscriptionId: ${setup.id} on this server is managed by another asset-event-in (${nameOfNode(other)}): give one of them another Id`);
         // What this node registered before (id or server changed, also across a restart) goes.
         const before = registry.get(node.id);
-        registry.set(node.id, setup.recorded);
+        // Two owners of one subscription would take it from each other, and removing one would delete the other's.
+        const manager = ownerOf(RED, setup.recorded, node.id);
+        if (manager === node.id) registry.set(node.id, setup.recorded);
+        else if (before) registry.forget(node.id);
         if (before && !sameSubscription(before, setup.recorded)) releaseSubscription(RED, t, before, (message) => node.warn(redact(message, secret)), node.id);
+        if (manager !== node.id) {
+          throw new SettingError(`subscriptionId: ${setup.id} on this server is managed by another asset-event-in (${nameOfNode(manager)}): give one of them another Id`);
+        }
         owner = new OwnedSubscription(setup, (s, error, detail) => {
           endpoint.subscription = s;
           endpoint.subscriptionError = error ? redact(error, secret) : '';
@@ -160,9 +163,11 @@ export default function register(RED: NodeAPI): void {
       releaseSubscription(RED, t, recorded, (message) => node.warn(redact(message, secret)), node.id);
     }
 
+    /** A node of the flows as the user knows it: its name (from the flows: it may not be started yet) and id. */
     function nameOfNode(id: string): string {
-      const other = RED.nodes.getNode(id) as (Node & { name?: string }) | null;
-      return other?.name ? `"${other.name}", ${id}` : id;
+      let name: unknown;
+      RED.nodes.eachNode((n: { id: string; name?: unknown }) => { if (n.id === id) name = n.name; });
+      return typeof name === 'string' && name ? `"${name}", ${id}` : id;
     }
 
     function ownedSubscriptionSetup(): OwnedSetup {

@@ -13,6 +13,8 @@ import { errorStatusText } from '../shared';
 import { noCookieError } from '../asset-server/options';
 import type { NodeAPI } from '../shared/node-red';
 import { deleteRecorded, deleteWith, registryFor, type RegisteredSubscription } from './registry';
+import { disabledTabs } from './route';
+import { derivedSubscriptionId } from './settings';
 
 /** Backoff between registration attempts: 5 s, doubling, at most 5 min. */
 export const RETRY_FIRST_MS = 5000;
@@ -150,6 +152,25 @@ export function otherOwner(RED: NodeAPI, subscription: RegisteredSubscription, s
     const other = registry.get(nodeId);
     return nodeId !== self && other !== undefined && sameServerAndId(other, subscription) && RED.nodes.getNode(nodeId)?.type === 'asset-event-in';
   });
+}
+
+/**
+ * Which enabled asset-event-in of the flows manages `subscription` (the same base URL and id): the
+ * one the registry records for it (it had it), else the first in the flows; `self` when no other
+ * does. Not the one started first: that depends on the order of the flows and of a deploy.
+ */
+export function ownerOf(RED: NodeAPI, subscription: RegisteredSubscription, self: string): string {
+  const registry = registryFor(RED);
+  const disabled = disabledTabs(RED);
+  const managers: string[] = [];
+  RED.nodes.eachNode((n: { id: string; type: string; z?: string; d?: boolean; manage?: unknown; subscriptionId?: unknown; server?: unknown }) => {
+    if (n.type !== 'asset-event-in' || n.manage !== true || n.d === true || (n.z !== undefined && disabled.has(n.z))) return;
+    const id = (typeof n.subscriptionId === 'string' ? n.subscriptionId.trim() : '') || derivedSubscriptionId(n.id);
+    const server = typeof n.server === 'string' ? RED.nodes.getNode(n.server) as { baseUrl?: unknown } | null : null;
+    if (id === subscription.id && server?.baseUrl === subscription.baseUrl) managers.push(n.id);
+  });
+  if (managers.length < 2 || !managers.includes(self)) return self;
+  return managers.find((id) => { const r = registry.get(id); return r !== undefined && sameServerAndId(r, subscription); }) ?? managers[0];
 }
 
 function sameServerAndId(a: RegisteredSubscription, b: RegisteredSubscription): boolean {
