@@ -13,8 +13,7 @@
 const should = require('should');
 const fs = require('fs');
 const path = require('path');
-const { startNodeRed } = require('./lib/browser-node-red');
-const { closeBrowser, chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems } = require('./lib/browser-page');
+const { closeBrowser, openEditor } = require('./lib/browser-page');
 
 const pkg = require('../../package.json');
 const FLOW_TYPES = Object.keys(pkg['node-red'].nodes).filter((t) => t !== 'asset-server' && t !== 'asset-redis');
@@ -28,16 +27,7 @@ describe('editor: the form rows of every dialog, and their values saved (Chromiu
 
   before(async function () {
     this.timeout(120000);
-    const chromiumPath = chromiumOrSkip(this, 'the editor rows test');
-    const { chromium } = require('playwright-core');
-    nr = await startNodeRed();
-    browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS });
-    page = await (await browser.newContext({ viewport: { width: 1400, height: 900 } })).newPage();
-    problems = watchPageProblems(page);
-    await page.goto(nr.url);
-    await page.waitForFunction(() => window.RED && window.RED.nodes && RED.workspaces && RED.workspaces.active() &&
-      !$('#red-ui-loading-progress').is(':visible') && RED.nodes.getType('asset-hot-folder') && window.DamEditor,
-    null, { timeout: 60000 });
+    ({ nr, browser, page, problems } = await openEditor(this, 'the editor rows test'));
     // One asset-server config node, so that Server has something to select.
     await page.evaluate(() => {
       const def = RED.nodes.getType('asset-server');

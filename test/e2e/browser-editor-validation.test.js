@@ -8,8 +8,7 @@
  * makes meaningless are hidden.
  */
 const should = require('should');
-const { startNodeRed } = require('./lib/browser-node-red');
-const { closeBrowser, chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems } = require('./lib/browser-page');
+const { closeBrowser, openEditor } = require('./lib/browser-page');
 
 const SERVER = 'valserver000001';
 const LOGIN_SERVER = 'valserver000002';
@@ -20,16 +19,7 @@ describe('editor: settings the runtime refuses are marked in the editor (Chromiu
 
   before(async function () {
     this.timeout(120000);
-    const chromiumPath = chromiumOrSkip(this, 'the editor validation test');
-    const { chromium } = require('playwright-core');
-    nr = await startNodeRed();
-    browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS });
-    page = await (await browser.newContext({ viewport: { width: 1400, height: 900 } })).newPage();
-    problems = watchPageProblems(page);
-    await page.goto(nr.url);
-    await page.waitForFunction(() => window.RED && window.RED.nodes && RED.workspaces && RED.workspaces.active() &&
-      !$('#red-ui-loading-progress').is(':visible') && RED.nodes.getType('asset-hot-folder') && window.DamEditor,
-    null, { timeout: 60000 });
+    ({ nr, browser, page, problems } = await openEditor(this, 'the editor validation test'));
     await page.evaluate(({ SERVER, LOGIN_SERVER }) => RED.nodes.import([
       { id: SERVER, type: 'asset-server', name: 'no login', baseUrl: 'http://127.0.0.1:1/review', loginEnabled: false },
       { id: LOGIN_SERVER, type: 'asset-server', name: 'with login', baseUrl: 'http://127.0.0.1:1/review', loginEnabled: true }

@@ -6,8 +6,7 @@
  * "manage subscription" when the selected server has no Public URL.
  */
 const should = require('should');
-const { startNodeRed } = require('./lib/browser-node-red');
-const { closeBrowser, chromiumOrSkip, CHROMIUM_ARGS, watchPageProblems } = require('./lib/browser-page');
+const { closeBrowser, openEditor } = require('./lib/browser-page');
 
 describe('editor: field sources and marks (Chromium)', function () {
   this.timeout(30000);
@@ -15,17 +14,7 @@ describe('editor: field sources and marks (Chromium)', function () {
 
   before(async function () {
     this.timeout(120000);
-    const chromiumPath = chromiumOrSkip(this, 'the editor source test');
-    const { chromium } = require('playwright-core');
-    nr = await startNodeRed();
-    browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS });
-    page = await (await browser.newContext({ viewport: { width: 1400, height: 900 } })).newPage();
-    problems = watchPageProblems(page);
-    await page.goto(nr.url);
-    // The editor's own readiness: workspace active, loading overlay gone, our types registered.
-    await page.waitForFunction(() => window.RED && window.RED.nodes && RED.workspaces && RED.workspaces.active() &&
-      !$('#red-ui-loading-progress').is(':visible') && RED.nodes.getType('asset-event-in') && window.DamEditor,
-    null, { timeout: 60000 });
+    ({ nr, browser, page, problems } = await openEditor(this, 'the editor source test'));
   });
 
   after(async function () {

@@ -539,65 +539,50 @@ describe('hot folder core (real file system, emulator)', function () {
     }
   });
 
-  it('a file changed during its upload is not done: it is uploaded again once untouched', async function () {
+  /**
+   * A file in a hot folder whose first upload (on a slow emulator) is followed, while the server
+   * ingests it, by `change(filePath, folder)`; resolves once it is done, with what it took.
+   */
+  async function changedDuringUpload(name, content, destination, change) {
     const slow = await s.startTestEmulator({ ingestDelayMs: 400 });
-    try {
-      const client = new AssetClient({ baseUrl: slow.url, cookie: s.COOKIE, timeout: 20000 });
-      let uploads = 0;
-      const { hot, folder, events } = hotFolder({
-        upload: async (file, signal) => {
-          uploads++;
-          const result = client.upload({ file: { path: file.path }, destination: '/changing', wait: true, signal });
-          if (uploads === 1) {
-            // Written to while its first upload is on the server.
-            await s.delay(50);
-            fs.appendFileSync(file.path, ' and more');
-          }
-          return result;
+    const client = new AssetClient({ baseUrl: slow.url, cookie: s.COOKIE, timeout: 20000 });
+    let uploads = 0;
+    const { hot, folder, events } = hotFolder({
+      upload: async (file, signal) => {
+        uploads++;
+        const result = client.upload({ file: { path: file.path }, destination, wait: true, signal });
+        if (uploads === 1) {
+          await s.delay(50); // its body is on the server
+          change(file.path, folder);
         }
-      });
-      fs.writeFileSync(path.join(folder, 'grows.txt'), 'first part');
+        return result;
+      }
+    });
+    try {
+      fs.writeFileSync(path.join(folder, name), content);
       hot.start();
       await waitFor(() => events.ingested.length === 1);
-      uploads.should.equal(2);
-      events.changed.should.eql(['grows.txt']);
-      fs.readFileSync(path.join(folder, '.done', 'grows.txt'), 'utf8').should.equal('first part and more');
+      const found = await s.emulatorGet(`${slow.url}/emulator/assets?path=${encodeURIComponent(`${destination}/${name}`)}`);
+      const onServer = (await client.downloadToBuffer({ fuid: found.body.asset.fuid })).data.toString();
+      return { uploads, changed: events.changed, done: fs.readFileSync(path.join(folder, '.done', name), 'utf8'), onServer };
     } finally {
       await slow.close();
     }
+  }
+
+  it('a file changed during its upload is not done: it is uploaded again once untouched', async function () {
+    const got = await changedDuringUpload('grows.txt', 'first part', '/changing', (file) => fs.appendFileSync(file, ' and more'));
+    got.should.eql({ uploads: 2, changed: ['grows.txt'], done: 'first part and more', onServer: 'first part and more' });
   });
 
   it('a file renamed over during its upload with the same size and time (an atomic save) is uploaded again, not taken for the one sent', async function () {
-    const slow = await s.startTestEmulator({ ingestDelayMs: 400 });
-    try {
-      const client = new AssetClient({ baseUrl: slow.url, cookie: s.COOKIE, timeout: 20000 });
-      let uploads = 0;
-      const { hot, folder, events } = hotFolder({
-        upload: async (file, signal) => {
-          uploads++;
-          const result = client.upload({ file: { path: file.path }, destination: '/swapped', wait: true, signal });
-          if (uploads === 1) {
-            await s.delay(50); // its body is on the server
-            const before = fs.statSync(file.path);
-            const temp = path.join(folder, '.swap.tmp');
-            fs.writeFileSync(temp, 'B'.repeat(before.size));
-            require('child_process').execFileSync('touch', ['-r', file.path, temp]); // the same time to the nanosecond
-            fs.renameSync(temp, file.path);
-          }
-          return result;
-        }
-      });
-      fs.writeFileSync(path.join(folder, 'same.bin'), 'A'.repeat(4096));
-      hot.start();
-      await waitFor(() => events.ingested.length === 1);
-      uploads.should.equal(2);
-      events.changed.should.eql(['same.bin']);
-      fs.readFileSync(path.join(folder, '.done', 'same.bin'), 'utf8').should.equal('B'.repeat(4096));
-      const found = await s.emulatorGet(`${slow.url}/emulator/assets?path=${encodeURIComponent('/swapped/same.bin')}`);
-      (await client.downloadToBuffer({ fuid: found.body.asset.fuid })).data.toString().should.equal('B'.repeat(4096), 'the server\'s latest revision is the file moved to done');
-    } finally {
-      await slow.close();
-    }
+    const got = await changedDuringUpload('same.bin', 'A'.repeat(4096), '/swapped', (file, folder) => {
+      const temp = path.join(folder, '.swap.tmp');
+      fs.writeFileSync(temp, 'B'.repeat(fs.statSync(file).size));
+      require('child_process').execFileSync('touch', ['-r', file, temp]); // the same time to the nanosecond
+      fs.renameSync(temp, file);
+    });
+    got.should.eql({ uploads: 2, changed: ['same.bin'], done: 'B'.repeat(4096), onServer: 'B'.repeat(4096) });
   });
 
   it('an empty file waits (never uploaded) until it has content', async function () {

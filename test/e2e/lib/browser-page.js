@@ -135,4 +135,24 @@ async function closeBrowser(browser, ms = 15000) {
   clearTimeout(timer);
 }
 
-module.exports = { closeBrowser, chromiumOrSkip, findChromium, CHROMIUM_ARGS, watchPageProblems, untranslatedKeys, overflowingControls, screenshotPath };
+/**
+ * A Node-RED of this checkout (./browser-node-red) and its editor in headless Chromium, ready:
+ * workspace active, loading overlay gone, our node types and DamEditor loaded. `test`: the
+ * mocha context (skipped, or failed on CI, without Chromium). Resolves { nr, browser, page, problems }.
+ */
+async function openEditor(test, what) {
+  const chromiumPath = chromiumOrSkip(test, what);
+  const { chromium } = require('playwright-core');
+  const { startNodeRed } = require('./browser-node-red');
+  const nr = await startNodeRed();
+  const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS });
+  const page = await (await browser.newContext({ viewport: { width: 1400, height: 900 } })).newPage();
+  const problems = watchPageProblems(page);
+  await page.goto(nr.url);
+  await page.waitForFunction(() => window.RED && window.RED.nodes && RED.workspaces && RED.workspaces.active() &&
+    !$('#red-ui-loading-progress').is(':visible') && RED.nodes.getType('asset-hot-folder') && RED.nodes.getType('asset-event-in') && window.DamEditor,
+  null, { timeout: 60000 });
+  return { nr, browser, page, problems };
+}
+
+module.exports = { closeBrowser, chromiumOrSkip, findChromium, CHROMIUM_ARGS, watchPageProblems, untranslatedKeys, overflowingControls, screenshotPath, openEditor };
