@@ -741,6 +741,13 @@ describe('hot folder core (real file system, emulator)', function () {
     await waitFor(() => warnings.length === 2, 'the second warning');
     sent.should.eql(['first', 'first and second']);
     fs.readFileSync(path.join(folder, 'a.txt'), 'utf8').should.equal('first and second');
+    // Renamed over with the same size and time (an atomic save): a new version too.
+    const temp = path.join(folder, '.swap.tmp');
+    fs.writeFileSync(temp, 'FIRST AND SECOND');
+    require('child_process').execFileSync('touch', ['-r', path.join(folder, 'a.txt'), temp]);
+    fs.renameSync(temp, path.join(folder, 'a.txt'));
+    await waitFor(() => warnings.length === 3, 'the third warning');
+    sent.should.eql(['first', 'first and second', 'FIRST AND SECOND']);
     events.ingested.length.should.equal(0);
     // Removed by someone: forgotten.
     fs.unlinkSync(path.join(folder, 'a.txt'));

@@ -152,7 +152,7 @@ export class HotFolder<R> extends EventEmitter {
     }
     if (known.state === 'uploading') return;
     known.checkedAt = now;
-    if (known.size !== stat.size || known.mtimeMs !== stat.mtimeMs) this.newVersion(known, stat);
+    if (!sameVersion(stat, known)) this.newVersion(known, stat);
   }
 
   /**
