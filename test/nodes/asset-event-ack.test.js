@@ -453,6 +453,15 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
     wireHelpers();
     await until(() => held.length === 1, 'delivery after the redeploy');
     held[0].redelivered.should.equal(1);
+    // Disabled, and its flow disabled: Node-RED says "removed", but the node is still in the flows: the inbox stays.
+    await helper.setFlows(flow().map((n) => (n.id === 'n1' ? { ...n, d: true } : n)), 'nodes');
+    fs.existsSync(inboxFile(userDir, 'n1')).should.be.true('kept while the node is disabled');
+    await helper.setFlows(flow().map((n) => (n.type === 'tab' ? { ...n, disabled: true } : n)), 'flows');
+    fs.existsSync(inboxFile(userDir, 'n1')).should.be.true('kept while its flow is disabled');
+    await helper.setFlows(flow(), 'full');
+    wireHelpers();
+    await until(() => held.length === 1, 'delivery once enabled again');
+    held[0].payload.should.eql(entry(1, 1));
     // Remove the asset-event-in: its inbox goes, and the warning names the entries it held.
     const logged = [];
     const log = helper.log();

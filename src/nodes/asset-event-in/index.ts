@@ -18,7 +18,7 @@ import type { AssetServerConfigNode } from '../asset-server';
 import { SettingError, localText, unsetEnvVar, unsetEnvVarRule } from '../shared';
 import { adminClashReason, adminRouteClash } from './admin-paths';
 import { EventInEndpoint, redact, shortStatus } from './endpoint';
-import { openRoute, routeSharedWith } from './route';
+import { inFlows, openRoute, routeSharedWith } from './route';
 import { AtLeastOnceDelivery, inboxFile, readDeliverySettings, userDirectory, type DeliveryConfig } from './delivery';
 import { deliverLeftovers, removeLeftovers } from './file-leftovers';
 import { chosenRedis, inboxSource, usableRedis } from './inbox-choice';
@@ -189,11 +189,13 @@ export default function register(RED: NodeAPI): void {
       endpoint.stopStatusTimer();
       closeRoute();
       node.status({});
+      // Node-RED says "removed" also for a node disabled (or on a disabled flow): still in the flows, its inbox stays.
+      const gone = removed && !inFlows(RED, node.id);
       const closingInbox = endpoint.delivery
-        ? endpoint.delivery.close(removed).catch((err: Error) => node.warn(err.message))
+        ? endpoint.delivery.close(gone).catch((err: Error) => node.warn(err.message))
         : Promise.all([
-          streamLeftovers?.close(removed),
-          fileLeftovers.then(() => (removed && userDir ? removeLeftovers(inboxFile(userDir, node.id), (text) => node.warn(text), t) : undefined))
+          streamLeftovers?.close(gone),
+          fileLeftovers.then(() => (gone && userDir ? removeLeftovers(inboxFile(userDir, node.id), (text) => node.warn(text), t) : undefined))
         ]).catch((err: Error) => node.warn(err.message));
       if (!owner) { closingInbox.then(() => done(), () => done()); return; }
       const closing = owner;

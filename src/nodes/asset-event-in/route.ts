@@ -43,6 +43,13 @@ export function routeSharedWith(RED: NodeAPI, self: string, method: 'post' | 'ge
   return found;
 }
 
+/** True when the flows (as deployed now) hold the node `id`, enabled or not. */
+export function inFlows(RED: NodeAPI, id: string): boolean {
+  let found = false;
+  RED.nodes.eachNode((n: { id: string }) => { if (n.id === id) found = true; });
+  return found;
+}
+
 /** Ids of the flows (tabs) that are disabled: their nodes do not run. */
 export function disabledTabs(RED: NodeAPI): Set<string> {
   const tabs = new Set<string>();
