@@ -54,8 +54,9 @@
  *                                  true when the runtime's numberSetting takes the value: blank, or
  *                                  a finite number (text allowed) for which check(n) is true.
  *   DamEditor.headerNameSetting(value)
- *                                  true when the runtime takes it as a header name setting: blank
- *                                  (the default), or a header name with spaces around it.
+ *                                  true when the runtime takes it as a secret header's name: blank
+ *                                  (the default), or a header name with spaces around it, not one
+ *                                  whose value is shown (Content-Type, Accept, User-Agent, ...).
  *                                  These three and validateInFlight are checked against the
  *                                  runtime by test/api/editor-rules.test.js.
  *   DamEditor.callbackMethodMismatch(subscription, eventIns, here)
@@ -145,8 +146,11 @@
         return isFinite(n) && check(n) === true;
     }
 
+    /** Headers whose value get and the DAM tab show (PUBLIC_HEADER of src/nodes/shared/masking.ts): no name for a secret. */
+    var SHOWN_HEADER = /^(content-type|content-language|content-encoding|accept|accept-language|accept-encoding|accept-charset|cache-control|user-agent)$/i;
+
     function headerNameSetting(value) {
-        return isBlankSetting(value) || HEADER_NAME.test(String(value).trim());
+        return isBlankSetting(value) || (HEADER_NAME.test(String(value).trim()) && !SHOWN_HEADER.test(String(value).trim()));
     }
 
     function validateInFlight(value) {

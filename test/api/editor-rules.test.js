@@ -40,7 +40,7 @@ function editorAccepts(defaults, prop, value, node = {}) {
 const NUMBER_TEXTS = ['', ' ', '   ', '\t', ' \n ', undefined, null, '0', ' 0 ', '1', ' 7 ', '200', ' 204 ', '299', '300', '-1', '1.5', ' 2.5 ',
   '1e3', '0x10', 'Infinity', 'NaN', 'abc', '12abc', '10000', 0, 1, 200, 600, 1.5, -3];
 /** The same with header names, blank and spaces around among them. */
-const HEADER_SETTINGS = [...HEADER_NAMES, '   ', '\t', ' X-Secret ', '\tX-Secret', 'X-Secret  ', ' X Secret ', undefined, null];
+const HEADER_SETTINGS = [...HEADER_NAMES, '   ', '\t', ' X-Secret ', '\tX-Secret', 'X-Secret  ', ' X Secret ', undefined, null, 'User-Agent', ' accept ', 'Cache-Control', 'X-User-Agent'];
 
 describe('editor rules: browser copies answer as the source does', function () {
   const editor = loadDamEditor();

@@ -73,6 +73,11 @@ describe('asset-subscribe node (against the emulator)', function () {
     await s.load(s.flow('asset-subscribe', { ...registerProps, subscriptionId: 'node-test-sub-secret', secretHeader: 'X Bad' }, { baseUrl: emulator.url }), creds('k3'));
     caught = await s.runFailing({});
     caught.assetError.field.should.equal('secretHeader');
+    await helper.unload();
+    // A header whose value get and the DAM tab show would show the secret.
+    await s.load(s.flow('asset-subscribe', { ...registerProps, subscriptionId: 'node-test-sub-secret', secretHeader: 'User-Agent' }, { baseUrl: emulator.url }), creds('k3'));
+    caught = await s.runFailing({});
+    caught.error.message.should.match(/secretHeader: must not be User-Agent: a standard header whose value is shown/);
     s.loggedText().should.not.containEql('sub-Secret-77').and.not.containEql('k3');
     await helper.unload();
     await s.load(s.flow('asset-subscribe', { action: 'delete', subscriptionId: 'node-test-sub-secret' }, { baseUrl: emulator.url }));

@@ -4,7 +4,8 @@
  */
 import { createHash } from 'crypto';
 import type { SubscriptionFields } from '../../api/types';
-import { SUBSCRIPTION_ID_RULE, isSubscriptionId, isToken } from '../../api/values';
+import { SUBSCRIPTION_ID_RULE, isSubscriptionId } from '../../api/values';
+import { secretHeaderRule } from '../shared/masking';
 import { SettingError, isBlankSetting, numberSetting } from '../shared';
 
 /** Editor properties. */
@@ -98,7 +99,8 @@ export function readSettings(config: AssetEventInConfig, nodeId: string): Settin
   const maxEntries = numberSetting(config.maxEntries, 'maxEntries', DEFAULTS.maxEntries, (n) => Number.isInteger(n) && n >= 1, 'must be a whole number, 1 or more');
   // Spaces around the name are the editor's, not the header's (as in every other text setting).
   const secretHeader = isBlankSetting(config.secretHeader) ? DEFAULTS.secretHeader : String(config.secretHeader).trim();
-  if (!isToken(secretHeader)) throw new SettingError('secretHeader: must be a valid HTTP header name');
+  const headerRule = secretHeaderRule(secretHeader);
+  if (headerRule) throw new SettingError(`secretHeader: ${headerRule}`);
   const manage = config.manage === true;
   let subscriptionId = (config.subscriptionId || '').trim() || undefined;
   if (subscriptionId === undefined && manage) subscriptionId = derivedSubscriptionId(nodeId);

@@ -3,10 +3,9 @@
  */
 import type { SubscriptionFields } from '../../api/types';
 import { AssetApiError, invalidInput, redactSecrets } from '../../api/errors';
-import { isToken } from '../../api/values';
 import { clientFor } from '../asset-server';
 import { asInteger, asString, handleInputAndClose, isBlankSetting, nameOf, localText, required, resolveField, unsetEnvVar, unsetEnvVarRule, type FieldSource } from '../shared';
-import { maskHeaderValues } from '../shared/masking';
+import { maskHeaderValues, secretHeaderRule } from '../shared/masking';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
 import { nodeRetry, withRetries } from '../shared/retry';
 
@@ -116,7 +115,8 @@ export default function register(RED: NodeAPI): void {
       const unset = unsetEnvVar(value);
       if (unset) throw invalidInput('secret', unsetEnvVarRule(unset));
       const name = isBlankSetting(config.secretHeader) ? DEFAULT_SECRET_HEADER : String(config.secretHeader).trim();
-      if (!isToken(name)) throw invalidInput('secretHeader', 'must be a valid HTTP header name');
+      const rule = secretHeaderRule(name);
+      if (rule) throw invalidInput('secretHeader', rule);
       return `${name}: ${value}`;
     }
 

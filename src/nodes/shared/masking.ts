@@ -1,6 +1,7 @@
 /**
  * Secrets masked in a subscription's stored details (asset-subscribe's `get`, the DAM sidebar).
  */
+import { isToken } from '../../api/values';
 
 /**
  * Header names whose value is shown: standard headers that describe the content. Any other
@@ -8,6 +9,13 @@
  * the user), so its value is masked.
  */
 const PUBLIC_HEADER = /^(content-type|content-language|content-encoding|accept|accept-language|accept-encoding|accept-charset|cache-control|user-agent)$/i;
+
+/** The rule of a header that carries a secret (asset-event-in's and asset-subscribe's Secret header): a valid name, not one whose value is shown. */
+export function secretHeaderRule(name: string): string | undefined {
+  if (!isToken(name)) return 'must be a valid HTTP header name';
+  if (PUBLIC_HEADER.test(name)) return `must not be ${name}: a standard header whose value is shown (in get and the DAM tab); use a name of its own such as X-DAM-Secret`;
+  return undefined;
+}
 
 /**
  * Masks secrets in a `get` answer: the values of callback headers other than the standard
