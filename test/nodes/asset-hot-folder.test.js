@@ -352,7 +352,9 @@ describe('asset-hot-folder node (real Node-RED, real file system, emulator)', fu
       [{ folder, untouchedSeconds: '0' }, /untouchedSeconds \(Untouched\): must be a number of seconds/],
       [{ folder, retries: '11' }, /retries: Retries must be a whole number from 0 to 10/],
       // Before: accepted, and every file dropped in went to the failed folder.
-      [{ folder, destination: '', destinationFuid: '' }, /destination \(Destination\) or destinationFuid \(Folder fuid\): one is required/]
+      [{ folder, destination: '', destinationFuid: '' }, /destination \(Destination\) or destinationFuid \(Folder fuid\): one is required/],
+      // Before: every file dropped in went to the failed folder, with no red status and no log line.
+      [{ folder, server: '' }, /server: select an asset-server configuration node/]
     ]) {
       await load(hotFlow({ destination: '/x', destinationType: 'str', ...props }, { baseUrl: emulator.url }));
       const hot = helper.getNode('n1');

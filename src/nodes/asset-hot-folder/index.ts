@@ -9,7 +9,7 @@ import * as path from 'path';
 import { AssetApiError, invalidInput } from '../../api/errors';
 import type { AssetClient, UploadOutcome } from '../../api/client';
 import { clientFor } from '../asset-server';
-import { endWithError, errorStatusText, localText, resolvePath, SettingError, STATUS_INTERVAL_MS } from '../shared';
+import { endWithError, errorStatusText, localText, resolvePath, STATUS_INTERVAL_MS } from '../shared';
 import { cutText } from '../shared/texts';
 import { disabledTabs } from '../asset-event-in/route';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage, type NodeSend, type NodeDone } from '../shared/node-red';
@@ -59,8 +59,10 @@ export default function register(RED: NodeAPI): void {
     let settings;
     try {
       settings = hotFolderSettings(config, (p) => resolvePath(RED, p));
+      // No usable asset-server: every file dropped in would fail for good.
+      clientFor(RED, config.server, true);
     } catch (err) {
-      const message = err instanceof SettingError ? err.message : String(err);
+      const message = err instanceof Error ? err.message : String(err);
       node.error(message);
       node.status({ fill: 'red', shape: 'ring', text: cutText(message, 40) });
       node.on('input', (msg: NodeMessage, _send: NodeSend, done: NodeDone) => endWithError(msg, done, new AssetApiError('invalid-input', message)));
