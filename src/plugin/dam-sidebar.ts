@@ -198,6 +198,8 @@ export default function register(RED: NodeAPI): void {
     if (!server) return;
     try {
       await server.getClient().deleteSubscription(req.params.id, { timeout: 10000 });
+      // An asset-event-in that manages it would otherwise still say "registered".
+      eventInStats.owning(req.params.server, req.params.id)?.ownedSubscription?.deleted();
       res.json({ ok: true });
     } catch (err) {
       res.json({ ok: false, error: errorView(err) });

@@ -135,13 +135,16 @@ export default function register(RED: NodeAPI): void {
         if (manager !== node.id) {
           throw new SettingError(`subscriptionId: ${setup.id} on this server is managed by another asset-event-in (${nameOfNode(manager)}): give one of them another Id`);
         }
-        owner = new OwnedSubscription(setup, (s, error, detail) => {
+        const showOwned = (s: 'registering' | 'registered' | 'failed', error?: string, detail?: string) => {
           endpoint.subscription = s;
           endpoint.subscriptionError = error ? redact(error, secret) : '';
           // The sidebar shows the whole error; the status under the node its short text.
           stats.subscription(s, detail ? redact(detail, secret) : endpoint.subscriptionError || undefined);
           endpoint.showStatus();
-        }, (message) => node.error(redact(message, secret)));
+        };
+        owner = new OwnedSubscription(setup, showOwned, (message) => node.error(redact(message, secret)));
+        stats.ownedSubscription = { server: setup.recorded.server, id: setup.id, deleted: () => showOwned('failed', t('status.deleted', 'deleted in the DAM tab'),
+          t('errors.deleted', 'deleted in the DAM tab: no change arrives until "register again" or a redeploy registers it')) };
       } catch (err) {
         const message = err instanceof SettingError || err instanceof AssetApiError ? err.message : String(err);
         endpoint.subscription = 'failed';

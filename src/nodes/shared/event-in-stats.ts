@@ -43,6 +43,8 @@ export class EventInStats {
    * "register again"); resolves with the error text, or undefined on success.
    */
   registerNow?: () => Promise<string | undefined>;
+  /** Set with registerNow: the owned subscription (asset-server node id, subscription id), and what the node shows once the sidebar deleted it. */
+  ownedSubscription?: { server: string; id: string; deleted: () => void };
 
   constructor(readonly nodeId: string, private readonly notify: (stats: EventInStats) => void) {}
 
@@ -109,6 +111,10 @@ export const eventInStats = {
   },
   get(nodeId: string): EventInStats | undefined {
     return entries.get(nodeId);
+  },
+  /** The running node that owns subscription `id` on asset-server `server`, if one does. */
+  owning(server: string, id: string): EventInStats | undefined {
+    return [...entries.values()].find((s) => s.ownedSubscription?.server === server && s.ownedSubscription.id === id);
   },
   /** Calls `listener` after each change; returns the function that stops it. */
   onChange(listener: Listener): () => void {
