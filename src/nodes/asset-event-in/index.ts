@@ -18,7 +18,8 @@ import type { AssetServerConfigNode } from '../asset-server';
 import { SettingError, localText, unsetEnvVar, unsetEnvVarRule } from '../shared';
 import { adminClashReason, adminRouteClash } from './admin-paths';
 import { EventInEndpoint, redact, shortStatus } from './endpoint';
-import { inFlows, openRoute, routeSharedWith } from './route';
+import { openRoute, routeSharedWith } from './route';
+import { flowNode } from '../shared/flows';
 import { AtLeastOnceDelivery, inboxFile, readDeliverySettings, userDirectory, type DeliveryConfig } from './delivery';
 import { deliverLeftovers, removeLeftovers } from './file-leftovers';
 import { chosenRedis, inboxSource, usableRedis } from './inbox-choice';
@@ -168,8 +169,7 @@ export default function register(RED: NodeAPI): void {
 
     /** A node of the flows as the user knows it: its name (from the flows: it may not be started yet) and id. */
     function nameOfNode(id: string): string {
-      let name: unknown;
-      RED.nodes.eachNode((n: { id: string; name?: unknown }) => { if (n.id === id) name = n.name; });
+      const name = flowNode(RED, id)?.name;
       return typeof name === 'string' && name ? `"${name}", ${id}` : id;
     }
 
@@ -193,7 +193,7 @@ export default function register(RED: NodeAPI): void {
       closeRoute();
       node.status({});
       // Node-RED says "removed" also for a node disabled (or on a disabled flow): still in the flows, its inbox stays.
-      const gone = removed && !inFlows(RED, node.id);
+      const gone = removed && flowNode(RED, node.id) === undefined;
       const closingInbox = endpoint.delivery
         ? endpoint.delivery.close(gone).catch((err: Error) => node.warn(err.message))
         : Promise.all([

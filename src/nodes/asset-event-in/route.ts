@@ -5,6 +5,7 @@
  */
 import type { ServerResponse } from 'http';
 import { READ_OWN_BODY } from '../../events';
+import { describeFlowNode, enabledFlowNodes } from '../shared/flows';
 import type { NodeAPI } from '../shared/node-red';
 
 /**
@@ -29,32 +30,15 @@ export function openRoute(RED: NodeAPI, method: 'post' | 'get', path: string, ha
  * asset-event-in): Express gives each call to the route started first, so one of them never gets any.
  */
 export function routeSharedWith(RED: NodeAPI, self: string, method: 'post' | 'get', path: string): string | undefined {
-  let found: string | undefined;
   // As Express routes by default: case-insensitive, a trailing slash ignored.
   const plain = (p: unknown) => (typeof p === 'string' ? ('/' + p.trim().replace(/^\/+/, '')).replace(/(.)\/+$/, '$1').toLowerCase() : '');
-  const disabled = disabledTabs(RED);
-  path = plain(path);
-  RED.nodes.eachNode((n: { id: string; type: string; z?: string; d?: boolean; name?: string; url?: unknown; path?: unknown; method?: unknown }) => {
-    if (found || n.id === self || n.d === true || (n.z !== undefined && disabled.has(n.z))) return;
+  const mine = plain(path);
+  const other = enabledFlowNodes(RED).find((n) => {
     const route = n.type === 'http in' ? n.url : n.type === 'asset-event-in' ? n.path : undefined;
     const theirs = String(n.method || (n.type === 'http in' ? 'get' : 'post')).toLowerCase();
-    if (route !== undefined && theirs === method && plain(route) === path) found = `${n.type} ${n.name ? `"${n.name}" ` : ''}(${n.id})`;
+    return n.id !== self && route !== undefined && theirs === method && plain(route) === mine;
   });
-  return found;
-}
-
-/** True when the flows (as deployed now) hold the node `id`, enabled or not. */
-export function inFlows(RED: NodeAPI, id: string): boolean {
-  let found = false;
-  RED.nodes.eachNode((n: { id: string }) => { if (n.id === id) found = true; });
-  return found;
-}
-
-/** Ids of the flows (tabs) that are disabled: their nodes do not run. */
-export function disabledTabs(RED: NodeAPI): Set<string> {
-  const tabs = new Set<string>();
-  RED.nodes.eachNode((n: { id: string; type: string; disabled?: boolean }) => { if (n.type === 'tab' && n.disabled === true) tabs.add(n.id); });
-  return tabs;
+  return other && describeFlowNode(other);
 }
 
 /** Answers a callback with a JSON body (none for 204 and 205), unless an answer went out already. */

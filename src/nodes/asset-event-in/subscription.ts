@@ -13,7 +13,7 @@ import { errorStatusText } from '../shared';
 import { noCookieError } from '../asset-server/options';
 import type { NodeAPI } from '../shared/node-red';
 import { deleteRecorded, deleteWith, registryFor, type RegisteredSubscription } from './registry';
-import { disabledTabs } from './route';
+import { enabledFlowNodes } from '../shared/flows';
 import { derivedSubscriptionId } from './settings';
 
 /** Backoff between registration attempts: 5 s, doubling, at most 5 min. */
@@ -161,14 +161,12 @@ export function otherOwner(RED: NodeAPI, subscription: RegisteredSubscription, s
  */
 export function ownerOf(RED: NodeAPI, subscription: RegisteredSubscription, self: string): string {
   const registry = registryFor(RED);
-  const disabled = disabledTabs(RED);
-  const managers: string[] = [];
-  RED.nodes.eachNode((n: { id: string; type: string; z?: string; d?: boolean; manage?: unknown; subscriptionId?: unknown; server?: unknown }) => {
-    if (n.type !== 'asset-event-in' || n.manage !== true || n.d === true || (n.z !== undefined && disabled.has(n.z))) return;
+  const managers = enabledFlowNodes(RED).filter((n) => {
+    if (n.type !== 'asset-event-in' || n.manage !== true) return false;
     const id = (typeof n.subscriptionId === 'string' ? n.subscriptionId.trim() : '') || derivedSubscriptionId(n.id);
     const server = typeof n.server === 'string' ? RED.nodes.getNode(n.server) as { baseUrl?: unknown } | null : null;
-    if (id === subscription.id && server?.baseUrl === subscription.baseUrl) managers.push(n.id);
-  });
+    return id === subscription.id && server?.baseUrl === subscription.baseUrl;
+  }).map((n) => n.id);
   if (managers.length < 2 || !managers.includes(self)) return self;
   return managers.find((id) => { const r = registry.get(id); return r !== undefined && sameServerAndId(r, subscription); }) ?? managers[0];
 }

@@ -11,7 +11,7 @@ import type { AssetClient, UploadOutcome } from '../../api/client';
 import { clientFor } from '../asset-server';
 import { endWithError, errorStatusText, localText, resolvePath, STATUS_INTERVAL_MS } from '../shared';
 import { cutText } from '../shared/texts';
-import { disabledTabs } from '../asset-event-in/route';
+import { describeFlowNode, enabledFlowNodes } from '../shared/flows';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage, type NodeSend, type NodeDone } from '../shared/node-red';
 import { noteOutcome } from '../shared/server-answers';
 import { uploadFieldReader } from '../shared/upload-fields';
@@ -39,14 +39,9 @@ const TEXT = {
 
 /** Another enabled asset-hot-folder of the flows on the same folder (resolved as this one's). */
 function folderWatchedBy(RED: NodeAPI, self: string, folder: string): string | undefined {
-  let found: string | undefined;
-  const disabled = disabledTabs(RED);
-  RED.nodes.eachNode((n: { id: string; type: string; z?: string; d?: boolean; name?: string; folder?: unknown }) => {
-    if (found || n.id === self || n.d === true || (n.z !== undefined && disabled.has(n.z))) return;
-    if (n.type !== 'asset-hot-folder' || typeof n.folder !== 'string' || n.folder.trim() === '') return;
-    if (path.resolve(resolvePath(RED, n.folder.trim())) === folder) found = `asset-hot-folder ${n.name ? `"${n.name}" ` : ''}(${n.id})`;
-  });
-  return found;
+  const other = enabledFlowNodes(RED).find((n) => n.id !== self && n.type === 'asset-hot-folder' && typeof n.folder === 'string' &&
+    n.folder.trim() !== '' && path.resolve(resolvePath(RED, n.folder.trim())) === folder);
+  return other && describeFlowNode(other);
 }
 
 export default function register(RED: NodeAPI): void {
