@@ -5,7 +5,7 @@
 import { createHash } from 'crypto';
 import type { SubscriptionFields } from '../../api/types';
 import { SUBSCRIPTION_ID_RULE, isSubscriptionId } from '../../api/values';
-import { secretHeaderRule } from '../shared/masking';
+import { DEFAULT_SECRET_HEADER, secretHeaderSetting } from '../shared/masking';
 import { SettingError, isBlankSetting, numberSetting } from '../shared';
 
 /** Editor properties. */
@@ -72,7 +72,7 @@ export const DEFAULTS = {
   successCode: 200,
   maxBodyMB: 50,
   maxEntries: 100000,
-  secretHeader: 'X-DAM-Secret',
+  secretHeader: DEFAULT_SECRET_HEADER,
   dedupWindowS: 600,
   dedupMax: 10000
 } as const;
@@ -98,9 +98,8 @@ export function readSettings(config: AssetEventInConfig, nodeId: string): Settin
   const maxBodyMB = numberSetting(config.maxBodyMB, 'maxBodyMB', DEFAULTS.maxBodyMB, (n) => n > 0, 'must be a number of MB above 0');
   const maxEntries = numberSetting(config.maxEntries, 'maxEntries', DEFAULTS.maxEntries, (n) => Number.isInteger(n) && n >= 1, 'must be a whole number, 1 or more');
   // Spaces around the name are the editor's, not the header's (as in every other text setting).
-  const secretHeader = isBlankSetting(config.secretHeader) ? DEFAULTS.secretHeader : String(config.secretHeader).trim();
-  const headerRule = secretHeaderRule(secretHeader);
-  if (headerRule) throw new SettingError(`secretHeader: ${headerRule}`);
+  const { name: secretHeader, broken } = secretHeaderSetting(config.secretHeader);
+  if (broken) throw new SettingError(`secretHeader: ${broken}`);
   const manage = config.manage === true;
   let subscriptionId = (config.subscriptionId || '').trim() || undefined;
   if (subscriptionId === undefined && manage) subscriptionId = derivedSubscriptionId(nodeId);

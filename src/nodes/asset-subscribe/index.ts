@@ -4,8 +4,8 @@
 import type { SubscriptionFields } from '../../api/types';
 import { AssetApiError, invalidInput, redactSecrets } from '../../api/errors';
 import { clientFor } from '../asset-server';
-import { asInteger, asString, handleInputAndClose, isBlankSetting, nameOf, localText, required, resolveField, unsetEnvVar, unsetEnvVarRule, type FieldSource } from '../shared';
-import { maskHeaderValues, secretHeaderRule } from '../shared/masking';
+import { asInteger, asString, handleInputAndClose, nameOf, localText, required, resolveField, unsetEnvVar, unsetEnvVarRule, type FieldSource } from '../shared';
+import { maskHeaderValues, secretHeaderSetting } from '../shared/masking';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
 import { nodeRetry, withRetries } from '../shared/retry';
 
@@ -40,9 +40,6 @@ export interface AssetSubscribeConfig {
   /** Header carrying the credential `secret` (an asset-event-in's shared secret). Default X-DAM-Secret. */
   secretHeader?: string;
 }
-
-/** A header the subscription's calls carry whose value is a credential: kept out of the flow file and of exports. */
-export const DEFAULT_SECRET_HEADER = 'X-DAM-Secret';
 
 /** A header field as given (node list, msg.subscription: an array or one string), as a list. */
 function headerList(value: unknown): unknown[] {
@@ -114,9 +111,8 @@ export default function register(RED: NodeAPI): void {
     function secretHeaderLine(value: string): string {
       const unset = unsetEnvVar(value);
       if (unset) throw invalidInput('secret', unsetEnvVarRule(unset));
-      const name = isBlankSetting(config.secretHeader) ? DEFAULT_SECRET_HEADER : String(config.secretHeader).trim();
-      const rule = secretHeaderRule(name);
-      if (rule) throw invalidInput('secretHeader', rule);
+      const { name, broken } = secretHeaderSetting(config.secretHeader);
+      if (broken) throw invalidInput('secretHeader', broken);
       return `${name}: ${value}`;
     }
 

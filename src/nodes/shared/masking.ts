@@ -2,6 +2,7 @@
  * Secrets masked in a subscription's stored details (asset-subscribe's `get`, the DAM sidebar).
  */
 import { isToken } from '../../api/values';
+import { isBlankSetting } from './fields';
 
 /**
  * Header names whose value is shown: standard headers that describe the content. Any other
@@ -10,11 +11,19 @@ import { isToken } from '../../api/values';
  */
 const PUBLIC_HEADER = /^(content-type|content-language|content-encoding|accept|accept-language|accept-encoding|accept-charset|cache-control|user-agent)$/i;
 
-/** The rule of a header that carries a secret (asset-event-in's and asset-subscribe's Secret header): a valid name, not one whose value is shown. */
-export function secretHeaderRule(name: string): string | undefined {
-  if (!isToken(name)) return 'must be a valid HTTP header name';
-  if (PUBLIC_HEADER.test(name)) return `must not be ${name}: a standard header whose value is shown (in get and the DAM tab); use a name of its own such as X-DAM-Secret`;
-  return undefined;
+/** The header a shared secret travels in when the setting is blank (what asset-event-in checks). */
+export const DEFAULT_SECRET_HEADER = 'X-DAM-Secret';
+
+/**
+ * A Secret header setting (asset-event-in's, asset-subscribe's): blank is X-DAM-Secret, spaces
+ * around are the editor's; a valid header name, not one whose value is shown. The name, and the
+ * rule it breaks if it does.
+ */
+export function secretHeaderSetting(value: unknown): { name: string; broken?: string } {
+  const name = isBlankSetting(value) ? DEFAULT_SECRET_HEADER : String(value).trim();
+  if (!isToken(name)) return { name, broken: 'must be a valid HTTP header name' };
+  if (PUBLIC_HEADER.test(name)) return { name, broken: `must not be ${name}: a standard header whose value is shown (in get and the DAM tab); use a name of its own such as X-DAM-Secret` };
+  return { name };
 }
 
 /**
