@@ -83,7 +83,8 @@
  *                                  with the error text errors.<kind>.
  *   DamEditor.current(node, name)
  *                                  a flow node's setting as its open dialog shows it while it is being
- *                                  edited, else as saved (for validators that read another setting).
+ *                                  edited (a checkbox: true or false), else as saved (for validators
+ *                                  that read another setting).
  *   DamEditor.selectOnlyServer(node)
  *                                  a new node's `onadd`: when its Server is blank and exactly one
  *                                  asset-server exists, picks it (else a node dropped in and
@@ -206,7 +207,8 @@
         var stack = RED.editor && typeof RED.editor.getEditStack === "function" ? RED.editor.getEditStack() : [];
         var open = stack.some(function (n) { return n === node || (n && node && n.id === node.id); });
         var field = open ? $("#node-input-" + name) : $();
-        return field.length ? field.val() : node[name];
+        if (!field.length) { return node[name]; }
+        return field.is(":checkbox") ? field.is(":checked") : field.val();
     }
 
     function literalField(typeField, kind) {
