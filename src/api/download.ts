@@ -114,7 +114,8 @@ export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { 
   // In folder mode the name is the server's: an existing file of that name is kept unless the
   // caller says otherwise. A path that names the file is the caller's say: replaced.
   const ifExists = ifExistsOf(opts.ifExists, 'keep-both', operation);
-  if (!/[\\/]$/.test(requested)) await replaceableTarget(path.resolve(requested), operation); // refused before the transfer, not after it
+  // A path naming the file: refused before the transfer, not after it; a link's target found once.
+  const named = /[\\/]$/.test(requested) ? undefined : await replaceableTarget(path.resolve(requested), operation);
   const { info, body, control } = await openDownload(calls, operation, opts);
   // Until pipeline() below takes over, an abort or reset must not be an unhandled 'error' event
   // (it would crash Node-RED); pipeline() still sees the stream's error and rejects with it.
@@ -132,7 +133,8 @@ export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { 
       throw errorForLocalFile(err, 'path', `cannot create the folder of ${target}`, operation);
     }
     // The temporary file beside the file it replaces (a link's target may be on another file system).
-    if (!intoFolder || ifExists === 'replace') target = await replaceableTarget(target, operation);
+    if (!intoFolder) target = named ?? target;
+    else if (ifExists === 'replace') target = await replaceableTarget(target, operation);
     temporary = temporaryNameFor(target);
     made = temporary;
     onTemporaryFile?.(temporary);
