@@ -25,7 +25,7 @@ import { deliverLeftovers, removeLeftovers } from './file-leftovers';
 import { chosenRedis, inboxSource, usableRedis } from './inbox-choice';
 import { deliverStreamLeftovers } from './stream-leftovers';
 import { callbackUrl, readSettings, subscriptionFields, type AssetEventInConfig, type Settings } from './settings';
-import { OwnedSubscription, otherOwner, ownerOf, releaseSubscription, sweepRegistryOnStart, type OwnedSetup } from './subscription';
+import { OwnedSubscription, ownerOf, releaseSubscription, sweepRegistryOnStart, type OwnedSetup } from './subscription';
 import { createNode, registerType, type Node, type NodeAPI } from '../shared/node-red';
 import { registryFor, sameSubscription, type RegisteredSubscription } from './registry';
 
@@ -202,8 +202,7 @@ export default function register(RED: NodeAPI): void {
         ]).catch((err: Error) => node.warn(err.message));
       if (!owner) { closingInbox.then(() => done(), () => done()); return; }
       const closing = owner;
-      // Removed, but the subscription is another running node's now (a pasted copy after an undo): it stays.
-      closing.close(removed && !otherOwner(RED, closing.setup.recorded, node.id)).then(async (failure) => {
+      closing.close(removed).then(async (failure) => {
         await closingInbox;
         if (!removed) return;
         // Removed: it owns nothing any more; a deletion that failed is tried again on the next start.

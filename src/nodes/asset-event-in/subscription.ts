@@ -146,7 +146,7 @@ function ownedByLiveNode(RED: NodeAPI, subscription: RegisteredSubscription, sel
 }
 
 /** The id of a running asset-event-in other than `self` that records the same base URL and subscription id. */
-export function otherOwner(RED: NodeAPI, subscription: RegisteredSubscription, self?: string): string | undefined {
+function otherOwner(RED: NodeAPI, subscription: RegisteredSubscription, self?: string): string | undefined {
   const registry = registryFor(RED);
   return registry.nodeIds().find((nodeId) => {
     const other = registry.get(nodeId);
