@@ -10,9 +10,9 @@
  * both only through the deployed Proxy choice.
  */
 import { AssetClient } from '../../api/client';
-import { invalidInput } from '../../api/errors';
+import { invalidInput, type AssetApiError } from '../../api/errors';
 import { resolveLogin, sameLogin } from '../../api/session';
-import { isBlankSetting } from '../shared/fields';
+import { isBlankSetting, unsetEnvVar, unsetEnvVarRule } from '../shared/fields';
 import type { NodeAPI } from '../shared/node-red';
 import { checkConnection, checkWithLogin, configReport } from './connection-check';
 import { DEFAULT_TIMEOUT_S, clientOptions, noCookieError, type AssetServerConfig, type AssetServerConfigNode } from './options';
@@ -47,11 +47,40 @@ function originOf(url: string | undefined): string | undefined {
   try { return new URL((url || '').trim()).origin; } catch { return undefined; }
 }
 
+/**
+ * Replaces each value typed as `${NAME}` (or `$(NAME)`) by the variable, as Node-RED does for a
+ * deployed node (`read`: its flow's, else Node-RED's environment). An unset one stays as typed, as
+ * there; the error naming it is returned when the node would refuse it: the base URL, the cookie
+ * without automatic login, the user name and password with it (asset-server/index.ts). `read`
+ * undefined: the user may not deploy flows, so may not have a variable sent anywhere (a flow could).
+ */
+function readEnvValues(config: AssetServerConfig, typed: Record<string, string | undefined>,
+  read: ((name: string) => string | undefined) | undefined): AssetApiError | undefined {
+  const needed = new Set(['baseUrl', ...(config.loginEnabled === true ? ['username', 'password'] : ['cookie'])]);
+  let problem: AssetApiError | undefined;
+  for (const holder of [config as unknown as Record<string, unknown>, typed]) {
+    for (const [field, value] of Object.entries(holder)) {
+      const name = field === 'id' ? undefined : unsetEnvVar(value);
+      if (name === undefined) continue;
+      if (!read) return invalidInput(field, `reads the environment variable ${name}: only a user who may deploy flows can test it; type the value`);
+      const given = read(name);
+      if (given !== undefined) holder[field] = given;
+      else if (needed.has(field)) problem ??= invalidInput(field, unsetEnvVarRule(name));
+    }
+  }
+  return problem;
+}
+
 /** Registers the route on `RED.httpAdmin` (the test helper's RED has no auth: then there is none to register). */
 export function registerConnectionTest(RED: NodeAPI): void {
   if (!RED.httpAdmin || !RED.auth || !RED.nodes.eachNode) return;
   const eachNode = RED.nodes.eachNode.bind(RED.nodes);
   const write = RED.auth.needsPermission(WRITE_PERMISSION);
+  const deploy = RED.auth.needsPermission('flows.write');
+  /** Node-RED's own check, with an answer that only records it: may the request's user deploy flows? */
+  const mayDeploy = (req: unknown): Promise<boolean> => new Promise((resolve) => {
+    deploy(req as never, { status: () => ({ end: () => resolve(false) }) } as never, () => resolve(true));
+  });
 
   function liveServer(id: string): AssetServerConfigNode | undefined {
     const node = RED.nodes.getNode(id) as AssetServerConfigNode | null;
@@ -80,23 +109,25 @@ export function registerConnectionTest(RED: NodeAPI): void {
       ...Object.fromEntries(LOGIN_SETTINGS.map((key) => [key, text(body[key])]))
     };
     const typed: Record<string, string | undefined> = { cookie: text(body.cookie), username: text(body.username), password: text(body.password) };
-    // Reachability first, without cookie or login: a wrong base URL is named as such (issue 23 #5).
-    const unreachable = await baseUrlProblem(RED, config, typed.username);
-    if (unreachable) { res.json(unreachable); return; }
     const running = config.id ? liveServer(config.id) : undefined;
     const deployed = running ? deployedConfig(config.id) : undefined;
     // A field still showing the saved placeholder means the deployed node's value (the running
-    // node's copy has ${ENV_VAR} already replaced).
+    // node's copy has ${NAME} values read already).
     const saved = running?.credentials ?? {};
     const withSaved = (name: string) => typed[name] === SAVED_PASSWORD ? saved[name] : typed[name];
-    const login = loginOptions(config, { username: typed.username, password: withSaved('password') });
-
+    // Compared as typed: the flows hold ${NAME} values as typed.
+    const unchanged = running?.client && deployed
+      && sameConnection(config, { ...typed, cookie: withSaved('cookie'), password: withSaved('password') }, deployed, saved);
+    // Values typed as ${NAME} are read as the node reads them, so that the rules below compare like with like.
+    const read = (name: string) => RED.util.getSetting(running as never, name) as string | undefined;
+    const unread = readEnvValues(config, typed, await mayDeploy(req) ? read : undefined);
+    if (unread) { res.json(configReport(unread)); return; }
+    // Reachability first, without cookie or login: a wrong base URL is named as such (issue 23 #5).
+    const unreachable = await baseUrlProblem(RED, config, typed.username);
+    if (unreachable) { res.json(unreachable); return; }
     // Nothing changed: the deployed node's client, with any cookie set at run time or by a login.
-    if (running?.client && deployed && sameConnection(config, { ...typed, cookie: withSaved('cookie'), password: withSaved('password') },
-      deployed, saved)) {
-      res.json(await checkConnection(running.client));
-      return;
-    }
+    if (unchanged) { res.json(await checkConnection(running.client!)); return; }
+    const login = loginOptions(config, { username: typed.username, password: withSaved('password') });
     // Saved secrets only go where they were saved for. The saved password: only in a login exactly
     // like the running node's (same base URL; same login URL, session page, method, fields and user
     // name, with ${ENV} values resolved), else a user allowed to test connections could send it

@@ -12,7 +12,8 @@
  * Parent side: `const nr = await startNodeRed()` -> { url, version, userDir, deploy(), stop() }.
  * `nr.deploy(flows)` resolves once the deployed flows have started (Node-RED answers a deploy
  * before its flows start: acting on a node at once can race on a busy machine).
- * `startNodeRed({ settings })` adds to (or replaces) the settings below, e.g. adminAuth;
+ * `startNodeRed({ settings })` adds to (or replaces) the settings below, e.g. adminAuth; `env`: more
+ * environment variables for Node-RED;
  * `onOutput(chunk)` gets everything the child prints (output() keeps only the last 20000 characters).
  */
 const { spawn } = require('child_process');
@@ -24,10 +25,11 @@ const path = require('path');
 const projectRoot = path.resolve(__dirname, '..', '..', '..');
 
 /** Start Node-RED in a child process; resolves once the editor answers. */
-function startNodeRed({ startTimeoutMs = 45000, settings = {}, onOutput } = {}) {
+function startNodeRed({ startTimeoutMs = 45000, settings = {}, onOutput, env = {} } = {}) {
   const userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-browser-nr-'));
   const child = spawn(process.execPath, [__filename, userDir, JSON.stringify(settings)], {
     cwd: projectRoot,
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';
