@@ -134,7 +134,7 @@ export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { 
     }
     // The temporary file beside the file it replaces (a link's target may be on another file system).
     if (!intoFolder) target = named ?? target;
-    else if (ifExists === 'replace') target = await replaceableTarget(target, operation);
+    else if (ifExists === 'replace') target = await replaceableTarget(target, operation, false); // the server's name: no link followed
     temporary = temporaryNameFor(target);
     made = temporary;
     onTemporaryFile?.(temporary);
@@ -146,7 +146,7 @@ export async function downloadToFile(calls: ApiCalls, opts: DownloadOptions & { 
       throw brokeOff(calls.failure(operation, err, control), body.bytes);
     }
     await sweepTemporaries(temporary);
-    target = await placeFile(temporary, target, intoFolder ? ifExists : 'replace', operation);
+    target = await placeFile(temporary, target, intoFolder ? ifExists : 'replace', operation, !intoFolder);
     temporary = undefined;
     return { ...info, path: target, bytes: body.bytes };
   } catch (err) {

@@ -43,9 +43,12 @@ export function temporaryDone(temporary: string): void {
  * The file a replacing download is renamed to: `target`, or the file a symbolic link there points
  * at (the link stays, as when the core file node writes through it). A device, FIFO or socket is
  * refused: a rename would put a plain file in its place (/dev/null, a pipe another program reads).
+ * `followLink` false (a name the server chose): a link is replaced itself, never written through,
+ * since it may point anywhere out of the folder.
  */
-export async function replaceableTarget(target: string, operation: AssetOperation): Promise<string> {
+export async function replaceableTarget(target: string, operation: AssetOperation, followLink = true): Promise<string> {
   let found = await fsp.lstat(target).catch(() => undefined);
+  if (found?.isSymbolicLink() && !followLink) return target;
   if (found?.isSymbolicLink()) {
     const real = await fsp.realpath(target).catch(() => undefined);
     if (real === undefined) throw invalidInput('path', `${target} is a symbolic link to nothing (a missing file or a loop): a download does not replace it`, operation);
@@ -97,10 +100,10 @@ const MAX_SUFFIX = 999;
  * under the new name (refused when the name exists), then the temporary name removed. On a file
  * system without hard links it checks, then renames.
  */
-export async function placeFile(temporary: string, target: string, ifExists: IfExists, operation: AssetOperation): Promise<string> {
+export async function placeFile(temporary: string, target: string, ifExists: IfExists, operation: AssetOperation, followLink = true): Promise<string> {
   if (ifExists === 'replace') {
-    target = await replaceableTarget(target, operation);
-    const old = await fsp.stat(target).catch(() => undefined);
+    target = await replaceableTarget(target, operation, followLink);
+    const old = await fsp.lstat(target).catch(() => undefined);
     // The replaced file's permissions stay (a new file would get the default 0644 of the umask).
     if (old?.isFile()) await fsp.chmod(temporary, old.mode & 0o7777).catch(() => undefined);
     await fsp.rename(temporary, target).catch((err: unknown) => {

@@ -117,6 +117,30 @@ describe('download to a file: names, existing files and how the body ends (issue
     files().should.eql(['dangling.txt', 'link.txt', 'pipe', 'real.txt']);
   });
 
+  it('folder mode with replace: a symbolic link of the server\'s name is replaced itself, never written through (the name is the server\'s, the link may point out of the folder)', async function () {
+    const outside = fs.mkdtempSync(path.join(os.tmpdir(), 'dam-dl-outside-'));
+    try {
+      const target = path.join(outside, 'precious.txt');
+      fs.writeFileSync(target, OLD);
+      const link = path.join(dir, 'link.txt');
+      fs.symlinkSync(target, link);
+      const dangling = path.join(dir, 'gone.txt');
+      fs.symlinkSync(path.join(outside, 'missing.txt'), dangling);
+      answer = named('link.txt');
+      (await client.downloadToFile({ fuid: 1, path: dir + '/', ifExists: 'replace' })).path.should.equal(link);
+      fs.readFileSync(target, 'utf8').should.equal(OLD);
+      fs.lstatSync(link).isFile().should.be.true();
+      fs.readFileSync(link, 'utf8').should.equal('new content');
+      answer = named('gone.txt');
+      (await client.downloadToFile({ fuid: 1, path: dir + '/', ifExists: 'replace' })).path.should.equal(dangling);
+      fs.lstatSync(dangling).isFile().should.be.true();
+      fs.existsSync(path.join(outside, 'missing.txt')).should.be.false();
+      fs.readdirSync(outside).should.eql(['precious.txt']);
+    } finally {
+      fs.rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
   it('a JSON body sent slowly without Content-Disposition: bytes arriving keep the inactivity timeout at bay while it is read for an error answer', async function () {
     this.timeout(20000);
     const body = JSON.stringify({ note: 'a JSON file, not an error' });
