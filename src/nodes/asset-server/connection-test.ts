@@ -32,14 +32,18 @@ export const SAVED_PASSWORD = '__PWRD__';
 function sameConnection(typed: AssetServerConfig, typedCredentials: Record<string, string | undefined>,
   deployed: AssetServerConfig, savedCredentials: Record<string, string | undefined>): boolean {
   const seconds = (v: unknown) => isBlankSetting(v) ? DEFAULT_TIMEOUT_S : Number(v);
-  const tls = (v: unknown) => typeof v === 'string' && v !== '_ADD_' ? v : '';
   return (typed.baseUrl || '').trim() === (deployed.baseUrl || '').trim()
     && seconds(typed.timeout) === seconds(deployed.timeout)
-    && tls(typed.tls) === tls(deployed.tls)
-    && (tls(typed.tls) !== '' || (typed.rejectUnauthorized !== false) === (deployed.rejectUnauthorized !== false))
+    && sameTls(typed, deployed)
     && (typedCredentials.cookie || '').trim() === (savedCredentials.cookie || '').trim()
     && sameProxy(typed, deployed)
     && sameLogin(loginOptions(typed, typedCredentials), loginOptions(deployed, savedCredentials));
+}
+
+/** The same TLS configuration node, or none and the same certificate check. */
+function sameTls(a: AssetServerConfig, b: AssetServerConfig): boolean {
+  const tls = (v: unknown) => typeof v === 'string' && v !== '_ADD_' ? v : '';
+  return tls(a.tls) === tls(b.tls) && (tls(a.tls) !== '' || (a.rejectUnauthorized !== false) === (b.rejectUnauthorized !== false));
 }
 
 /** Scheme, host and port of a URL; undefined when it is not one. */
@@ -134,20 +138,22 @@ export function registerConnectionTest(RED: NodeAPI): void {
     // to another host or path, or into another field.
     if (login && typed.password === SAVED_PASSWORD) {
       const typeAgain = () => res.json(configReport(invalidInput('password',
-        'type the password again: the saved password is only used with the deployed base URL and login settings')));
+        'type the password again: the saved password is only used with the deployed base URL, login, proxy and TLS settings')));
       if (!running?.login) { typeAgain(); return; }
       // Login settings that cannot work are named first (else the answer would be "type it again").
       try { resolveLogin(login); } catch (err) { res.json(configReport(err)); return; }
-      // Also through the same proxy: over plain http a proxy sees the login's fields.
-      if ((config.baseUrl || '').trim() !== running.baseUrl || !sameLogin(login, running.login) || !deployed || !sameProxy(config, deployed)) { typeAgain(); return; }
+      // Also through the same proxy (over plain http a proxy sees the login's fields), and with the
+      // same certificate checks (else whoever answers in the server's name reads them).
+      if ((config.baseUrl || '').trim() !== running.baseUrl || !sameLogin(login, running.login) || !deployed || !sameProxy(config, deployed)
+        || !sameTls(config, deployed)) { typeAgain(); return; }
     }
     // With automatic login the check logs in first: the cookie is not sent.
     let cookie = login ? undefined : typed.cookie;
     if (cookie === SAVED_PASSWORD) {
       const sameBase = !!running && originOf(running.baseUrl) !== undefined && originOf(running.baseUrl) === originOf(config.baseUrl);
-      // ... and through the same proxy (over plain http a proxy sees the cookie).
-      if (!sameBase || !deployed || !sameProxy(config, deployed)) {
-        res.json(configReport(invalidInput('cookie', 'type the cookie again: the saved cookie is only sent to the deployed base URL\'s server, through its proxy setting')));
+      // ... through the same proxy (over plain http a proxy sees the cookie), with the same certificate checks.
+      if (!sameBase || !deployed || !sameProxy(config, deployed) || !sameTls(config, deployed)) {
+        res.json(configReport(invalidInput('cookie', 'type the cookie again: the saved cookie is only sent to the deployed base URL\'s server, through its proxy and TLS settings')));
         return;
       }
       cookie = saved.cookie;
