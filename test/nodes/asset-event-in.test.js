@@ -259,6 +259,17 @@ describe('asset-event-in (test helper)', function () {
       }
     });
 
+    it('a secret no header can carry as typed (spaces at its ends, a line break, non-ASCII): a configuration error naming the secret, no route', async function () {
+      for (const bad of ['TRAILSECRET ', ' LEAD', 'line\nbreak', 'euro\u20ac']) {
+        const node = await load({}, { secret: bad });
+        node.error.args.map((a) => String(a[0])).join('\n').should.match(/secret: must be visible ASCII characters/, JSON.stringify(bad));
+        await request(app).post('/dam/events').set('X-DAM-Secret', 'TRAILSECRET').send(payload([entry(1, 1)])).expect(404);
+      }
+      // Spaces inside are carried: accepted.
+      await load({}, { secret: 'two words' });
+      await request(app).post('/dam/events').set('X-DAM-Secret', 'two words').send(payload([entry(1, 1)])).expect(200);
+    });
+
     it('401 on GET endpoints too', async function () {
       await load({ method: 'get' }, { secret: SECRET });
       await request(app).get('/dam/events').expect(401);

@@ -80,6 +80,16 @@ describe('asset-subscribe node (against the emulator)', function () {
     caught.error.message.should.match(/secretHeader: must not be User-Agent: a standard header whose value is shown/);
     s.loggedText().should.not.containEql('sub-Secret-77').and.not.containEql('k3');
     await helper.unload();
+    // A value no header can carry as typed (HTTP drops spaces at its ends; a line break, a non-ASCII
+    // character): every callback would be refused; said naming the field, nothing sent.
+    for (const bad of ['k4 ', ' k4', 'k4\n', 'k4\u20ac']) {
+      await s.load(s.flow('asset-subscribe', { ...registerProps, subscriptionId: 'node-test-sub-secret-bad' }, { baseUrl: emulator.url }), creds(bad));
+      caught = await s.runFailing({});
+      caught.assetError.field.should.equal('secret', JSON.stringify(bad));
+      caught.error.message.should.match(/secret: must be visible ASCII characters/);
+      await helper.unload();
+    }
+    (await s.emulatorGet(`${emulator.url}/review/api/events/assets/subscribe/node-test-sub-secret-bad`)).body.success.should.be.false();
     await s.load(s.flow('asset-subscribe', { action: 'delete', subscriptionId: 'node-test-sub-secret' }, { baseUrl: emulator.url }));
     await s.run({});
   });

@@ -11,7 +11,7 @@
  * - Status under the node and live counters for the DAM sidebar.
  */
 import { AssetApiError } from '../../api/errors';
-import { DuplicateFilter, memoryEntryFilter, type EntryFilter } from '../../events';
+import { DuplicateFilter, memoryEntryFilter, secretValueRule, type EntryFilter } from '../../events';
 import { eventInStats } from '../shared/event-in-stats';
 import type { AssetRedisConfigNode } from '../asset-redis';
 import type { AssetServerConfigNode } from '../asset-server';
@@ -53,6 +53,8 @@ export default function register(RED: NodeAPI): void {
     try {
       const unsetSecret = unsetEnvVar(secret);
       if (unsetSecret) throw new SettingError(`secret: ${unsetEnvVarRule(unsetSecret)}`);
+      const secretRule = secret === undefined ? undefined : secretValueRule(secret);
+      if (secretRule) throw new SettingError(`secret: ${secretRule}`);
       settings = readSettings(config, node.id);
       const clash = adminRouteClash(settings.path, RED.settings.httpNodeRoot, RED.settings.httpAdminRoot);
       if (clash) throw new SettingError(adminClashReason(clash));

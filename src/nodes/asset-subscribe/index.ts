@@ -6,6 +6,7 @@ import { AssetApiError, invalidInput, redactSecrets } from '../../api/errors';
 import { clientFor } from '../asset-server';
 import { asInteger, asString, handleInputAndClose, nameOf, localText, required, resolveField, unsetEnvVar, unsetEnvVarRule, type FieldSource } from '../shared';
 import { maskHeaderValues, secretHeaderSetting } from '../shared/masking';
+import { secretValueRule } from '../../events/secret';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
 import { nodeRetry, withRetries } from '../shared/retry';
 
@@ -111,6 +112,8 @@ export default function register(RED: NodeAPI): void {
     function secretHeaderLine(value: string): string {
       const unset = unsetEnvVar(value);
       if (unset) throw invalidInput('secret', unsetEnvVarRule(unset));
+      const rule = secretValueRule(value);
+      if (rule) throw invalidInput('secret', rule);
       const { name, broken } = secretHeaderSetting(config.secretHeader);
       if (broken) throw invalidInput('secretHeader', broken);
       return `${name}: ${value}`;
