@@ -49,6 +49,17 @@ describe('asset-subscribe node (against the emulator)', function () {
     await s.run({});
   });
 
+  it('get\'s mask: a header nested deeper than it looks is masked whole, not shown; a callback URL as a list, or under "url", is masked', function () {
+    const { maskHeaderValues } = require('../../dist/nodes/asset-subscribe');
+    let deep = { header: ['X-Deep: DEEPSECRET'] };
+    for (let i = 0; i < 12; i++) deep = { level: deep };
+    JSON.stringify(maskHeaderValues({ subscription: deep })).should.not.containEql('DEEPSECRET');
+    const masked = maskHeaderValues({ subscription: { callbackUrl: ['http://h/cb?token=LISTSECRET'], url: 'http://h/cb?token=URLSECRET', depth: { a: 1 } } });
+    JSON.stringify(masked).should.not.containEql('LISTSECRET').and.not.containEql('URLSECRET');
+    masked.subscription.callbackUrl.should.eql(['http://h/cb?token=***']);
+    masked.subscription.depth.should.eql({ a: 1 });
+  });
+
   it('Secret (a credential) goes out as the Secret header, after the listed and msg.subscription headers; never in the msg or a log', async function () {
     const creds = (secret) => ({ ...s.credentials(), n1: { secret } });
     await s.load(s.flow('asset-subscribe', { ...registerProps, subscriptionId: 'node-test-sub-secret', header: ['X-A: 1'] }, { baseUrl: emulator.url }), creds('sub-Secret-77'));

@@ -33,19 +33,24 @@ export function secretHeaderSetting(value: unknown): { name: string; broken?: st
  * asset-event-in sends its shared secret as a header, and secrets never go into a msg. Any
  * `header`/`headers`/`queryParam` property is masked, as a string, a list of strings or an
  * object, since the answer's shape is "not shown" in the spec; so are the query values of a
- * `callback` URL ({@link maskUrlSecrets}).
+ * `callback`, `callbackUrl` or `url` URL ({@link maskUrlSecrets}); an object nested deeper than 8 is `***`.
  */
 export function maskHeaderValues(value: unknown, depth = 0): unknown {
-  if (depth > 8 || value === null || typeof value !== 'object') return value;
+  if (value === null || typeof value !== 'object') return value;
+  if (depth > 8) return '***'; // deeper than any answer's shape: not looked through, so not shown
   if (Array.isArray(value)) return value.map(v => maskHeaderValues(v, depth + 1));
   const out: Record<string, unknown> = {};
   for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
     out[key] = /^headers?$/i.test(key) ? maskValues(v, ':', false, name => !PUBLIC_HEADER.test(name.trim()))
       : /^queryParams?$/i.test(key) ? maskValues(v, '=', true, () => true)
-        : /^callback(url)?$/i.test(key) && typeof v === 'string' ? maskUrlSecrets(v)
+        : /^(callback(url)?|url)$/i.test(key) && isTextOrTexts(v) ? (typeof v === 'string' ? maskUrlSecrets(v) : v.map(maskUrlSecrets))
           : maskHeaderValues(v, depth + 1);
   }
   return out;
+}
+
+function isTextOrTexts(v: unknown): v is string | string[] {
+  return typeof v === 'string' || (Array.isArray(v) && v.every((s) => typeof s === 'string'));
 }
 
 /**
