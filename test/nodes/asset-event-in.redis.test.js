@@ -147,6 +147,12 @@ describe('asset-event-in with the duplicate filter in Redis (test helper, real r
     JSON.stringify(node.status.args).should.not.containEql(PASSWORD);
     const errors = helper.log().args.map((a) => JSON.stringify(a)).join('\n');
     errors.should.not.containEql(PASSWORD);
+    // ioredis also reads one from the query.
+    for (const query of [`password=${PASSWORD}`, `db=0&sentinelPassword=${PASSWORD}`]) {
+      await helper.unload();
+      const other = await load({ url: `redis://127.0.0.1:${server.port}/0?${query}` });
+      lastStatus(other).should.match({ fill: 'red', text: /^redis: url: must not hold a password/ }, query);
+    }
   });
 
   it('a claim lease not longer than the timeout is refused, naming both (a claim could expire before its confirmation)', async function () {

@@ -47,7 +47,10 @@ function readSettings(config: AssetRedisConfig): Settings {
   let parsed: URL;
   try { parsed = new URL(url); } catch { throw new Error('url: must be a redis:// or rediss:// URL'); }
   if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') throw new Error('url: must be a redis:// or rediss:// URL');
-  if (parsed.password) throw new Error('url: must not hold a password; put it in the Password field (kept as a credential)');
+  // ioredis also takes a password from the query (?password=, ?sentinelPassword=): stored in the flow as plain text too.
+  if (parsed.password || [...parsed.searchParams.keys()].some((name) => /password/i.test(name))) {
+    throw new Error('url: must not hold a password; put it in the Password field (kept as a credential)');
+  }
   const timeoutMs = numberSetting(config.timeout, 'timeout', REDIS_DEFAULTS.timeoutMs, (n) => n >= 10 && n <= 60000, 'must be a number of ms from 10 to 60000');
   const leaseMs = 1000 * numberSetting(config.lease, 'lease', REDIS_DEFAULTS.leaseS, (n) => n >= 0.1 && n <= 3600, 'must be a number of seconds from 0.1 to 3600');
   // A claim that may take the whole timeout to answer must still hold when it is confirmed.
