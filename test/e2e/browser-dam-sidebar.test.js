@@ -250,6 +250,8 @@ describe('DAM sidebar tab and connection test in a real browser (Chromium)', fun
     res.status.should.equal(401);
     await waitFor('the rejected counter to move', async () => await counter(page, 'rejected-secret') === rejected + 1, 10000);
     (await item(page, 'event-in', IDS.eventIn).locator('.dam-last-error').innerText()).should.containEql('401');
+    // Times as the nodes' statuses show them (HH:MM:SS, 24 hours), whatever the browser's locale.
+    (await item(page, 'event-in', IDS.eventIn).locator('[data-counter="lastCallback"] td').nth(1).innerText()).should.match(/^\d\d:\d\d:\d\d$/);
     await shoot(page, 'dam-sidebar', page.locator('#red-ui-sidebar'));
     await shoot(page, 'dam-sidebar-editor');
     should(problems.all()).eql([]);

@@ -106,6 +106,15 @@ describe('asset-session and automatic login (test helper + emulator)', function 
     setMsg.should.not.have.property('payload');
     setMsg.topic.should.equal('renew');
     statuses[statuses.length - 1].text.should.match(/^cookie set /);
+    // Just after midnight the status says 00:..., not 24:... (only Date faked: the rest runs as always).
+    const sinon = require('sinon');
+    const clock = sinon.useFakeTimers({ now: new Date(2026, 10, 30, 0, 8, 34), toFake: ['Date'] });
+    try {
+      await send('ss1', { payload: `JSESSIONID=${NEW}` });
+    } finally {
+      clock.restore();
+    }
+    statuses[statuses.length - 1].text.should.equal('cookie set 00:08:34');
 
     for (const [id, msg] of requests(fuid)) {
       const before = emulator.requestsWith(NEW);

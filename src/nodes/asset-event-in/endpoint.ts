@@ -15,7 +15,7 @@ import {
 } from '../../events';
 import type { EventInStats } from '../shared/event-in-stats';
 import type { Node, NodeMessage, NodeStatus } from '../shared/node-red';
-import { STATUS_INTERVAL_MS, cutText } from '../shared/texts';
+import { STATUS_INTERVAL_MS, clockTime, cutText } from '../shared/texts';
 import { cutAndClaim } from './chunks';
 import { InboxRefusal, type AtLeastOnceDelivery } from './delivery';
 import { reply } from './route';
@@ -32,10 +32,6 @@ export type SubscriptionState = 'none' | 'registering' | 'registered' | 'failed'
 /** Replaces every occurrence of the secret (should a message ever echo it) with ***. */
 export function redact(text: string, secret: string | undefined): string {
   return redactSecrets(text, [secret]);
-}
-
-function clockTime(date: Date): string {
-  return date.toTimeString().slice(0, 8);
 }
 
 /**

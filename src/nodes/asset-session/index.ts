@@ -8,6 +8,7 @@
 import { invalidInput } from '../../api/errors';
 import type { AssetServerConfigNode } from '../asset-server';
 import { evaluateProperty, handleInputAndClose, localText } from '../shared';
+import { clockTime } from '../shared/texts';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
 
 /** Editor properties. */
@@ -61,7 +62,7 @@ export default function register(RED: NodeAPI): void {
       const cookie = action === 'set' ? await takeCookie(msg) : undefined;
       const server = config.server ? RED.nodes.getNode(config.server) as AssetServerConfigNode | null : null;
       if (!server || typeof server.getClient !== 'function') throw invalidInput('server', 'select an asset-server configuration node');
-      const time = new Date().toLocaleTimeString([], { hour12: false });
+      const time = clockTime(new Date());
       if (cookie === undefined) {
         await server.getClient().login();
         return localText(RED, 'asset-session.status.loggedIn', 'logged in __time__', { time });

@@ -138,3 +138,8 @@ export function cutText(text: string, max: number): string {
 function withoutOperation(err: AssetApiError): string {
   return err.operation && err.message.startsWith(`${err.operation}: `) ? err.message.slice(err.operation.length + 2) : err.message;
 }
+
+/** The local time of day as statuses show it, `HH:MM:SS` from 00:00:00 (toLocaleTimeString with hour12 false says 24:05:00 after midnight). */
+export function clockTime(date: Date): string {
+  return date.toTimeString().slice(0, 8);
+}
