@@ -78,7 +78,7 @@ export interface Taken {
 
 export interface Inbox {
   /**
-   * Stores the entries durably, all or none. Rejects with InboxFullError when the inbox is full (isFull; the journal inbox also passesBytes).
+   * Stores the entries durably, all or none. Rejects with InboxFullError when the inbox is full (isFull, passesBytes).
    * Resolves with how many were not stored because their revision is older than a stored one of their key.
    * `from`: the callback they came from, as text (all entries of one callback).
    */
@@ -115,7 +115,7 @@ export interface Inbox {
 export interface InboxOptions {
   /** Bound on stored entries (isFull: a callback arriving below it is taken whole). */
   maxEntries: number;
-  /** The embedded inbox: bound on the stored entries' bytes in its journal (passesBytes). Default: none. */
+  /** Bound on the stored entries' bytes (passesBytes): their journal records, or their data in the Redis Stream. Default: none. */
   maxBytes?: number;
   maxInFlight: number;
   visibilityTimeoutMs: number;
@@ -142,11 +142,12 @@ export function isFull(held: number, bound: number): boolean {
 }
 
 /**
- * The byte bound's rule (the embedded inbox): a callback that would take the stored bytes past the
+ * The byte bound's rule, one for both inboxes: a callback that would take the stored bytes past the
  * bound is refused, unless the inbox holds none (then it is taken whole, whatever its size: a callback
  * larger than the bound is not refused for ever). Counted before the callback is stored, so the
- * journal's live records never pass the bound by more than one callback, and what the inbox keeps in
- * memory (their text) neither.
+ * stored bytes pass the bound only by a callback taken into an empty inbox: the journal's live records
+ * and what it keeps of them in memory (their text), or the stream's data in Redis (the Redis Stream
+ * inbox counts the callback's entries' data, repeats included: its script checks the bound first).
  */
 export function passesBytes(held: number, adding: number, bound: number): boolean {
   return held > 0 && held + adding > bound;

@@ -47,7 +47,7 @@ export interface DeliveryConfig {
 
 export interface DeliverySettings {
   maxEntries: number;
-  /** The embedded inbox's byte bound (the Redis Stream's is Redis's maxmemory). */
+  /** Bound on the stored entries' bytes (types.ts passesBytes): the journal's records, or the Redis Stream's entry data. */
   maxBytes: number;
   maxInFlight: number;
   visibilityTimeoutMs: number;
