@@ -101,7 +101,7 @@ export function demoFlow(o: DemoFlowOptions): object[] {
       successCode: 200, output: 'entry', emitEmpty: false, maxBodyMB: 50, secretHeader: 'X-DAM-Secret',
       subscriptionId: DEMO_SUBSCRIPTION_ID, checkId: true, dedup: true, dedupWindow: 600, dedupMax: 10000,
       server: SERVER, manage: true, watchPath: ['* /inbox'], watchMetadata: [], logicalOperand: '', retryCount: '',
-      delivery: 'atLeastOnce', inboxMax: 10000, maxInFlight: 10, visibilityTimeout: 600, maxDeliveries: 5, rejectBackoff: 10, holdMax: 5, outputs: 2,
+      delivery: 'atLeastOnce', inboxMax: 10000, inboxMaxMB: 1024, maxInFlight: 10, visibilityTimeout: 600, maxDeliveries: 5, rejectBackoff: 10, holdMax: 5, outputs: 2,
       credentials: { secret: DEMO_WEBHOOK_SECRET }, x: 130, y: 300, wires: [[id('switch')], [id('parked')]] }),
     node({ id: id('switch'), type: 'switch', name: 'added or modified', property: 'payload.action', propertyType: 'msg',
       rules: [{ t: 'eq', v: 'added', vt: 'str' }, { t: 'eq', v: 'modified', vt: 'str' }, { t: 'else' }], checkall: 'false', repair: false,

@@ -152,6 +152,17 @@ describe('editor rules: browser copies answer as the source does', function () {
       blank.fields.should.not.have.property('retryCount'); // left to the server's default, as when empty
     });
 
+    it('Delivery\'s number settings (inboxMax, inboxMaxMB, maxInFlight, ...): the editor takes what readDeliverySettings takes; blank = the default', function () {
+      const { readDeliverySettings, DELIVERY_DEFAULTS } = require('../../dist/nodes/asset-event-in/delivery');
+      const takes = (config) => { try { return readDeliverySettings({ delivery: 'atLeastOnce', ...config }, 'post', false); } catch { return undefined; } };
+      for (const prop of ['inboxMax', 'inboxMaxMB', 'maxInFlight', 'visibilityTimeout', 'maxDeliveries', 'rejectBackoff', 'holdMax']) {
+        for (const value of NUMBER_TEXTS) editorAccepts(defaults, prop, value).should.equal(takes({ [prop]: value }) !== undefined, `${prop} = ${JSON.stringify(value)}`);
+      }
+      takes({}).maxBytes.should.equal(DELIVERY_DEFAULTS.inboxMaxMB * 1e6); // flows saved before the setting
+      takes({ inboxMaxMB: '2.5' }).maxBytes.should.equal(2500000);
+      (() => readDeliverySettings({ delivery: 'atLeastOnce', inboxMaxMB: '0' }, 'post', false)).should.throw('inboxMaxMB: must be a number of MB above 0');
+    });
+
     it('path: the same answer, managed or not (route patterns; a managed path is the callback URL)', function () {
       const node = { _: (k) => k };
       for (const manage of [false, true]) {

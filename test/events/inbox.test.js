@@ -40,6 +40,43 @@ describe('events: at-least-once inbox (journal)', function () {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  it('bytes bound: the stored entries\' journal bytes count (the same after a restart); past the bound InboxFullError, nothing written; acknowledgements and discards make room; an empty inbox takes any size', async function () {
+    const file = path.join(dir, 'bytes.journal');
+    const big = (assetId, size) => ({ ...entry(assetId, 1), entry: { assetId, rrn: 1, blob: 'x'.repeat(size) } });
+    const { inbox } = await open(file, { maxBytes: 25000, maxDeliveries: 1 });
+    await inbox.store([big(1, 10000)]);
+    await inbox.store([big(2, 10000)]);
+    const held = fs.statSync(file).size;
+    const err = await inbox.store([big(3, 10000)]).then(() => undefined, (e) => e);
+    err.should.be.instanceOf(InboxFullError);
+    err.unit.should.equal('bytes');
+    err.message.should.match(/inbox full \(0\.025 MB\)/);
+    fs.statSync(file).size.should.equal(held); // refused: nothing written
+    await inbox.store([big(4, 100)]); // fits
+    const bytes = inbox.state.bytes;
+    bytes.should.equal(fs.statSync(file).size); // the three records, nothing else written yet
+    await inbox.close();
+    const { inbox: again } = await open(file, { maxBytes: 25000, maxDeliveries: 1 });
+    again.state.bytes.should.equal(bytes);
+    (await again.store([big(3, 10000)]).then(() => 'stored', (e) => e.unit)).should.equal('bytes');
+    const taken = await again.take(10);
+    await again.acknowledge(taken.deliveries[0].id, 1); // asset 1: room for asset 3
+    await again.store([big(3, 10000)]);
+    (await again.store([big(5, 10000)]).then(() => 'stored', (e) => e.unit)).should.equal('bytes');
+    // Rejected on its last delivery: parked, still counted; discarded, it goes.
+    const asset2 = taken.deliveries.find((d) => d.entry.assetId === 2);
+    const parked = await again.reject(asset2.id, 1, 'no');
+    parked.id.should.equal(asset2.id);
+    (await again.store([big(5, 10000)]).then(() => 'stored', (e) => e.unit)).should.equal('bytes');
+    (await again.discard(asset2.id)).should.be.true();
+    await again.store([big(5, 10000)]);
+    await again.close();
+    // An empty inbox takes a callback larger than the bound.
+    const { inbox: empty } = await open(path.join(dir, 'empty.journal'), { maxBytes: 1000 });
+    await empty.store([big(6, 5000)]);
+    (await empty.store([big(7, 10)]).then(() => 'stored', (e) => e.unit)).should.equal('bytes');
+  });
+
   it('a journal cut at every byte offset of its last record loads every complete record, and keeps working', async function () {
     const file = path.join(dir, 'full.journal');
     const { inbox } = await open(file);

@@ -183,6 +183,50 @@ describe('events: at-least-once inbox on a Redis Stream (real redis-server)', fu
     (await a.store([entry(3, 1), entry(4, 1)])).should.equal(0, 'not a duplicate: the refused one was not remembered');
   });
 
+  it('Inbox size: a callback whose data would pass the byte bound is refused (nothing written, repeats still answered); acknowledging, discarding and draining make room; an empty inbox takes any size', async function () {
+    // Before: bounded by entries only; Redis grew until maxmemory, where the take script's HSET fails (OOM) and nothing leaves.
+    const blob = (assetId, rrn, size) => entry(assetId, rrn, { blob: 'x'.repeat(size) });
+    const a = await copy({ maxBytes: 25000, maxDeliveries: 1 });
+    await a.store([blob(1, 1, 10000)]);
+    await a.store([blob(2, 1, 10000)]);
+    const bytes = Number(await admin.get(`${PREFIX}b`));
+    bytes.should.be.within(20000, 20600);
+    const err = await a.store([blob(3, 1, 10000)]).then(() => undefined, (e) => e);
+    err.should.be.instanceOf(InboxFullError);
+    err.unit.should.equal('bytes');
+    (await admin.xlen(`${PREFIX}s`)).should.equal(2, 'none of the refused callback was written');
+    Number(await admin.get(`${PREFIX}b`)).should.equal(bytes);
+    (await a.store([blob(1, 1, 10000)])).should.equal(1, 'a callback of nothing new is answered when full');
+    await a.store([blob(4, 1, 10)]); // fits
+    const taken = await a.take(10);
+    const byAsset = (id) => taken.deliveries.find((d) => d.entry.assetId === id);
+    (await a.acknowledge(byAsset(1).id, 1)).should.be.true();
+    Number(await admin.get(`${PREFIX}b`)).should.be.below(bytes);
+    await a.store([blob(3, 1, 10000)]); // room again
+    await a.store([blob(5, 1, 10000)]).should.be.rejectedWith(InboxFullError);
+    // Parked (its last delivery rejected): still counted; delivered again: still; discarded: gone.
+    const parked = await a.reject(byAsset(2).id, 1, 'no');
+    await a.store([blob(5, 1, 10000)]).should.be.rejectedWith(InboxFullError);
+    const again = await a.deliverAgain(parked.id);
+    again.should.be.true();
+    await a.store([blob(5, 1, 10000)]).should.be.rejectedWith(InboxFullError);
+    const t2 = await takeUntil(a, (x) => x.deliveries.some((d) => d.entry.assetId === 2), 'asset 2 again');
+    const p2 = await a.reject(t2.deliveries.find((d) => d.entry.assetId === 2).id, 1, 'no');
+    (await a.discard(p2.id)).should.be.true();
+    await a.store([blob(5, 1, 10000)]);
+    // Everything leaves (a drain, as for a node switched back to at most once): the count goes with the keys.
+    for (let start = '-'; ;) {
+      const batch = await a.drain(start, 100);
+      await a.drained(batch.entries);
+      if (batch.next === '-') break;
+      start = batch.next;
+    }
+    (await admin.exists(`${PREFIX}b`, `${PREFIX}z`)).should.equal(0);
+    const empty = await copy({ maxBytes: 1000 });
+    await empty.store([blob(6, 1, 5000)]);
+    await empty.store([blob(7, 1, 10)]).should.be.rejectedWith(InboxFullError);
+  });
+
   it('below its bound takes a whole callback of more entries than the bound (a bulk ingest is never refused for ever)', async function () {
     // Before: refused unless all of it fitted; a callback larger than the bound got 503 at every retry.
     const a = await copy({ maxEntries: 3 });

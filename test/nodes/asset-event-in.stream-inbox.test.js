@@ -88,6 +88,32 @@ describe('asset-event-in at least once with an asset-redis node: the Redis Strea
     parked.should.eql([]);
   });
 
+  it('Inbox size bounds the stream too: a callback that would pass it is answered 503, nothing dropped; taken once an acknowledgement makes room', async function () {
+    const node = await load(true, { inboxMaxMB: 0.05 });
+    // Real HTTP on 127.0.0.1 (supertest would listen on every interface).
+    const http = require('http');
+    const local = http.createServer(app);
+    await new Promise((r) => local.listen(0, '127.0.0.1', r));
+    try {
+      const big = (assetId) => fetch(`http://127.0.0.1:${local.address().port}/dam/stream`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(payload([{ ...entry(assetId, 1), blob: 'x'.repeat(30000) }]))
+      });
+      (await big(1)).status.should.equal(200);
+      const refused = await big(2);
+      refused.status.should.equal(503);
+      (await refused.json()).error.should.match(/inbox full \(0\.05 MB\)/);
+      (await direct.xlen(STREAM)).should.equal(1);
+      await until(() => node.status.args.some(([st]) => st && st.fill === 'red' && /inbox full \(0\.05 MB\)/.test(st.text)), 'a red "inbox full" status');
+      await until(() => seen.length === 1, 'the stored entry delivered');
+      helper.getNode('w1').send(seen[0]); // to the ack node
+      await until(() => done.length === 1, 'acknowledged');
+      await until(async () => (await big(2)).status === 200, 'the retry taken');
+    } finally {
+      await new Promise((r) => local.close(r));
+    }
+  });
+
   it('Redis down: the callback is answered 503 naming the inbox, the status is red; back up, it is stored', async function () {
     const node = await load();
     await server.stop();

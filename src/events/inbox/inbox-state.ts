@@ -26,6 +26,8 @@ export interface StoredRecord extends NewEntry {
   parkedAt?: string;
   /** In the ready queue now (a record is queued at most once). */
   queued?: boolean;
+  /** Its share of the journal bytes of the record that stored it (counted against the byte bound). */
+  bytes: number;
   /** Its callback's store record as written (reused by compaction: journal-records.ts). */
   batch?: StoreBatch;
   /** The record behind it in its key's line; on the first of a line, the last one (a list, not an array per key: most keys hold one entry). */
@@ -41,7 +43,7 @@ export interface StoredRecord extends NewEntry {
 export function newRecord(id: number, key: OrderKey, entry: unknown, receivedAt: string, subscriptionId: string | undefined, revision: number | undefined): StoredRecord {
   return {
     id, seq: id, key, entry, receivedAt, subscriptionId, revision, deliveries: 0, state: 'waiting', dueAt: 0, deadline: 0,
-    parkReason: undefined, parkedAt: undefined, queued: false, batch: undefined, next: undefined, last: undefined
+    parkReason: undefined, parkedAt: undefined, queued: false, bytes: 0, batch: undefined, next: undefined, last: undefined
   };
 }
 
@@ -69,6 +71,8 @@ export class InboxState {
   private readonly delayed = new Set<StoredRecord>();
   private readonly flights = new Set<StoredRecord>();
   private parkedCount = 0;
+  /** The records' bytes (StoredRecord.bytes), parked ones included. */
+  private heldBytes = 0;
   /** No record in flight times out before this (a lower bound): `take` and `nextDueAt` skip the scan until then. */
   private flightDeadline = Infinity;
   nextId = 1;
@@ -92,6 +96,7 @@ export class InboxState {
   get inFlight(): number { return this.flights.size; }
   get parked(): number { return this.parkedCount; }
   get size(): number { return this.records.size; }
+  get bytes(): number { return this.heldBytes; }
 
   /** A revision of `key` stored at time `at`. */
   noteRevision(key: OrderKey, revision: number | undefined, at: number): void {
@@ -113,6 +118,7 @@ export class InboxState {
   /** A new record (stored or loaded), put in its key's line unless parked. */
   add(record: StoredRecord): void {
     this.records.set(record.id, record);
+    this.heldBytes += record.bytes;
     this.nextId = Math.max(this.nextId, record.id + 1);
     this.nextSeq = Math.max(this.nextSeq, record.seq + 1);
     if (record.state === 'parked') { this.countParked(record.key, 1); return; }
@@ -172,6 +178,7 @@ export class InboxState {
   finishAcknowledge(record: StoredRecord): void {
     if (record.state !== 'closing' || this.records.get(record.id) !== record) return;
     this.records.delete(record.id);
+    this.heldBytes -= record.bytes;
     this.leaveLine(record);
   }
 
@@ -279,6 +286,7 @@ export class InboxState {
     const record = this.records.get(id);
     if (!record || record.state !== 'parked') return false;
     this.records.delete(id);
+    this.heldBytes -= record.bytes;
     this.countParked(record.key, -1);
     return true;
   }

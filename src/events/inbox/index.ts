@@ -2,5 +2,5 @@
 export * from './types';
 export { orderKey, isAssetKey, keyText, readKey, type OrderKey } from './keys';
 export { JournalInbox, type JournalInboxLoad } from './journal-inbox';
-export { parseJournal, encodeRecord, readJournalSync } from './journal-file';
+export { parseJournal, encodeRecord, readJournalSync, readJournal } from './journal-file';
 export { RedisStreamInbox, StreamUnavailableError, type StreamInboxOptions, type StreamRedis } from './redis-stream-inbox';

@@ -9,12 +9,14 @@
  * - Loading: a line whose checksum or JSON does not hold, with only such lines after it, is a torn
  *   tail (a write cut off by a crash): it is dropped and the file cut back to the last whole
  *   record; records before it are never dropped. A bad line with good ones after it is skipped and
- *   counted (corruption, not a crash: said in the log by the caller).
+ *   counted (corruption, not a crash: said in the log by the caller). The file is read in chunks,
+ *   one record at a time: a journal larger than a Buffer (2 GiB, from before the byte bound) loads.
  * - Compaction: the live state is written to a temporary file, synced, renamed over the journal,
  *   and the directory synced; appends continue on the new file.
  * No native dependency: node's fs and zlib.crc32 only.
  */
 import * as fs from 'fs';
+import { constants as bufferConstants } from 'buffer';
 import * as fsp from 'fs/promises';
 import * as path from 'path';
 import { crc32 } from 'zlib';
@@ -47,26 +49,105 @@ export interface ParsedJournal<T> {
 }
 
 const NEWLINE = 0x0a;
+/** Bytes read at a time when a journal is loaded. */
+const READ_CHUNK = 1 << 20;
+/** A line longer than a string may be is no record (it could not be read): skipped as a bad line, not kept whole in memory. */
+const LONGEST_LINE = bufferConstants.MAX_STRING_LENGTH;
+
+/** What a load read: as ParsedJournal, with the number of records handed on. */
+export interface JournalScan { records: number; validBytes: number; tornBytes: number; corrupt: number }
+
+/** Cuts bytes fed in pieces into lines and decodes each (see the rules above); `onRecord` gets each record and its line's bytes. */
+class LineScanner<T> {
+  /** Pieces of the line not ended yet (references to the chunks read: each read has a buffer of its own). */
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private overlong = false;
+  /** Bytes of the lines ended so far. */
+  private position = 0;
+  private badSinceValid = 0;
+  readonly scan: JournalScan = { records: 0, validBytes: 0, tornBytes: 0, corrupt: 0 };
+
+  constructor(private readonly onRecord: (record: T, bytes: number) => void) {}
+
+  feed(chunk: Buffer): void {
+    let start = 0;
+    while (start < chunk.length) {
+      const end = chunk.indexOf(NEWLINE, start);
+      if (end < 0) { this.keep(chunk.subarray(start)); return; }
+      this.endLine(chunk.subarray(start, end));
+      start = end + 1;
+    }
+  }
+
+  /** All bytes fed: what follows the last good record is a torn tail. */
+  finish(total: number): JournalScan {
+    this.scan.tornBytes = total - this.scan.validBytes;
+    return this.scan;
+  }
+
+  private keep(piece: Buffer): void {
+    this.pendingBytes += piece.length;
+    if (this.overlong) return;
+    if (this.pendingBytes > LONGEST_LINE) { this.overlong = true; this.pending = []; return; }
+    this.pending.push(piece);
+  }
+
+  private endLine(last: Buffer): void {
+    const bytes = this.pendingBytes + last.length + 1;
+    let record: T | undefined;
+    if (!this.overlong && bytes - 1 <= LONGEST_LINE) {
+      const line = this.pending.length ? Buffer.concat([...this.pending, last]) : last;
+      record = decodeLine<T>(line.toString('utf8'));
+    }
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.overlong = false;
+    this.position += bytes;
+    if (record === undefined) { this.badSinceValid++; return; }
+    this.onRecord(record, bytes);
+    this.scan.records++;
+    this.scan.validBytes = this.position;
+    this.scan.corrupt += this.badSinceValid; // bad lines with a good record after them
+    this.badSinceValid = 0;
+  }
+}
 
 /** Reads a journal's bytes: every whole record, in order (see the rules above). */
 export function parseJournal<T = Record<string, unknown>>(buf: Buffer): ParsedJournal<T> {
   const records: T[] = [];
-  let validBytes = 0;
-  let corrupt = 0;
-  let badSinceValid = 0;
-  let start = 0;
-  while (start < buf.length) {
-    const end = buf.indexOf(NEWLINE, start);
-    if (end < 0) break; // no newline: a torn last record
-    const record = decodeLine<T>(buf.toString('utf8', start, end));
-    start = end + 1;
-    if (record === undefined) { badSinceValid++; continue; }
-    records.push(record);
-    validBytes = start;
-    corrupt += badSinceValid; // bad lines with a good record after them
-    badSinceValid = 0;
+  const scanner = new LineScanner<T>((record) => { records.push(record); });
+  scanner.feed(buf);
+  const { validBytes, tornBytes, corrupt } = scanner.finish(buf.length);
+  return { records, validBytes, tornBytes, corrupt };
+}
+
+/**
+ * Reads a journal file in chunks, handing on each whole record with its line's bytes (see the
+ * rules above); never holds more than one record's line. Missing: nothing (existed false).
+ */
+export async function readJournal<T>(file: string, onRecord: (record: T, bytes: number) => void): Promise<JournalScan & { existed: boolean }> {
+  let handle: fsp.FileHandle;
+  try {
+    handle = await fsp.open(file, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    return { records: 0, validBytes: 0, tornBytes: 0, corrupt: 0, existed: false };
   }
-  return { records, validBytes, tornBytes: buf.length - validBytes, corrupt };
+  const scanner = new LineScanner<T>(onRecord);
+  let total = 0;
+  try {
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(READ_CHUNK);
+      const { bytesRead } = await handle.read(chunk, 0, READ_CHUNK, total);
+      if (bytesRead === 0) break;
+      total += bytesRead;
+      scanner.feed(chunk.subarray(0, bytesRead));
+    }
+  } finally {
+    await handle.close();
+  }
+  return { ...scanner.finish(total), existed: true };
 }
 
 function decodeLine<T>(line: string): T | undefined {
@@ -111,20 +192,11 @@ export class JournalFile {
     this.handle = handle;
   }
 
-  /** Opens (creating it and its directory if needed) and reads the journal; a torn tail is cut off. */
-  static async open<T>(file: string): Promise<{ journal: JournalFile; loaded: ParsedJournal<T> }> {
+  /** Opens (creating it and its directory if needed) and reads the journal (readJournal); a torn tail is cut off. */
+  static async open<T>(file: string, onRecord: (record: T, bytes: number) => void): Promise<{ journal: JournalFile; loaded: JournalScan }> {
     const dir = path.dirname(file);
     await fsp.mkdir(dir, { recursive: true });
-    let buf: Buffer;
-    let existed = true;
-    try {
-      buf = await fsp.readFile(file);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      buf = Buffer.alloc(0);
-      existed = false;
-    }
-    const loaded = parseJournal<T>(buf);
+    const { existed, ...loaded } = await readJournal<T>(file, onRecord);
     const handle = await fsp.open(file, 'a');
     try {
       if (loaded.tornBytes > 0) {

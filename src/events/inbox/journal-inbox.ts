@@ -9,8 +9,8 @@
 import { JournalFile, encodeRecord } from './journal-file';
 import { InboxState, REVISION_HORIZON_MS, toDelivery, toParked, type StoredRecord } from './inbox-state';
 import { OLDER_THAN_UNDER_WAY } from './newest-revisions';
-import { replayRecords, snapshotText, storeRecords, type Rec } from './journal-records';
-import { InboxFullError, isFull, type CallbackText, type Delivery, type Inbox, type InboxCounts, type InboxOptions, type NewEntry, type ParkedEntry, type Taken } from './types';
+import { Replay, snapshotText, storeRecords, type Rec } from './journal-records';
+import { InboxFullError, isFull, passesBytes, type CallbackText, type Delivery, type Inbox, type InboxCounts, type InboxOptions, type NewEntry, type ParkedEntry, type Taken } from './types';
 
 /**
  * Most entries waiting with the objects asset-event-in read (handed out as they are, not parsed
@@ -40,10 +40,10 @@ export interface JournalInboxLoad {
 }
 
 export class JournalInbox implements Inbox {
-  private readonly state: InboxState;
   private readonly now: () => number;
-  /** Entries being stored (not yet on disk), counted against the bound. */
+  /** Entries being stored (not yet on disk), and their bytes, counted against the bounds. */
   private reserved = 0;
+  private reservedBytes = 0;
   /** Entries' records in the file, each entry's store, delivery count and acknowledgement one (for the compaction rule). */
   private fileRecords = 0;
   /** Open for more until its record is written; undefined once it is (or a record went after it). */
@@ -55,23 +55,28 @@ export class JournalInbox implements Inbox {
   private forgottenEarly = 0;
   private warnedEarlyAt = -Infinity;
 
-  private constructor(private readonly journal: JournalFile, private readonly options: InboxOptions) {
-    this.state = new InboxState(options);
+  private constructor(private readonly journal: JournalFile, private readonly options: InboxOptions, private readonly state: InboxState) {
     this.now = options.now ?? Date.now;
   }
 
+  /**
+   * Loads the journal record by record (Replay): an inbox above its byte bound (a file from before
+   * it, or a bound lowered since) loads whole and refuses callbacks until acknowledgements bring it below.
+   */
   static async open(file: string, options: InboxOptions): Promise<{ inbox: JournalInbox; load: JournalInboxLoad }> {
-    const { journal, loaded } = await JournalFile.open<Rec>(file);
-    const inbox = new JournalInbox(journal, options);
-    const parkedAtLoad = inbox.replay(loaded.records);
-    inbox.fileRecords = loaded.records.length;
+    const state = new InboxState(options);
+    const replay = new Replay(state, (options.now ?? Date.now)());
+    const { journal, loaded } = await JournalFile.open<Rec>(file, (record, bytes) => replay.add(record, bytes));
+    const inbox = new JournalInbox(journal, options, state);
+    const parkedAtLoad = inbox.replay(replay);
+    inbox.fileRecords = loaded.records;
     return { inbox, load: { loaded: inbox.state.size, tornBytes: loaded.tornBytes, corrupt: loaded.corrupt, parkedAtLoad } };
   }
 
-  /** Rebuilds the state from the records; entries whose deliveries are spent are parked (and that is written). */
-  private replay(records: Rec[]): ParkedEntry[] {
+  /** Rebuilds the state from the records read; entries whose deliveries are spent are parked (and that is written). */
+  private replay(replay: Replay): ParkedEntry[] {
     const now = this.now();
-    for (const rec of replayRecords(records, this.state, now)) this.state.add(rec);
+    for (const rec of replay.finish()) this.state.add(rec);
     this.forgetOldRevisions();
     const parked: ParkedEntry[] = [];
     for (const rec of this.state.all()) {
@@ -129,7 +134,16 @@ export class JournalInbox implements Inbox {
     // Only objects this inbox's own parse of the text made (keepText): a parser in front may share them.
     const keepParsed = !!keepText && this.state.size + this.reserved + fresh.length <= PARSED_WAITING_MAX;
     const { records, text } = storeRecords(fresh, firstId, keepText ? { body: from.body, indexes } : undefined, keepParsed);
+    // Known only now (the record's text, as the journal gets it); refused, the revisions taken above go back.
+    let bytes = 0;
+    for (const r of records) bytes += r.bytes;
+    const maxBytes = this.options.maxBytes ?? Infinity;
+    if (passesBytes(this.state.bytes + this.reservedBytes, bytes, maxBytes)) {
+      for (let i = 0; i < fresh.length; i++) if (reserved[i] >= 0) newest.release(fresh[i].key, fresh[i].revision!);
+      throw new InboxFullError(maxBytes, 'bytes');
+    }
     this.reserved += fresh.length;
+    this.reservedBytes += bytes;
     try {
       // In the state only once on disk: nothing is handed out that was not stored. The revisions are
       // settled only then too: a callback that failed to store must be stored when it comes again.
@@ -146,6 +160,7 @@ export class JournalInbox implements Inbox {
       throw err;
     } finally {
       this.reserved -= fresh.length;
+      this.reservedBytes -= bytes;
     }
     return stale;
   }

@@ -57,7 +57,11 @@ export function storeRecords(entries: NewEntry[], firstId: number, from?: Omit<C
   }
   if (!shared) {
     let text = '';
-    for (const r of records) text += encodeRecord(entryRecord(r));
+    for (const r of records) {
+      const line = encodeRecord(entryRecord(r));
+      r.bytes = Buffer.byteLength(line);
+      text += line;
+    }
     return { records, text };
   }
   const k: OrderKey[] = new Array(records.length);
@@ -84,7 +88,15 @@ export function storeRecords(entries: NewEntry[], firstId: number, from?: Omit<C
   // Kept for compaction, which writes it again while all of them wait untouched (see snapshot).
   const batch: StoreBatch = { line: text, count: records.length, first: firstId, text, entries: keepParsed ? records.map((r) => r.entry) : undefined, bodyAt, indexes: rec.x };
   for (const r of records) { r.batch = batch; r.entry = undefined; }
+  shareBytes(records, Buffer.byteLength(text));
   return { records, text };
+}
+
+/** A record's bytes shared by the entries it stored (the rest on the first), so that they add up to it. */
+function shareBytes(records: StoredRecord[], bytes: number): void {
+  const each = Math.floor(bytes / records.length);
+  for (const r of records) r.bytes = each;
+  records[0].bytes += bytes - each * records.length;
 }
 
 /** One entry's `s` record with its place, deliveries and parking. */
@@ -98,31 +110,44 @@ function entryRecord(r: StoredRecord): Rec {
   return line;
 }
 
-/** Records as loaded, before they join the state (the state orders them by place). */
-export function replayRecords(records: Rec[], state: InboxState, now: number): StoredRecord[] {
-  const byId = new Map<number, StoredRecord>();
-  const loaded = (id: number, text: OrderKey, entry: unknown, at: string, revision: number | null | undefined, sub: string | undefined): StoredRecord => {
+/**
+ * Records as they are read from the file, one at a time (the file is never read whole: it may be
+ * larger than a Buffer can be), with each record's bytes; `finish` gives the entries not
+ * acknowledged, before they join the state (the state orders them by place). An acknowledged
+ * entry is let go when its acknowledgement is read, so memory holds the live entries only.
+ */
+export class Replay {
+  private readonly byId = new Map<number, StoredRecord>();
+  private lastId = 0;
+  private lastSeq = 0;
+
+  constructor(private readonly state: InboxState, private readonly now: number) {}
+
+  private loaded(id: number, text: OrderKey, entry: unknown, at: string, revision: number | null | undefined, sub: string | undefined): StoredRecord {
     const key = readKey(text); // files written before numbers were keys hold `asset:<n>`
     // Acknowledged ones too: a re-sent older entry stays out (until REVISION_HORIZON_MS after it arrived).
-    if (typeof revision === 'number') state.noteRevision(key, revision, Date.parse(at) || now);
+    if (typeof revision === 'number') this.state.noteRevision(key, revision, Date.parse(at) || this.now);
     const rec = newRecord(id, key, entry, at, sub, typeof revision === 'number' ? revision : undefined);
-    byId.set(id, rec);
+    this.byId.set(id, rec);
     return rec;
-  };
-  let lastId = 0;
-  let lastSeq = 0;
-  for (const r of records) {
+  }
+
+  add(r: Rec, bytes: number): void {
+    const { byId, state, now } = this;
     if ('c' in r) {
       const entries = r.e ?? callbackEntries(r.b, r.x, r.k.length);
-      for (let i = 0; i < r.k.length; i++) loaded(r.c + i, r.k[i], entries[i], r.at, r.v?.[i], r.sub);
-      lastId = Math.max(lastId, r.c + r.k.length - 1);
+      const stored: StoredRecord[] = [];
+      for (let i = 0; i < r.k.length; i++) stored.push(this.loaded(r.c + i, r.k[i], entries[i], r.at, r.v?.[i], r.sub));
+      if (stored.length) shareBytes(stored, bytes);
+      this.lastId = Math.max(this.lastId, r.c + r.k.length - 1);
     } else if ('s' in r) {
-      const rec = loaded(r.s, r.k, r.e, r.at, r.v, r.sub);
+      const rec = this.loaded(r.s, r.k, r.e, r.at, r.v, r.sub);
+      rec.bytes = bytes;
       rec.seq = r.q ?? r.s;
       rec.deliveries = r.n ?? 0;
       if (r.p !== undefined) { rec.state = 'parked'; rec.parkReason = r.p; rec.parkedAt = r.pa; }
-      lastId = Math.max(lastId, r.s);
-      lastSeq = Math.max(lastSeq, rec.seq);
+      this.lastId = Math.max(this.lastId, r.s);
+      this.lastSeq = Math.max(this.lastSeq, rec.seq);
     } else if ('d' in r && Array.isArray(r.d)) {
       const g = r as { d: number[]; n: number[]; a: number[] };
       for (let i = 0; i < g.d.length; i++) { const rec = byId.get(g.d[i]); if (rec) rec.deliveries = g.n[i]; }
@@ -135,21 +160,25 @@ export function replayRecords(records: Rec[], state: InboxState, now: number): S
     } else if ('u' in r) {
       const rec = byId.get(r.u);
       if (rec) { rec.state = 'waiting'; rec.deliveries = 0; rec.seq = r.q; rec.parkReason = rec.parkedAt = undefined; }
-      lastSeq = Math.max(lastSeq, r.q);
+      this.lastSeq = Math.max(this.lastSeq, r.q);
     } else if ('p' in r) {
       const rec = byId.get(r.p);
       if (rec) { rec.state = 'parked'; rec.parkReason = r.r; rec.parkedAt = r.pa; }
     } else if ('i' in r) {
-      lastId = Math.max(lastId, r.i - 1);
-      lastSeq = Math.max(lastSeq, r.q - 1);
+      this.lastId = Math.max(this.lastId, r.i - 1);
+      this.lastSeq = Math.max(this.lastSeq, r.q - 1);
       for (const [key, revision, at] of r.h ?? []) state.noteRevision(readKey(key), revision, at ?? now);
       if (r.hk && r.hv && r.ho) for (let i = 0; i < r.hk.length; i++) state.noteRevision(readKey(r.hk[i]), r.hv[i], (r.hb ?? 0) + r.ho[i]);
       else if (r.hk && r.hv && r.ht) for (let i = 0; i < r.hk.length; i++) state.noteRevision(readKey(r.hk[i]), r.hv[i], r.ht[i]);
     }
   }
-  // Ids and places are never reused, also those of acknowledged entries; one counter for both (InboxState.newPlace).
-  state.nextId = state.nextSeq = Math.max(state.nextId, state.nextSeq, lastId + 1, lastSeq + 1);
-  return [...byId.values()].sort((a, b) => a.seq - b.seq);
+
+  finish(): StoredRecord[] {
+    const state = this.state;
+    // Ids and places are never reused, also those of acknowledged entries; one counter for both (InboxState.newPlace).
+    state.nextId = state.nextSeq = Math.max(state.nextId, state.nextSeq, this.lastId + 1, this.lastSeq + 1);
+    return [...this.byId.values()].sort((a, b) => a.seq - b.seq);
+  }
 }
 
 /**

@@ -3,12 +3,12 @@
  * (stream-leftovers.ts), beside the inbox's own (redis-stream-scripts.ts: the key layout, and
  * the per-asset lock these respect).
  */
-import { FIELDS, NOW, PARK_GIVEN_BACK, STORED } from './redis-stream-scripts';
+import { FIELDS, FORGET_BYTES, NOW, PARK_GIVEN_BACK, STORED } from './redis-stream-scripts';
 
 /** Shared Lua: the entries still stored under P; once none is, the stream and its counts go. */
 const LEFT = `${STORED}local function left(p)
   local n = stored(p)
-  if n == 0 then redis.call('DEL', p .. 's', p .. 'n') end
+  if n == 0 then redis.call('DEL', p .. 's', p .. 'n', p .. 'b', p .. 'z') end
   return n
 end
 `;
@@ -101,13 +101,13 @@ return out`;
  * entry sent. One still given out to this consumer goes (one another copy took over meanwhile
  * stays with it). Once nothing is stored, the keys go. Returns the entries still stored.
  */
-const DRAINED = `${LEFT}local p, me = KEYS[1], ARGV[1]
+const DRAINED = `${LEFT}${FORGET_BYTES}local p, me = KEYS[1], ARGV[1]
 local s, q = p .. 's', p .. 'q'
 for i = 2, #ARGV, 2 do
   local id, k = ARGV[i], ARGV[i + 1]
   local g = redis.call('HGET', q, id)
   if g then
-    if cjson.decode(g).c == me then redis.call('HDEL', q, id) end
+    if cjson.decode(g).c == me then redis.call('HDEL', q, id); forgetBytes(p, {id}) end
   else
     local pend = redis.call('XPENDING', s, 'g', id, id, 1)
     if #pend > 0 and pend[1][2] == me then
@@ -115,6 +115,7 @@ for i = 2, #ARGV, 2 do
       redis.call('XDEL', s, id)
       redis.call('HDEL', p .. 'n', id)
       redis.call('LREM', p .. 'l:' .. k, 1, id)
+      forgetBytes(p, {id})
     end
   end
 end

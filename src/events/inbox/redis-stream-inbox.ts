@@ -113,8 +113,9 @@ export class RedisStreamInbox implements Inbox {
   async store(entries: NewEntry[]): Promise<number> {
     if (this.closed) throw new Error('inbox is closed');
     if (entries.length === 0) return 0;
+    const maxBytes = this.options.maxBytes ?? 0;
     const args: Array<string | number> = [this.options.maxEntries, Math.max(0, Math.round(this.options.windowMs)),
-      this.options.revisionHorizonMs ?? REVISION_HORIZON_MS];
+      this.options.revisionHorizonMs ?? REVISION_HORIZON_MS, Number.isFinite(maxBytes) ? maxBytes : 0];
     for (const e of entries) {
       const key = this.options.windowMs > 0 && e.entry && typeof e.entry === 'object' ? entryKey(e.subscriptionId, e.entry as CallbackEntry) : undefined;
       const data: Data = { e: e.entry, at: e.receivedAt };
@@ -122,7 +123,7 @@ export class RedisStreamInbox implements Inbox {
       args.push(key === undefined ? '' : entryDigest(key).toString('hex'), keyText(e.key), e.revision === undefined ? '' : String(e.revision), JSON.stringify(data));
     }
     const left = Number(await this.script('store', args));
-    if (left < 0) throw new InboxFullError(this.options.maxEntries);
+    if (left < 0) throw left === -2 ? new InboxFullError(maxBytes, 'bytes') : new InboxFullError(this.options.maxEntries);
     this.cached.stored += entries.length - left; // until the next take reads the stream's count (all copies')
     this.maybeNew = true;
     return left;

@@ -17,6 +17,8 @@
  * - `P v:<key>`  newest revision stored of a key, PX = the revision horizon from its last store (kept
  *                after acknowledgement, as in the journal inbox; a re-sent older entry comes within it)
  * - `P d:<hex>`  an entry key's digest, PX = the duplicate window: a repeat within it is not stored
+ * - `P b`        bytes of the data of the entries stored (stream and parked); `P z` hash: each one's, by
+ *                id (entries stored before it existed are not counted; `P b` restarts when none is stored)
  */
 
 /** Shared Lua: a stream entry's fields, its key `k` and data `d`. */
@@ -81,31 +83,52 @@ const PARK = `local function park(p, id, k, n, reason, now)
 end
 `;
 
+/** Shared Lua: entries that leave for good take their bytes out of `P b` (BYTES in the key list above). */
+export const FORGET_BYTES = `local function forgetBytes(p, ids)
+  if #ids == 0 then return end
+  local n = 0
+  for _, z in ipairs(redis.call('HMGET', p .. 'z', unpack(ids))) do n = n + (tonumber(z) or 0) end
+  redis.call('HDEL', p .. 'z', unpack(ids))
+  if n > 0 and redis.call('DECRBY', p .. 'b', n) <= 0 then redis.call('DEL', p .. 'b') end
+end
+`;
+
 /**
  * KEYS[1] P; ARGV[1] bound on stored entries, ARGV[2] duplicate window ms (0: none), ARGV[3] revision
- * horizon ms, then per entry four: digest hex ('' none), key, revision ('' none), data. All or none: -1 when
- * the inbox is full (it holds its bound: types.ts isFull) and any of them is new; else how many were left out
- * (a repeat within the window, or older than a stored revision of their key).
+ * horizon ms, ARGV[4] bound on their bytes (0: none), then per entry four: digest hex ('' none), key,
+ * revision ('' none), data. All or none: -1 when the inbox is full (it holds its bound: types.ts isFull),
+ * -2 when the callback's data would pass the byte bound (types.ts passesBytes), and any of them is new;
+ * else how many were left out (a repeat within the window, or older than a stored revision of their key).
  *
  * Below the bound (the usual case), one pass writes as it checks: a repeat is `SET d NX` not setting, a
- * newest revision is `SET v GET` (put back when the one there is newer), four calls per new entry with
- * the XADD and the line's RPUSH. When full, a pass checks without writing whether any is new (not a
+ * newest revision is `SET v GET` (put back when the one there is newer), six calls per new entry with
+ * the XADD, the line's RPUSH and the entry's bytes (HSET z, INCRBY b). When full, a pass checks without writing whether any is new (not a
  * repeat, and not older than its key's stored revision; a key with nothing stored takes any revision,
  * as the one-pass way stores any first one): only a callback of repeats is answered. Each entry is
  * compared with what is stored alone: an earlier entry of the callback that was new has answered -1
  * already, and the others change nothing.
  */
-const STORE = `${STORED}local p, max, win, horizon = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+const STORE = `${STORED}local p, max, win, horizon, maxBytes = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local s = p .. 's'
 if redis.call('EXISTS', s) == 0 then redis.call('XGROUP', 'CREATE', s, 'g', '0', 'MKSTREAM') end
-local count = (#ARGV - 3) / 4
+local count = (#ARGV - 4) / 4
 local function add(b)
   local id = redis.call('XADD', s, '*', 'k', ARGV[b + 1], 'd', ARGV[b + 3])
   redis.call('RPUSH', p .. 'l:' .. ARGV[b + 1], id)
+  redis.call('HSET', p .. 'z', id, #ARGV[b + 3])
+  redis.call('INCRBY', p .. 'b', #ARGV[b + 3])
 end
-if stored(p) < max then
+local n = stored(p)
+if n == 0 then redis.call('DEL', p .. 'b', p .. 'z') end
+local full = n >= max and -1 or nil
+if not full and maxBytes > 0 then
+  local held, adding = tonumber(redis.call('GET', p .. 'b') or '0'), 0
+  for b = 5, #ARGV, 4 do adding = adding + #ARGV[b + 3] end
+  if held > 0 and held + adding > maxBytes then full = -2 end
+end
+if not full then
   local left = 0
-  for b = 4, #ARGV, 4 do
+  for b = 5, #ARGV, 4 do
     local dg, k, v = ARGV[b], ARGV[b + 1], ARGV[b + 2]
     local keep = true
     if dg ~= '' and win > 0 then keep = redis.call('SET', p .. 'd:' .. dg, '1', 'PX', win, 'NX') ~= false end
@@ -120,12 +143,12 @@ if stored(p) < max then
   end
   return left
 end
-for b = 4, #ARGV, 4 do
+for b = 5, #ARGV, 4 do
   local dg, k, v = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   if not (dg ~= '' and win > 0 and redis.call('EXISTS', p .. 'd:' .. dg) == 1) then
-    if v == '' then return -1 end
+    if v == '' then return full end
     local got = redis.call('GET', p .. 'v:' .. k)
-    if not got or tonumber(v) >= tonumber(got) then return -1 end
+    if not got or tonumber(v) >= tonumber(got) then return full end
   end
 end
 return count`;
@@ -219,7 +242,7 @@ end
  * The delivery counts are read in one HMGET, and the acknowledged entries leave in one XACK, XDEL
  * and HDEL: one call per entry (its line's LPOP) besides those.
  */
-const ACK = `${KEY_OF}${EACH}
+const ACK = `${KEY_OF}${EACH}${FORGET_BYTES}
 local p = KEYS[1]
 local s = p .. 's'
 local ids = {}
@@ -249,6 +272,7 @@ if #done > 0 then
   each(done, function(...) redis.call('XACK', s, 'g', ...) end)
   each(done, function(...) redis.call('XDEL', s, ...) end)
   each(done, function(...) redis.call('HDEL', p .. 'n', ...) end)
+  for i = 1, #done, 500 do forgetBytes(p, {unpack(done, i, math.min(i + 499, #done))}) end
 end
 return out`;
 
@@ -295,10 +319,14 @@ if redis.call('EXISTS', s) == 0 then redis.call('XGROUP', 'CREATE', s, 'g', '0',
 local nid = redis.call('XADD', s, '*', 'k', r.k, 'd', r.d)
 redis.call('RPUSH', p .. 'l:' .. r.k, nid)
 redis.call('HDEL', p .. 'p', id)
+local z = redis.call('HGET', p .. 'z', id)
+if z then redis.call('HSET', p .. 'z', nid, z); redis.call('HDEL', p .. 'z', id) end
 return nid`;
 
 /** KEYS[1] P; ARGV[1] parked id: 1 when it went. */
-const DISCARD = `return redis.call('HDEL', KEYS[1] .. 'p', ARGV[1])`;
+const DISCARD = `${FORGET_BYTES}local gone = redis.call('HDEL', KEYS[1] .. 'p', ARGV[1])
+if gone == 1 then forgetBytes(KEYS[1], {ARGV[1]}) end
+return gone`;
 
 /**
  * KEYS[1] P; ARGV[1] this consumer, ARGV[2] ms: other consumers holding nothing and idle longer go.

@@ -78,7 +78,7 @@ export interface Taken {
 
 export interface Inbox {
   /**
-   * Stores the entries durably, all or none. Rejects with InboxFullError when the inbox is full (isFull).
+   * Stores the entries durably, all or none. Rejects with InboxFullError when the inbox is full (isFull, passesBytes).
    * Resolves with how many were not stored because their revision is older than a stored one of their key.
    * `from`: the callback they came from, as text (all entries of one callback).
    */
@@ -115,6 +115,8 @@ export interface Inbox {
 export interface InboxOptions {
   /** Bound on stored entries (isFull: a callback arriving below it is taken whole). */
   maxEntries: number;
+  /** Bound on the stored entries' bytes (passesBytes): their journal records, or their data in the Redis Stream. Default: none. */
+  maxBytes?: number;
   maxInFlight: number;
   visibilityTimeoutMs: number;
   /** Deliveries before an entry is parked. */
@@ -139,10 +141,24 @@ export function isFull(held: number, bound: number): boolean {
   return held >= bound;
 }
 
-/** The inbox holds its bound: the callback is answered 503 and sent again later. */
+/**
+ * The byte bound's rule, one for both inboxes: a callback that would take the stored bytes past the
+ * bound is refused, unless the inbox holds none (then it is taken whole, whatever its size: a callback
+ * larger than the bound is not refused for ever). Counted before the callback is stored, so the
+ * stored bytes pass the bound only by a callback taken into an empty inbox: the journal's live records
+ * and what it keeps of them in memory (their text), or the stream's data in Redis (the Redis Stream
+ * inbox counts the callback's entries' data, repeats included: its script checks the bound first).
+ */
+export function passesBytes(held: number, adding: number, bound: number): boolean {
+  return held > 0 && held + adding > bound;
+}
+
+/** The inbox holds its bound (`unit`: of entries, or of bytes): the callback is answered 503 and sent again later. */
 export class InboxFullError extends Error {
-  constructor(readonly capacity: number) {
-    super(`inbox full (${capacity} entries): acknowledge entries or raise the bound`);
+  constructor(readonly capacity: number, readonly unit: 'entries' | 'bytes' = 'entries') {
+    super(unit === 'entries'
+      ? `inbox full (${capacity} entries): acknowledge entries or raise the bound`
+      : `inbox full (${capacity / 1e6} MB): acknowledge entries or raise the bound`);
     this.name = 'InboxFullError';
   }
 }

@@ -21,6 +21,7 @@ import { SettingError, isBlankSetting, numberSetting } from '../shared';
 import type { NodeMessage } from '../shared/node-red';
 import { CallbackPacer, paceAbove } from './pacing';
 import { ServerHold } from './server-hold';
+import { warnKept, warnLost } from './inbox-warnings';
 
 export const INBOX_DIRECTORY = 'dam-assets-inbox';
 
@@ -30,6 +31,8 @@ export interface DeliveryConfig {
   delivery?: string;
   /** Inbox bound, entries. Default 10000. */
   inboxMax?: string | number;
+  /** Inbox bound, MB (10^6 bytes) of the journal's records not acknowledged. Default 1024. */
+  inboxMaxMB?: string | number;
   /** Entries in flight at once. Default 10. */
   maxInFlight?: string | number;
   /** Seconds before an entry not acknowledged is delivered again. Default 600. */
@@ -44,6 +47,8 @@ export interface DeliveryConfig {
 
 export interface DeliverySettings {
   maxEntries: number;
+  /** Bound on the stored entries' bytes (types.ts passesBytes): the journal's records, or the Redis Stream's entry data. */
+  maxBytes: number;
   maxInFlight: number;
   visibilityTimeoutMs: number;
   maxDeliveries: number;
@@ -51,7 +56,7 @@ export interface DeliverySettings {
   holdMaxMs: number;
 }
 
-export const DELIVERY_DEFAULTS = { inboxMax: 10000, maxInFlight: 10, visibilityTimeoutS: 600, maxDeliveries: 5, rejectBackoffS: 10, holdMaxS: 5 } as const;
+export const DELIVERY_DEFAULTS = { inboxMax: 10000, inboxMaxMB: 1024, maxInFlight: 10, visibilityTimeoutS: 600, maxDeliveries: 5, rejectBackoffS: 10, holdMaxS: 5 } as const;
 
 /** The handle on a msg from an at-least-once asset-event-in. */
 export interface InboxHandle { node: string; id: string; delivery: number }
@@ -66,6 +71,7 @@ export function readDeliverySettings(config: DeliveryConfig, method: string, per
   const whole = (min: number) => (n: number) => Number.isInteger(n) && n >= min;
   return {
     maxEntries: numberSetting(config.inboxMax, 'inboxMax', DELIVERY_DEFAULTS.inboxMax, whole(1), 'must be a whole number, 1 or more'),
+    maxBytes: Math.floor(1e6 * numberSetting(config.inboxMaxMB, 'inboxMaxMB', DELIVERY_DEFAULTS.inboxMaxMB, (n) => n > 0, 'must be a number of MB above 0')),
     maxInFlight: numberSetting(config.maxInFlight, 'maxInFlight', DELIVERY_DEFAULTS.maxInFlight, whole(1), 'must be a whole number, 1 or more'),
     visibilityTimeoutMs: 1000 * numberSetting(config.visibilityTimeout, 'visibilityTimeout', DELIVERY_DEFAULTS.visibilityTimeoutS, (n) => n > 0, 'must be a number of seconds above 0'),
     maxDeliveries: numberSetting(config.maxDeliveries, 'maxDeliveries', DELIVERY_DEFAULTS.maxDeliveries, whole(1), 'must be a whole number, 1 or more'),
@@ -231,8 +237,9 @@ export class AtLeastOnceDelivery {
       stale = await inbox.store(items, indexes && { body: callback!.text, indexes, total: callback!.entries.length });
     } catch (err) {
       const full = err instanceof InboxFullError;
-      const text = full
-        ? this.hooks.t('inbox.full', 'inbox full (__count__)', { count: this.settings.maxEntries })
+      const bytes = full && err.unit === 'bytes';
+      const text = bytes ? this.hooks.t('inbox.full-bytes', 'inbox full (__mb__ MB)', { mb: err.capacity / 1e6 })
+        : full ? this.hooks.t('inbox.full', 'inbox full (__count__)', { count: this.settings.maxEntries })
         : this.hooks.t('inbox.store-failed', 'inbox cannot store: __message__', { message: (err as Error).message });
       if (this.problem !== text) { this.problem = text; this.hooks.warn(text); this.hooks.changed(); }
       throw new InboxRefusal(text, full);
@@ -380,20 +387,5 @@ export class AtLeastOnceDelivery {
     // Sent at once: asset-redis may be closing in the same deploy (its last commands go within a few steps).
     const [, lost] = await Promise.all([inbox.keptForOthers && warnKept(inbox.keptForOthers(), this.hooks), inbox.destroy()]);
     warnLost(lost, this.hooks);
-  }
-}
-
-/** A removed node's own inbox went: how many entries not acknowledged went with it. */
-export function warnLost(lost: number, hooks: Pick<DeliveryHooks, 'warn' | 't'>): void {
-  if (lost > 0) hooks.warn(hooks.t('inbox.removed', 'node removed: its inbox went with __count__ entries not acknowledged', { count: lost }));
-}
-
-/** A shared inbox stays when one copy removes the node: how many entries stay, and where. */
-export async function warnKept(kept: Promise<{ count: number; keys: string }>, hooks: Pick<DeliveryHooks, 'warn' | 't'>): Promise<void> {
-  try {
-    const { count, keys } = await kept;
-    if (count > 0) hooks.warn(hooks.t('inbox.removed-shared', 'node removed: __count__ entries not acknowledged stay in Redis for it; other copies running this node still deliver them; if none does, delete the keys __keys__ by hand', { count, keys }));
-  } catch (err) {
-    hooks.warn(hooks.t('inbox.removed-shared-unknown', 'node removed: its entries not acknowledged stay in Redis for the other copies (they could not be counted: __message__)', { message: (err as Error).message }));
   }
 }

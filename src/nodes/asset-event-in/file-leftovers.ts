@@ -6,7 +6,8 @@
 import * as fs from 'fs';
 import { JournalInbox } from '../../events/inbox';
 import type { NodeMessage } from '../shared/node-red';
-import { entryMessage, warnLost, type DeliveryHooks } from './delivery';
+import { entryMessage, type DeliveryHooks } from './delivery';
+import { warnLost } from './inbox-warnings';
 
 const LEFTOVERS_OPTIONS = { maxEntries: Number.MAX_SAFE_INTEGER, maxInFlight: 1, visibilityTimeoutMs: 1, maxDeliveries: Number.MAX_SAFE_INTEGER, backoffMs: 0 };
 

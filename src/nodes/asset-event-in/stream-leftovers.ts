@@ -10,7 +10,8 @@
  */
 import type { AssetRedisConfigNode } from '../asset-redis';
 import type { NodeMessage } from '../shared/node-red';
-import { DELIVERY_DEFAULTS, entryMessage, warnKept, type DeliveryHooks } from './delivery';
+import { DELIVERY_DEFAULTS, entryMessage, type DeliveryHooks } from './delivery';
+import { warnKept } from './inbox-warnings';
 
 const BATCH = 1000;
 /** Wait before looking again at entries held by a copy still in "at least once", or after Redis failed. */
