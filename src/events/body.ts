@@ -9,12 +9,13 @@
  */
 import type { IncomingMessage } from 'http';
 import { withExactIntegers } from '../api/json';
+import { SLOTS_BUSY_REASON, type BodyGate } from './body-slots';
 import { entriesInText, overValueCaps, tooManyEntries } from './entry-count';
 
 export type BodyOutcome =
   /** `text`: the JSON text parsed (64-bit integers quoted, so JSON.parse reads it exactly), when the body was text (not an object a parser in front made). */
   | { ok: true; value: unknown; text?: string }
-  | { ok: false; status: 400 | 413; reason: string };
+  | { ok: false; status: 400 | 413 | 503; reason: string };
 
 /**
  * The body's text. Its declared media type is not checked: the spec leaves the callback's
@@ -53,8 +54,11 @@ type MaybeParsed = IncomingMessage & { body?: unknown; _body?: boolean; [READ_OW
 /**
  * Reads and parses the body of `req`, answering 413 past `limitBytes` or with more than
  * `maxEntries` callback entries (counted before parsing), and 400 for anything that is not JSON.
+ * With a `gate`, a body above its threshold is read only once the gate lets it in, else 503
+ * (body-slots.ts): asked before anything is read when Content-Length says so, else once that
+ * many bytes have arrived.
  */
-export async function readJsonBody(req: IncomingMessage, limitBytes: number, maxEntries = Infinity): Promise<BodyOutcome> {
+export async function readJsonBody(req: IncomingMessage, limitBytes: number, maxEntries = Infinity, gate?: BodyGate): Promise<BodyOutcome> {
   const pre = req as MaybeParsed;
   if (req.readableEnded || (pre._body && !pre[READ_OWN_BODY])) return fromParsedBody(pre.body, maxEntries, req.headers['content-type']);
 
@@ -63,7 +67,7 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number, max
     req.resume();
     return { ok: false, status: 400, reason: `content encoding ${encoding} is not supported` };
   }
-  const read = await readLimited(req, limitBytes);
+  const read = await readLimited(req, limitBytes, gate);
   return read.ok ? parseBytes(read.body, req.headers['content-type'], maxEntries) : read;
 }
 
@@ -137,23 +141,35 @@ function parseText(text: string, maxEntries: number): BodyOutcome {
   }
 }
 
-type Limited = { ok: true; body: Buffer } | { ok: false; status: 400 | 413; reason: string };
+type Limited = { ok: true; body: Buffer } | { ok: false; status: 400 | 413 | 503; reason: string };
+
+const BUSY: Limited = { ok: false, status: 503, reason: SLOTS_BUSY_REASON };
 
 /**
  * Collects the stream up to `limitBytes`. Past the limit it stops keeping
  * data and lets the rest drain to nowhere, so the client can read the 413.
+ * Past `gate.threshold` (see readJsonBody) it waits for the gate, the stream paused; refused, it
+ * lets the rest drain the same way (503).
  */
-export function readLimited(req: IncomingMessage, limitBytes: number): Promise<Limited> {
+export async function readLimited(req: IncomingMessage, limitBytes: number, gate?: BodyGate): Promise<Limited> {
   const tooLarge: Limited = { ok: false, status: 413, reason: `body is larger than ${limitBytes} bytes` };
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limitBytes) {
     req.resume();
-    return Promise.resolve(tooLarge);
+    return tooLarge;
+  }
+  const declaredLarge = gate !== undefined && Number.isFinite(declared) && declared > gate.threshold;
+  if (declaredLarge && !await gate.enter()) {
+    req.resume();
+    return BUSY;
   }
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let asked = declaredLarge || gate === undefined;
+    let finished = false;
     const finish = (result: Limited) => {
+      finished = true;
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
@@ -169,6 +185,17 @@ export function readLimited(req: IncomingMessage, limitBytes: number): Promise<L
         return;
       }
       chunks.push(chunk);
+      if (!asked && size > gate!.threshold) {
+        asked = true;
+        req.pause();
+        void gate!.enter().then((ok) => {
+          if (finished) return;
+          if (ok) { req.resume(); return; }
+          chunks.length = 0;
+          finish(BUSY);
+          req.resume();
+        });
+      }
     };
     const onEnd = () => finish({ ok: true, body: Buffer.concat(chunks, size) });
     const onError = () => finish({ ok: false, status: 400, reason: 'request body was not received completely' });
