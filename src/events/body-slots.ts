@@ -22,7 +22,7 @@ export const LARGE_BODY_SLOTS = 2;
 /** Large bodies that may wait for a slot (unread); more are answered 503 at once. */
 export const LARGE_BODY_WAITING = 4;
 /** Longest wait for a slot; then 503. Well below the server's call timeout (the emulator's: 30 s). */
-export const LARGE_BODY_WAIT_MS = 5000;
+export const LARGE_BODY_WAIT_MS = 10000;
 /** Seconds in the Retry-After of a 503 for want of a slot: a slot is usually free again within seconds. */
 export const LARGE_BODY_RETRY_AFTER_S = 10;
 
