@@ -148,8 +148,9 @@ describe('reliability: large callbacks at once are bounded per Node-RED (slots, 
     // Small callbacks never wait for a slot: every one answered 200, and some while large ones were still under way.
     small.filter((r) => r.status !== 200).should.eql([]);
     small.filter((r) => r.whileLarge).length.should.be.above(0);
-    // Memory: what LARGE_BODY_SLOTS bodies at once take, not CONCURRENT (before: about 125 MB per body, 2 GB for 16).
-    mem.growth.should.be.below(LARGE_BODY_SLOTS * 250 * MiB);
+    // Memory: what LARGE_BODY_SLOTS bodies at once take, not CONCURRENT: +203 to +253 MiB here, before +1996 MiB
+    // (all 16 read at once). The bound leaves room for a collector slowed down by a busy machine.
+    mem.growth.should.be.below(700 * MiB);
     const emitted = ok.length + small.length;
     await waitFor(`${emitted} callbacks at the counter`, async () => (await monitorStats(rig)).count.total === emitted, 60000, 50);
     const slowestSmall = Math.max(...small.map((r) => r.ms));
