@@ -1,9 +1,9 @@
 /**
  * How many large callback bodies one Node-RED reads and handles at the same time.
  *
- * Reading a body of tens of MB, scanning it and parsing it holds the event loop for about a second
- * (the editor and every other callback wait) and takes a few times the body's size in memory
- * while it is handled (a 49 MB callback: about 125 MB). Unbounded, a busy or hostile sender
+ * Reading a body of tens of MB, scanning it and parsing it takes the event loop about half a
+ * second (42 MB; in steps of up to about 0.15 s, during which the editor and every other callback
+ * wait) and a few times the body's size in memory while it is handled (49 MB: about 125 MB). Unbounded, a busy or hostile sender
  * multiplies both: 12 such bodies at once stalled the editor 6.5 s and took 1.5 GB, 32 took 14.6 s
  * and 2.7 GB. So a body above LARGE_BODY_BYTES (declared by Content-Length, else once that many
  * bytes have arrived) needs a slot of one pool shared by every asset-event-in of the process:
