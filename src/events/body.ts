@@ -8,13 +8,16 @@
  * left in `req.body` is used instead.
  */
 import type { IncomingMessage } from 'http';
-import { withExactIntegers } from '../api/json';
-import { entriesInText, overValueCaps, tooManyEntries } from './entry-count';
+import { quoteUnsafeIntegers } from '../api/json';
+import { LARGE_BODY_BYTES, SLOTS_BUSY_REASON, type BodyGate } from './body-slots';
+import { capReason, entryLimits, tooManyEntries } from './entry-count';
+import { yieldToEventLoop } from './entry-digest';
+import { scanJsonText } from './text-scan';
 
 export type BodyOutcome =
   /** `text`: the JSON text parsed (64-bit integers quoted, so JSON.parse reads it exactly), when the body was text (not an object a parser in front made). */
   | { ok: true; value: unknown; text?: string }
-  | { ok: false; status: 400 | 413; reason: string };
+  | { ok: false; status: 400 | 413 | 503; reason: string };
 
 /**
  * The body's text. Its declared media type is not checked: the spec leaves the callback's
@@ -53,8 +56,11 @@ type MaybeParsed = IncomingMessage & { body?: unknown; _body?: boolean; [READ_OW
 /**
  * Reads and parses the body of `req`, answering 413 past `limitBytes` or with more than
  * `maxEntries` callback entries (counted before parsing), and 400 for anything that is not JSON.
+ * With a `gate`, a body above its threshold is read only once the gate lets it in, else 503
+ * (body-slots.ts): asked before anything is read when Content-Length says so, else once that
+ * many bytes have arrived.
  */
-export async function readJsonBody(req: IncomingMessage, limitBytes: number, maxEntries = Infinity): Promise<BodyOutcome> {
+export async function readJsonBody(req: IncomingMessage, limitBytes: number, maxEntries = Infinity, gate?: BodyGate): Promise<BodyOutcome> {
   const pre = req as MaybeParsed;
   if (req.readableEnded || (pre._body && !pre[READ_OWN_BODY])) return fromParsedBody(pre.body, maxEntries, req.headers['content-type']);
 
@@ -63,8 +69,25 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number, max
     req.resume();
     return { ok: false, status: 400, reason: `content encoding ${encoding} is not supported` };
   }
-  const read = await readLimited(req, limitBytes);
-  return read.ok ? parseBytes(read.body, req.headers['content-type'], maxEntries) : read;
+  const read = await readLimited(req, limitBytes, gate);
+  if (!read.ok) return read;
+  if (read.body.length <= LARGE_BODY_BYTES) return parseBytes(read.body, req.headers['content-type'], maxEntries);
+  return parseLarge(read.body, req.headers['content-type'], maxEntries);
+}
+
+/**
+ * A large body: the event loop runs between the steps (each up to about 0.15 s for 42 MB), not
+ * only after all of them; the bytes are let go once decoded.
+ */
+async function parseLarge(bytes: Buffer | undefined, contentType: string | undefined, maxEntries: number): Promise<BodyOutcome> {
+  await yieldToEventLoop();
+  const decoded = bodyText(bytes!, contentType);
+  bytes = undefined;
+  if (!decoded.ok) return decoded;
+  await yieldToEventLoop();
+  const checked = checkText(decoded.text, maxEntries);
+  await yieldToEventLoop();
+  return parseChecked(checked);
 }
 
 function parseBytes(body: Buffer, contentType: string | undefined, maxEntries: number): BodyOutcome {
@@ -84,28 +107,13 @@ function fromParsedBody(body: unknown, maxEntries: number, contentType: string |
   return { ok: true, value: body };
 }
 
-function tooDeep(): BodyOutcome {
+function tooDeep(): { ok: false; status: 400; reason: string } {
   return { ok: false, status: 400, reason: `body: JSON nested deeper than ${MAX_JSON_DEPTH} levels` };
 }
 
 /** True when the JSON text opens more than `max` arrays/objects at once (strings are skipped). */
 export function textDeeperThan(text: string, max: number): boolean {
-  let depth = 0;
-  for (let i = 0, n = text.length; i < n; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x22 /* " */) {
-      for (i++; i < n; i++) {
-        const s = text.charCodeAt(i);
-        if (s === 0x5c /* \ */) i++;
-        else if (s === 0x22) break;
-      }
-    } else if (c === 0x5b /* [ */ || c === 0x7b /* { */) {
-      if (++depth > max) return true;
-    } else if (c === 0x5d /* ] */ || c === 0x7d /* } */) {
-      depth--;
-    }
-  }
-  return false;
+  return scanJsonText(text, { maxDepth: max, maxEntries: Infinity, maxContainers: Infinity, maxValues: Infinity }).tooDeep;
 }
 
 /** Same for an already parsed value; iterative, so no depth can overflow the stack. */
@@ -122,38 +130,64 @@ export function valueDeeperThan(value: unknown, max: number): boolean {
   return false;
 }
 
-function parseText(text: string, maxEntries: number): BodyOutcome {
+type Checked = { ok: true; text: string; longDigits: boolean } | { ok: false; status: 400 | 413; reason: string };
+
+/** The checks before parsing, in one pass over the text (text-scan.ts): depth first, then entries, then the caps. */
+function checkText(text: string, maxEntries: number): Checked {
   const trimmed = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   if (trimmed.trim() === '') return { ok: false, status: 400, reason: 'body is empty' };
-  if (textDeeperThan(trimmed, MAX_JSON_DEPTH)) return tooDeep();
-  if (maxEntries !== Infinity && entriesInText(trimmed, maxEntries) > maxEntries) return { ok: false, status: 413, reason: tooManyEntries(maxEntries) };
-  const overCap = maxEntries === Infinity ? undefined : overValueCaps(trimmed, maxEntries);
+  const scan = scanJsonText(trimmed, entryLimits(maxEntries, MAX_JSON_DEPTH));
+  if (scan.tooDeep) return tooDeep();
+  if (scan.entries > maxEntries) return { ok: false, status: 413, reason: tooManyEntries(maxEntries) };
+  const overCap = capReason(scan, maxEntries);
   if (overCap) return { ok: false, status: 413, reason: overCap };
+  return { ok: true, text: trimmed, longDigits: scan.longDigits };
+}
+
+/** Parses checked text; integers beyond 2^53 quoted first (as withExactIntegers, api/json.ts, whose look for 16 digits the scan did). */
+function parseChecked(checked: Checked): BodyOutcome {
+  if (!checked.ok) return checked;
   try {
-    const json = withExactIntegers(trimmed);
+    const json = checked.longDigits ? quoteUnsafeIntegers(checked.text) : checked.text;
     return { ok: true, value: JSON.parse(json), text: json };
   } catch {
     return { ok: false, status: 400, reason: 'body is not valid JSON' };
   }
 }
 
-type Limited = { ok: true; body: Buffer } | { ok: false; status: 400 | 413; reason: string };
+function parseText(text: string, maxEntries: number): BodyOutcome {
+  return parseChecked(checkText(text, maxEntries));
+}
+
+type Limited = { ok: true; body: Buffer } | { ok: false; status: 400 | 413 | 503; reason: string };
+
+const BUSY: Limited = { ok: false, status: 503, reason: SLOTS_BUSY_REASON };
 
 /**
  * Collects the stream up to `limitBytes`. Past the limit it stops keeping
  * data and lets the rest drain to nowhere, so the client can read the 413.
+ * Past `gate.threshold` (see readJsonBody) it waits for the gate, the stream paused; refused, it
+ * lets the rest drain the same way (503).
  */
-export function readLimited(req: IncomingMessage, limitBytes: number): Promise<Limited> {
+export async function readLimited(req: IncomingMessage, limitBytes: number, gate?: BodyGate): Promise<Limited> {
   const tooLarge: Limited = { ok: false, status: 413, reason: `body is larger than ${limitBytes} bytes` };
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limitBytes) {
     req.resume();
-    return Promise.resolve(tooLarge);
+    return tooLarge;
+  }
+  const declaredLarge = gate !== undefined && Number.isFinite(declared) && declared > gate.threshold;
+  if (declaredLarge && !await gate.enter()) {
+    req.resume();
+    return BUSY;
   }
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let asked = declaredLarge || gate === undefined;
+    let finished = false;
     const finish = (result: Limited) => {
+      finished = true;
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
@@ -169,6 +203,17 @@ export function readLimited(req: IncomingMessage, limitBytes: number): Promise<L
         return;
       }
       chunks.push(chunk);
+      if (!asked && size > gate!.threshold) {
+        asked = true;
+        req.pause();
+        void gate!.enter().then((ok) => {
+          if (finished) return;
+          if (ok) { req.resume(); return; }
+          chunks.length = 0;
+          finish(BUSY);
+          req.resume();
+        });
+      }
     };
     const onEnd = () => finish({ ok: true, body: Buffer.concat(chunks, size) });
     const onError = () => finish({ ok: false, status: 400, reason: 'request body was not received completely' });

@@ -11,7 +11,8 @@ import { redactSecrets } from '../../api/errors';
 import type { CallbackEntry } from '../../api/types';
 import { waitingEntries } from '../../events/inbox';
 import {
-  ClaimLapsedError, parseCallbackPayload, readJsonBody, secretMatches, yieldToEventLoop, type EntryFilter
+  ClaimLapsedError, LARGE_BODY_RETRY_AFTER_S, largeBodies, parseCallbackPayload, readJsonBody, secretMatches, yieldToEventLoop,
+  type BodyGate, type EntryFilter
 } from '../../events';
 import type { EventInStats } from '../shared/event-in-stats';
 import type { Node, NodeMessage, NodeStatus } from '../shared/node-red';
@@ -57,6 +58,7 @@ export class EventInEndpoint {
   empties = 0;
   rejected = 0;
   private lastWarnAt = 0;
+  private lastBusyWarnAt = 0;
   /** The owned subscription's state and its last error (set by the node). */
   subscription: SubscriptionState = 'none';
   subscriptionError = '';
@@ -246,6 +248,20 @@ export class EventInEndpoint {
     return false;
   }
 
+  /**
+   * No slot for a large body (body-slots.ts): 503 with Retry-After, its body not read; the server
+   * sends it again. Not a rejection (the callback may be fine): logged at most once a minute.
+   */
+  private replyBusy(res: ServerResponse, reason: string): void {
+    const now = Date.now();
+    if (now - this.lastBusyWarnAt >= WARN_INTERVAL_MS) {
+      this.lastBusyWarnAt = now;
+      this.node.warn(this.t('errors.busy', 'callback answered 503: __reason__', { reason }));
+    }
+    if (!res.headersSent) res.setHeader('Retry-After', String(LARGE_BODY_RETRY_AFTER_S));
+    reply(res, 503, { success: false, error: reason });
+  }
+
   /** The node closed under a callback: 503, so that the server sends it again (to the new node). */
   private replyClosing(res: ServerResponse): void {
     reply(res, 503, { success: false, error: 'endpoint is closing' });
@@ -275,8 +291,20 @@ export class EventInEndpoint {
       this.callbackStatus();
       return;
     }
-    const body = await readJsonBody(req, settings.maxBodyBytes, settings.maxEntries);
-    if (!body.ok) return this.rejectCall(res, body.status, body.reason);
+    // A large body needs one of this Node-RED's slots (events/body-slots.ts), held until the answer.
+    const ticket = largeBodies.ticket(req);
+    try {
+      await this.handleBody(req, res, receivedAt, ticket);
+    } finally {
+      ticket.release();
+    }
+  }
+
+  /** A POST callback: its body read (through `gate`), checked, filtered, emitted or stored, answered. */
+  private async handleBody(req: IncomingMessage, res: ServerResponse, receivedAt: Date, gate: BodyGate): Promise<void> {
+    const { settings } = this;
+    const body = await readJsonBody(req, settings.maxBodyBytes, settings.maxEntries, gate);
+    if (!body.ok) return body.status === 503 ? this.replyBusy(res, body.reason) : this.rejectCall(res, body.status, body.reason);
     const parsed = parseCallbackPayload(body.value, settings.maxEntries);
     if (!parsed.ok) return this.rejectCall(res, parsed.status ?? 400, parsed.reason);
     if (settings.checkId && settings.subscriptionId && parsed.id !== settings.subscriptionId) {
