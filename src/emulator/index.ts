@@ -117,30 +117,59 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   if (!FORM_CHARSETS.includes(formCharset)) throw new Error(`formCharset must be one of ${FORM_CHARSETS.join(', ')}`);
   const ingestDelayMs = options.ingestDelayMs ?? 0;
   if (!Number.isFinite(ingestDelayMs) || ingestDelayMs < 0) throw new Error('ingestDelayMs must be a non-negative number');
-  // A folder the caller did not name is this emulator's own: close() removes it (tests upload GiBs).
-  const ownsDataDir = options.dataDir === undefined;
-  const dataDir = path.resolve(options.dataDir ?? await fsp.mkdtemp(path.join(os.tmpdir(), 'dam-emulator-')));
-  await fsp.mkdir(dataDir, { recursive: true });
-
-  const seconds = (name: string, value: number | undefined): number => {
-    if (value === undefined) return 0;
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new Error(`${name} must be a number of seconds, 0 (never) or more`);
-    return Math.round(value * 1000);
+  // The port first: an emulator started twice fails before it opens (and re-publishes from) any data.
+  let handle: http.RequestListener = (_req, res) => {
+    res.writeHead(503, { 'Content-Type': 'application/json', 'Retry-After': '1' });
+    res.end('{"success":false,"error":"the emulator is starting"}');
   };
-  const sessions = new SessionStore({
-    idleMs: seconds('sessionIdle', options.sessionIdle), maxAgeMs: seconds('sessionMaxAge', options.sessionMaxAge), onePerUser: options.oneSessionPerUser === true
+  const listener: http.RequestListener = (req, res) => handle(req, res);
+  const server = options.tls ? https.createServer({ cert: options.tls.cert, key: options.tls.key }, listener) : http.createServer(listener);
+  server.requestTimeout = 0; // a multi-GiB upload may take longer than Node's default 5 minutes
+  server.on('clientError', (_err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"success":false,"error":"malformed HTTP request"}');
+    else socket.destroy();
   });
-  for (const s of options.sessions ?? [DEFAULT_SESSION]) sessions.set(s.value, s.permissions, s.user);
+  const wanted = options.port ?? DEFAULT_PORT;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (e: NodeJS.ErrnoException) => reject(e.code === 'EADDRINUSE'
+      ? new Error(`port ${wanted} on ${host} is already in use (another dam-emulator?): stop it, or choose another port (--port)`) : e));
+    server.listen(wanted, host, () => { server.removeAllListeners('error'); resolve(); });
+  });
+  const closeServer = () => new Promise<void>(resolve => server.close(() => resolve()));
 
-  const hub = await openSubscriptionHub({ dataDir, retryDelayMs, log });
+  let dataDir: string;
+  let ownsDataDir: boolean;
+  let sessions: SessionStore;
+  let hub: Awaited<ReturnType<typeof openSubscriptionHub>>;
   let repo: Repository;
   try {
-    repo = await Repository.open(dataDir, { publish: change => hub.publish(change), log });
-    // Changes committed before a crash but not yet in the hub's journal are published now.
-    const republished = await repo.republishFrom(hub.lastPublishedRrn());
-    if (republished > 0) log(`re-published ${republished} change(s) after a restart`);
+    const seconds = (name: string, value: number | undefined): number => {
+      if (value === undefined) return 0;
+      if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new Error(`${name} must be a number of seconds, 0 (never) or more`);
+      return Math.round(value * 1000);
+    };
+    sessions = new SessionStore({
+      idleMs: seconds('sessionIdle', options.sessionIdle), maxAgeMs: seconds('sessionMaxAge', options.sessionMaxAge), onePerUser: options.oneSessionPerUser === true
+    });
+    for (const s of options.sessions ?? [DEFAULT_SESSION]) sessions.set(s.value, s.permissions, s.user);
+
+    // A folder the caller did not name is this emulator's own: close() removes it (tests upload GiBs).
+    ownsDataDir = options.dataDir === undefined;
+    dataDir = path.resolve(options.dataDir ?? await fsp.mkdtemp(path.join(os.tmpdir(), 'dam-emulator-')));
+    await fsp.mkdir(dataDir, { recursive: true });
+
+    hub = await openSubscriptionHub({ dataDir, retryDelayMs, log });
+    try {
+      repo = await Repository.open(dataDir, { publish: change => hub.publish(change), log });
+      // Changes committed before a crash but not yet in the hub's journal are published now.
+      const republished = await repo.republishFrom(hub.lastPublishedRrn());
+      if (republished > 0) log(`re-published ${republished} change(s) after a restart`);
+    } catch (e) {
+      await hub.close();
+      throw e;
+    }
   } catch (e) {
-    await hub.close();
+    await closeServer();
     throw e;
   }
   const limits = uploadLimits({ maxUploadBytes: options.maxUploadBytes, maxZipRatio: options.maxZipRatio, maxZipBytes: options.maxZipBytes, maxZipEntries: options.maxZipEntries });
@@ -148,24 +177,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   ingester.resume();
 
   const faults = new FaultPlan();
-  const handler = createHandler({ repo, hub, ingester, sessions, users: options.users ?? [], log, formCharset, limits, faults });
-  const server = options.tls ? https.createServer({ cert: options.tls.cert, key: options.tls.key }, handler) : http.createServer(handler);
-  server.requestTimeout = 0; // a multi-GiB upload may take longer than Node's default 5 minutes
-  server.on('clientError', (_err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"success":false,"error":"malformed HTTP request"}');
-    else socket.destroy();
-  });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(options.port ?? DEFAULT_PORT, host, () => { server.off('error', reject); resolve(); });
-    });
-  } catch (e) {
-    await ingester.stop();
-    await repo.close();
-    await hub.close();
-    throw e;
-  }
+  handle = createHandler({ repo, hub, ingester, sessions, users: options.users ?? [], log, formCharset, limits, faults });
   const port = (server.address() as { port: number }).port;
   const url = `${options.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
