@@ -131,7 +131,9 @@ export function errorForStatus(ctx: ErrorContext, status: number, body?: unknown
       `${op}: the server answered with a redirect (HTTP ${status}${where}); redirects are not followed` +
       `${op === 'upload' ? ' for uploads' : ''}: check the base URL (http/https, host, path prefix).`, details);
   }
-  return new AssetApiError('http', `${op}: unexpected HTTP status ${status} from ${ctx.origin}.${suffix}`, details);
+  // A 404 without the API's own answer: the base URL leads to something else (the status says "check base URL" too).
+  const notTheApi = status === 404 && !serverMessage ? ': nothing serves the API there: check the base URL (host, port, and any path prefix a proxy in front adds)' : '';
+  return new AssetApiError('http', `${op}: unexpected HTTP status ${status} from ${ctx.origin}${notTheApi}.${suffix}`, details);
 }
 
 /** HTTP 407: the proxy wants (other) credentials. Its own kind, never `auth`: the session is not at fault. */

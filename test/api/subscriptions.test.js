@@ -236,6 +236,13 @@ describe('api client: answers the emulator does not give (small real servers)', 
     (await expectError(client().getSubscription('abcdefgh'), 'http')).serverMessage.should.equal('NullPointerException');
   });
 
+  it('a 404 without the API\'s answer says what to check: the base URL and its path (the status says so too)', async () => {
+    answer(404, '<html>Not Found</html>', { 'Content-Type': 'text/html' });
+    const error = await expectError(client().getSubscription('abcdefgh'), 'http');
+    error.status.should.equal(404);
+    error.message.should.match(/unexpected HTTP status 404 from http:\/\/127\.0\.0\.1:\d+: nothing serves the API there: check the base URL \(host, port/);
+  });
+
   it('a redirect is not followed: kind http naming the target', async () => {
     answer(302, '', { Location: 'https://elsewhere.example/review/api/x?session=abc' });
     const error = await expectError(client().getSubscription('abcdefgh'), 'http');

@@ -156,8 +156,8 @@ describe('Retries on the request nodes (emulator busy answers, real Node-RED)', 
     emulator.injectBusy({ count: 2, status: 449, retryAfterSeconds: 0, pathContains: '/asset/upload' });
     const msg = await s.run({ filename: file });
     (emulator.busyAnswers() - before).should.equal(2);
-    statuses.map(x => x.text).should.containEql('retry 1/2 in 0 s').and.containEql('retry 2/2 in 0 s');
-    statuses.find(x => x.text === 'retry 1/2 in 0 s').should.containDeep({ fill: 'yellow', shape: 'ring' });
+    statuses.map(x => x.text).should.containEql('retry 1/2 in 0 s (449: server busy, retry)').and.containEql('retry 2/2 in 0 s (449: server busy, retry)');
+    statuses.find(x => x.text.startsWith('retry 1/2 in 0 s')).should.containDeep({ fill: 'yellow', shape: 'ring' });
     const stored = await s.emulatorGet(`${emulator.url}/review/api/asset/download?fuid=${msg.fuid}`);
     stored.status.should.equal(200);
     const found = await s.emulatorGet(`${emulator.url}/emulator/assets?path=${encodeURIComponent('/retry/busy-twice.txt')}`);
@@ -239,7 +239,7 @@ describe('Retries on the request nodes (emulator busy answers, real Node-RED)', 
       const caught = await s.runFailing({}, 25000);
       caught.assetError.kind.should.equal('network');
       connections.should.equal(2);
-      statuses.map(x => x.text).should.containEql('retry 1/1 in 5 s');
+      statuses.some(x => x.text.startsWith('retry 1/1 in 5 s (')).should.be.true();
     } finally {
       cutter.close();
     }
@@ -254,7 +254,7 @@ describe('Retries on the request nodes (emulator busy answers, real Node-RED)', 
     helper.getNode('caught').on('input', m => caught.push(m));
     helper.getNode('n1').receive({});
     // Retry-After beyond 5 minutes is cut to 5 minutes.
-    await waitFor(() => statuses.some(x => x.text === 'retry 1/2 in 300 s'));
+    await waitFor(() => statuses.some(x => x.text.startsWith('retry 1/2 in 300 s (')));
     await helper.unload();
     caught.should.have.length(0);
     (emulator.busyAnswers() - before).should.equal(1);
@@ -305,7 +305,7 @@ describe('Retries behind a gateway (real nginx in front of the emulator, real No
   async function restartDuringTheWait(statuses) {
     const port = Number(new URL(emulator.url).port);
     await emulator.close();
-    await waitFor(() => statuses.some(x => x.text === 'retry 1/2 in 5 s'));
+    await waitFor(() => statuses.some(x => x.text.startsWith('retry 1/2 in 5 s (')));
     emulator = await s.startTestEmulator({ dataDir, port });
   }
 
@@ -344,7 +344,7 @@ describe('Retries behind a gateway (real nginx in front of the emulator, real No
     const statuses = s.recordStatus();
     emulator.injectSlow({ count: 1, delayMs: 3000, pathContains: '/export/' });
     (await s.run({}, 30000)).payload.success.should.be.true();
-    statuses.map(x => x.text).should.containEql('retry 1/2 in 5 s');
+    statuses.some(x => x.text.startsWith('retry 1/2 in 5 s (')).should.be.true();
     await helper.unload();
 
     await s.load(s.flow('asset-upload', { destination: '/gateway', destinationType: 'str', wait: 'true', waitType: 'bool', retries: 2 }, { baseUrl: nginx.url }));

@@ -25,7 +25,7 @@ import { AssetApiError, type AssetOperation } from '../../api/errors';
 import { canSendAgain, type UploadOptions } from '../../api/upload';
 import { isBlankSetting } from './fields';
 import type { Node, NodeAPI } from './node-red';
-import { localText } from './texts';
+import { errorStatusText, localText } from './texts';
 
 /** First wait when the server names none (ms); doubles on each further try. */
 export const RETRY_BASE_MS = 5000;
@@ -206,12 +206,12 @@ export function retriesSetting(value: unknown): number {
     { field: 'retries' });
 }
 
-const RETRY_STATUS = 'retry __retry__/__retries__ in __seconds__ s';
+const RETRY_STATUS = 'retry __retry__/__retries__ in __seconds__ s (__reason__)';
 
-/** `retry 1/2 in 5 s`, from the node's catalogue (`dam.retry.status`). */
+/** `retry 1/2 in 5 s (network: connection refused)`, from the node's catalogue (`dam.retry.status`): why, at once. */
 export function retryStatusText(RED: NodeAPI | undefined, wait: RetryWait): string {
   return localText(RED, 'dam.retry.status', RETRY_STATUS,
-    { retry: wait.retry, retries: wait.retries, seconds: Math.ceil(wait.delayMs / 1000) });
+    { retry: wait.retry, retries: wait.retries, seconds: Math.ceil(wait.delayMs / 1000), reason: errorStatusText(RED, wait.error) });
 }
 
 /**
