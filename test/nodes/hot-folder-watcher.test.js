@@ -600,7 +600,7 @@ describe('hot folder core (real file system, emulator)', function () {
     const { hot, folder, events } = hotFolder({ create: false, polling: true });
     hot.start();
     await waitFor(() => events.folderError.length === 1);
-    events.folderError[0].should.match(/does not exist/);
+    events.folderError[0].should.match(/does not exist: create it \(or tick "create it when it is missing"\); it is looked for again every \d+ s/);
     fs.mkdirSync(folder);
     fs.writeFileSync(path.join(folder, 'one.txt'), '1');
     await waitFor(() => events.ingested.length === 1, 'one.txt');

@@ -262,7 +262,7 @@ export class FolderScanner extends EventEmitter {
   private setFolderError(err: unknown): void {
     const code = (err as NodeJS.ErrnoException)?.code;
     const reason = (err as { creating?: boolean }).creating ? `cannot be created (${code ?? (err as Error).message})`
-      : code === 'ENOENT' ? 'does not exist'
+      : code === 'ENOENT' ? `does not exist: create it (or tick "create it when it is missing"); it is looked for again every ${Math.round(this.options.rescanMs / 1000)} s`
       : code === 'EACCES' || code === 'EPERM' ? 'cannot be read (permission denied)'
         : code === 'ENOTDIR' ? 'is not a folder' : (err as Error)?.message ?? String(err);
     const text = `${this.options.folder} ${reason}`;
