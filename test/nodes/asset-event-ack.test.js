@@ -198,6 +198,8 @@ describe('asset-event-in "at least once" + asset-event-ack (test helper)', funct
     const n1 = helper.getNode('n1');
     n1.warn.args.map((a) => String(a[0])).join('\n').should.match(/parked after 2 deliveries \(asset 5\): mirror disk full/);
     await until(() => n1.status.args.some((a) => /1 parked/.test(a[0].text || '')), 'the parked count in the status');
+    // Parked entries want someone's attention: yellow, as a node that still runs (dot).
+    n1.status.args.filter((a) => /1 parked/.test(a[0].text || '')).every((a) => a[0].fill === 'yellow' && a[0].shape === 'dot').should.be.true();
   });
 
   it('a rejection reason of megabytes is kept to 1000 characters (in the inbox, the warning, the parked msg)', async function () {

@@ -108,7 +108,8 @@ export class EventInEndpoint {
     if (this.rejected) parts.push(t('status.rejected', '__count__ rejected', { count: this.rejected }));
     if (!parts.length) { node.status({}); return; }
     const warning = this.subscription === 'registering' || !!away;
-    const fill = warning ? 'yellow' : 'green';
+    // Parked entries wait for someone (the DAM tab's deliver again or discard): yellow, though running.
+    const fill = warning || parked ? 'yellow' : 'green';
     const shape = warning ? 'ring' : 'dot';
     node.status({ fill, shape, text: shortStatus(parts.join(' · ')) } as NodeStatus);
   }
