@@ -117,6 +117,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   if (!FORM_CHARSETS.includes(formCharset)) throw new Error(`formCharset must be one of ${FORM_CHARSETS.join(', ')}`);
   const ingestDelayMs = options.ingestDelayMs ?? 0;
   if (!Number.isFinite(ingestDelayMs) || ingestDelayMs < 0) throw new Error('ingestDelayMs must be a non-negative number');
+  // Options first: a start that fails afterwards leaves nothing listening.
+  const limits = uploadLimits({ maxUploadBytes: options.maxUploadBytes, maxZipRatio: options.maxZipRatio, maxZipBytes: options.maxZipBytes, maxZipEntries: options.maxZipEntries });
   // The port first: an emulator started twice fails before it opens (and re-publishes from) any data.
   let handle: http.RequestListener = (_req, res) => {
     res.writeHead(503, { 'Content-Type': 'application/json', 'Retry-After': '1' });
@@ -172,7 +174,6 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     await closeServer();
     throw e;
   }
-  const limits = uploadLimits({ maxUploadBytes: options.maxUploadBytes, maxZipRatio: options.maxZipRatio, maxZipBytes: options.maxZipBytes, maxZipEntries: options.maxZipEntries });
   const ingester = new Ingester(repo, log, ingestDelayMs, limits);
   ingester.resume();
 

@@ -53,6 +53,7 @@ export class BodySlots {
 
   /** Resolves true with a slot taken (give it back with {@link give}), false when none came in time or the request went away. */
   take(req: IncomingMessage): Promise<boolean> {
+    if (req.socket?.destroyed) return Promise.resolve(false); // gone: its 'close' has fired already
     if (this.free > 0) { this.free--; return Promise.resolve(true); }
     if (this.waiters.length >= this.maxWaiting || this.waitMs <= 0) return Promise.resolve(false);
     return new Promise((resolve) => {

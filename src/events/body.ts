@@ -163,6 +163,8 @@ type Limited = { ok: true; body: Buffer } | { ok: false; status: 400 | 413 | 503
 
 const BUSY: Limited = { ok: false, status: 503, reason: SLOTS_BUSY_REASON };
 
+const NOT_RECEIVED: Limited = { ok: false, status: 400, reason: 'request body was not received completely' };
+
 /**
  * Collects the stream up to `limitBytes`. Past the limit it stops keeping
  * data and lets the rest drain to nowhere, so the client can read the 413.
@@ -176,6 +178,9 @@ export async function readLimited(req: IncomingMessage, limitBytes: number, gate
     req.resume();
     return tooLarge;
   }
+  // Gone already (an async middleware in front took its time): its events have fired, none will come.
+  const gone = () => req.destroyed || req.socket?.destroyed === true;
+  if (gone()) return NOT_RECEIVED;
   const declaredLarge = gate !== undefined && Number.isFinite(declared) && declared > gate.threshold;
   if (declaredLarge && !await gate.enter()) {
     req.resume();
@@ -216,10 +221,11 @@ export async function readLimited(req: IncomingMessage, limitBytes: number, gate
       }
     };
     const onEnd = () => finish({ ok: true, body: Buffer.concat(chunks, size) });
-    const onError = () => finish({ ok: false, status: 400, reason: 'request body was not received completely' });
+    const onError = () => finish(NOT_RECEIVED);
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
     req.on('aborted', onError);
+    if (gone() && !req.readableEnded) onError(); // went away while waiting for the gate
   });
 }

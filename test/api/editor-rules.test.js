@@ -160,7 +160,11 @@ describe('editor rules: browser copies answer as the source does', function () {
       }
       takes({}).maxBytes.should.equal(DELIVERY_DEFAULTS.inboxMaxMB * 1e6); // flows saved before the setting
       takes({ inboxMaxMB: '2.5' }).maxBytes.should.equal(2500000);
-      (() => readDeliverySettings({ delivery: 'atLeastOnce', inboxMaxMB: '0' }, 'post', false)).should.throw('inboxMaxMB: must be a number of MB above 0');
+      (() => readDeliverySettings({ delivery: 'atLeastOnce', inboxMaxMB: '0' }, 'post', false)).should.throw('inboxMaxMB: must be a number of MB, 0.001 (1 kB) or more');
+      // Below a byte the journal would refuse all and the Redis inbox take 0 as no bound: refused in both places.
+      (takes({ inboxMaxMB: '0.0000001' }) === undefined).should.be.true();
+      editorAccepts(defaults, 'inboxMaxMB', '0.0000001').should.be.false();
+      takes({ inboxMaxMB: '0.001' }).maxBytes.should.equal(1000);
     });
 
     it('path: the same answer, managed or not (route patterns; a managed path is the callback URL)', function () {

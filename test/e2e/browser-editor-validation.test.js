@@ -60,6 +60,7 @@ describe('editor: settings the runtime refuses are marked in the editor (Chromiu
     const redis = (url) => ({ type: 'asset-redis', url, timeout: 1000, lease: 10 });
     await marked(/password/, redis('redis://user:pw@127.0.0.1:6379'), redis('redis://user@127.0.0.1:6379'));
     await marked(/password/, redis('redis://127.0.0.1:6379/0?password=pw'), redis('redis://127.0.0.1:6379/0?db=1'));
+    await marked(/password/, redis('redis://127.0.0.1:6379/0?pass%77ord=pw'), redis('redis://127.0.0.1:6379/0?db=1'));
     await marked(/redis:\/\//, redis('http://example.com'), redis('rediss://example.com:6380'));
   });
 

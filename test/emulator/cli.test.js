@@ -60,6 +60,21 @@ describe('dam-emulator CLI', function () {
   });
 
   describe('running', () => {
+    it('a start refused for a bad option leaves nothing listening', async () => {
+      const net = require('net');
+      const { startEmulator } = require('../../dist/emulator');
+      const probe = net.createServer();
+      await new Promise(resolve => probe.listen(0, '127.0.0.1', resolve));
+      const port = probe.address().port;
+      await new Promise(resolve => probe.close(resolve));
+      await startEmulator({ port, dataDir: dir, maxZipRatio: -1 }).should.be.rejected();
+      const refused = await new Promise(resolve => {
+        const socket = net.connect(port, '127.0.0.1', () => { socket.destroy(); resolve(false); });
+        socket.on('error', (e) => resolve(e.code === 'ECONNREFUSED'));
+      });
+      refused.should.be.true('something still listens on the port');
+    });
+
     it('a second emulator on a port in use says so, naming --port, and touches no data (it failed after re-publishing the running one\'s changes)', async () => {
       const first = await spawnCli(['--port', '0', '--data', dir]);
       try {

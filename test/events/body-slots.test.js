@@ -160,6 +160,43 @@ describe('events: slots for large bodies', function () {
     short.state.should.eql({ busy: 0, waiting: 0 });
   });
 
+  it('a request gone before its body is read (middleware in front took its time) is answered at once, and its slot given back', async function () {
+    const pool = new BodySlots(2, 4, 60000, THRESHOLD);
+    let handled = 0;
+    let letRead;
+    const reading = new Promise((resolve) => { letRead = resolve; });
+    const server = http.createServer(async (req, res) => {
+      await reading; // an async middleware in front of the route
+      const ticket = pool.ticket(req);
+      try {
+        const outcome = await readJsonBody(req, 1e6, Infinity, ticket);
+        outcome.ok.should.be.false();
+      } finally {
+        ticket.release();
+        handled++;
+        res.destroy();
+      }
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const arrived = [];
+      server.on('request', (req) => arrived.push(req));
+      for (let i = 0; i < 2; i++) {
+        const req = http.request({ host: '127.0.0.1', port: server.address().port, method: 'POST', path: '/', headers: { 'content-length': 5000 } });
+        req.on('error', () => undefined);
+        req.write('x'.repeat(100));
+        await until('the request in', () => arrived.length === i + 1);
+        req.destroy();
+        await until('its socket closed', () => arrived[i].socket.destroyed);
+      }
+      letRead();
+      await until('both handled', () => handled === 2);
+      pool.state.should.eql({ busy: 0, waiting: 0 });
+    } finally {
+      server.close();
+    }
+  });
+
   it('a ticket released before its slot came gives the slot straight back', async function () {
     const pool = new BodySlots(1, 1, 60000, THRESHOLD);
     const fakeReq = { socket: new (require('events'))() };

@@ -121,11 +121,11 @@ describe('asset-event-in "at least once": Inbox size (bytes) bound', function ()
   });
 
   it('Inbox size is checked at deploy: an error naming the field and the rule', async function () {
-    for (const value of ['0', '-1', 'abc']) {
+    for (const value of ['0', '-1', 'abc', '0.0000001']) {
       await load({ inboxMaxMB: value });
       const n1 = helper.getNode('n1');
       await until(() => n1.error.called, 'a configuration error');
-      String(n1.error.firstCall.args[0]).should.equal('configuration: inboxMaxMB: must be a number of MB above 0');
+      String(n1.error.firstCall.args[0]).should.equal('configuration: inboxMaxMB: must be a number of MB, 0.001 (1 kB) or more');
       await new Promise((r) => server.close(r));
       server = undefined;
       await helper.unload();

@@ -71,6 +71,42 @@ describe('Test connection: values typed as ${NAME} are read as the node reads th
   });
 });
 
+describe('Test connection: an unchanged node whose user name and password are ${NAME} uses its running session', function () {
+  this.timeout(60000);
+  const LOGIN_ID = 'ce00000000000021';
+  let emulator, nr;
+
+  before(async function () {
+    this.timeout(90000);
+    emulator = await startEmulator({ port: 0, sessions: [], users: [{ name: 'robot', password: 'env-login-pass-9', permissions: ['events', 'add'] }] });
+    nr = await startNodeRed({ env: { DAM_CT_URL: emulator.url, DAM_CT_USER: 'robot', DAM_CT_PASS: 'env-login-pass-9' } });
+    const res = await nr.deploy([
+      { id: 'ce00000000000020', type: 'tab', label: 'env login' },
+      { id: LOGIN_ID, type: 'asset-server', name: 'login', baseUrl: '${DAM_CT_URL}', timeout: 10, loginEnabled: true, loginPreset: 'form',
+        credentials: { username: '${DAM_CT_USER}', password: '${DAM_CT_PASS}' } }
+    ]);
+    [200, 204].should.containEql(res.status, `deploy: ${res.text}`);
+  });
+
+  after(async function () {
+    this.timeout(30000);
+    if (nr) await nr.stop();
+    if (emulator) await emulator.close();
+  });
+
+  it('the first test logs in; the next one uses that session (no second login: a server with one session per user would end the node\'s own)', async function () {
+    const test = async () => (await (await fetch(new URL('dam-assets/connection-test', nr.url), {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ id: LOGIN_ID, baseUrl: '${DAM_CT_URL}', timeout: '10', rejectUnauthorized: true, tls: '', loginEnabled: true, loginPreset: 'form',
+        username: '${DAM_CT_USER}', password: SAVED })
+    })).json());
+    (await test()).result.should.equal('ok');
+    const logins = emulator.sessionStats().logins;
+    (await test()).result.should.equal('ok');
+    emulator.sessionStats().logins.should.equal(logins);
+  });
+});
+
 describe('Test connection: a ${NAME} value is read only for a user who may deploy flows', function () {
   this.timeout(60000);
   const path = require('path');

@@ -71,8 +71,8 @@ export class InboxState {
   private readonly delayed = new Set<StoredRecord>();
   private readonly flights = new Set<StoredRecord>();
   private parkedCount = 0;
-  /** The records' bytes (StoredRecord.bytes), parked ones included. */
-  private heldBytes = 0;
+  /** The records' bytes (StoredRecord.bytes), parked ones included; snapshotText corrects it for records it writes alone. */
+  bytes = 0;
   /** No record in flight times out before this (a lower bound): `take` and `nextDueAt` skip the scan until then. */
   private flightDeadline = Infinity;
   nextId = 1;
@@ -96,7 +96,6 @@ export class InboxState {
   get inFlight(): number { return this.flights.size; }
   get parked(): number { return this.parkedCount; }
   get size(): number { return this.records.size; }
-  get bytes(): number { return this.heldBytes; }
 
   /** A revision of `key` stored at time `at`. */
   noteRevision(key: OrderKey, revision: number | undefined, at: number): void {
@@ -118,7 +117,7 @@ export class InboxState {
   /** A new record (stored or loaded), put in its key's line unless parked. */
   add(record: StoredRecord): void {
     this.records.set(record.id, record);
-    this.heldBytes += record.bytes;
+    this.bytes += record.bytes;
     this.nextId = Math.max(this.nextId, record.id + 1);
     this.nextSeq = Math.max(this.nextSeq, record.seq + 1);
     if (record.state === 'parked') { this.countParked(record.key, 1); return; }
@@ -178,7 +177,7 @@ export class InboxState {
   finishAcknowledge(record: StoredRecord): void {
     if (record.state !== 'closing' || this.records.get(record.id) !== record) return;
     this.records.delete(record.id);
-    this.heldBytes -= record.bytes;
+    this.bytes -= record.bytes;
     this.leaveLine(record);
   }
 
@@ -286,7 +285,7 @@ export class InboxState {
     const record = this.records.get(id);
     if (!record || record.state !== 'parked') return false;
     this.records.delete(id);
-    this.heldBytes -= record.bytes;
+    this.bytes -= record.bytes;
     this.countParked(record.key, -1);
     return true;
   }

@@ -10,7 +10,7 @@
  *   tail (a write cut off by a crash): it is dropped and the file cut back to the last whole
  *   record; records before it are never dropped. A bad line with good ones after it is skipped and
  *   counted (corruption, not a crash: said in the log by the caller). The file is read in chunks,
- *   one record at a time: a journal larger than a Buffer (2 GiB, from before the byte bound) loads.
+ *   one record at a time: a journal larger than fs.readFile reads (2 GiB; from before the byte bound) loads.
  * - Compaction: the live state is written to a temporary file, synced, renamed over the journal,
  *   and the directory synced; appends continue on the new file.
  * No native dependency: node's fs and zlib.crc32 only.

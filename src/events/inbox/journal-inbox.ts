@@ -138,8 +138,9 @@ export class JournalInbox implements Inbox {
     let bytes = 0;
     for (const r of records) bytes += r.bytes;
     const maxBytes = this.options.maxBytes ?? Infinity;
+    const releaseRevisions = () => { for (let i = 0; i < fresh.length; i++) if (reserved[i] >= 0) newest.release(fresh[i].key, fresh[i].revision!); };
     if (passesBytes(this.state.bytes + this.reservedBytes, bytes, maxBytes)) {
-      for (let i = 0; i < fresh.length; i++) if (reserved[i] >= 0) newest.release(fresh[i].key, fresh[i].revision!);
+      releaseRevisions();
       throw new InboxFullError(maxBytes, 'bytes');
     }
     this.reserved += fresh.length;
@@ -156,7 +157,7 @@ export class JournalInbox implements Inbox {
         }
       });
     } catch (err) {
-      for (let i = 0; i < fresh.length; i++) if (reserved[i] >= 0) newest.release(fresh[i].key, fresh[i].revision!);
+      releaseRevisions();
       throw err;
     } finally {
       this.reserved -= fresh.length;

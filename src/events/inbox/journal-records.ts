@@ -112,7 +112,7 @@ function entryRecord(r: StoredRecord): Rec {
 
 /**
  * Records as they are read from the file, one at a time (the file is never read whole: it may be
- * larger than a Buffer can be), with each record's bytes; `finish` gives the entries not
+ * larger than fs.readFile reads), with each record's bytes; `finish` gives the entries not
  * acknowledged, before they join the state (the state orders them by place). An acknowledged
  * entry is let go when its acknowledgement is read, so memory holds the live entries only.
  */
@@ -206,7 +206,12 @@ export function snapshotText(state: InboxState): string {
       continue;
     }
     if (r.batch) { r.entry = peekEntry(r); r.batch = undefined; } // its own record from now on
-    text += encodeRecord(entryRecord(r));
+    const line = encodeRecord(entryRecord(r));
+    text += line;
+    // Its bytes from now on are its own line's, as a load of the new file counts them (Replay).
+    const bytes = Buffer.byteLength(line);
+    state.bytes += bytes - r.bytes;
+    r.bytes = bytes;
   }
   if (d.length) text += encodeRecord({ d, n, a: [] });
   return text;

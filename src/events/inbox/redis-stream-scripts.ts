@@ -83,7 +83,7 @@ const PARK = `local function park(p, id, k, n, reason, now)
 end
 `;
 
-/** Shared Lua: entries that leave for good take their bytes out of `P b` (BYTES in the key list above). */
+/** Shared Lua: entries that leave for good take their bytes out of `P b` (see the keys above). */
 export const FORGET_BYTES = `local function forgetBytes(p, ids)
   if #ids == 0 then return end
   local n = 0
@@ -105,7 +105,7 @@ end
  * the XADD, the line's RPUSH and the entry's bytes (HSET z, INCRBY b). When full, a pass checks without writing whether any is new (not a
  * repeat, and not older than its key's stored revision; a key with nothing stored takes any revision,
  * as the one-pass way stores any first one): only a callback of repeats is answered. Each entry is
- * compared with what is stored alone: an earlier entry of the callback that was new has answered -1
+ * compared with what is stored alone: an earlier entry of the callback that was new has answered -1 or -2
  * already, and the others change nothing.
  */
 const STORE = `${STORED}local p, max, win, horizon, maxBytes = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])

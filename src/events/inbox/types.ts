@@ -146,7 +146,7 @@ export function isFull(held: number, bound: number): boolean {
  * bound is refused, unless the inbox holds none (then it is taken whole, whatever its size: a callback
  * larger than the bound is not refused for ever). Counted before the callback is stored, so the
  * stored bytes pass the bound only by a callback taken into an empty inbox: the journal's live records
- * and what it keeps of them in memory (their text), or the stream's data in Redis (the Redis Stream
+ * (about what it keeps of them in memory: their text, or the objects parsed from it), or the stream's data in Redis (the Redis Stream
  * inbox counts the callback's entries' data, repeats included: its script checks the bound first).
  */
 export function passesBytes(held: number, adding: number, bound: number): boolean {

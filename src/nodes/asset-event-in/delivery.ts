@@ -71,7 +71,7 @@ export function readDeliverySettings(config: DeliveryConfig, method: string, per
   const whole = (min: number) => (n: number) => Number.isInteger(n) && n >= min;
   return {
     maxEntries: numberSetting(config.inboxMax, 'inboxMax', DELIVERY_DEFAULTS.inboxMax, whole(1), 'must be a whole number, 1 or more'),
-    maxBytes: Math.floor(1e6 * numberSetting(config.inboxMaxMB, 'inboxMaxMB', DELIVERY_DEFAULTS.inboxMaxMB, (n) => n > 0, 'must be a number of MB above 0')),
+    maxBytes: Math.floor(1e6 * numberSetting(config.inboxMaxMB, 'inboxMaxMB', DELIVERY_DEFAULTS.inboxMaxMB, (n) => n >= 0.001, 'must be a number of MB, 0.001 (1 kB) or more')),
     maxInFlight: numberSetting(config.maxInFlight, 'maxInFlight', DELIVERY_DEFAULTS.maxInFlight, whole(1), 'must be a whole number, 1 or more'),
     visibilityTimeoutMs: 1000 * numberSetting(config.visibilityTimeout, 'visibilityTimeout', DELIVERY_DEFAULTS.visibilityTimeoutS, (n) => n > 0, 'must be a number of seconds above 0'),
     maxDeliveries: numberSetting(config.maxDeliveries, 'maxDeliveries', DELIVERY_DEFAULTS.maxDeliveries, whole(1), 'must be a whole number, 1 or more'),

@@ -11,11 +11,12 @@
  * - Status under the node and live counters for the DAM sidebar.
  */
 import { AssetApiError } from '../../api/errors';
-import { DuplicateFilter, memoryEntryFilter, secretValueRule, type EntryFilter } from '../../events';
+import { DuplicateFilter, memoryEntryFilter, type EntryFilter } from '../../events';
 import { eventInStats } from '../shared/event-in-stats';
 import type { AssetRedisConfigNode } from '../asset-redis';
 import type { AssetServerConfigNode } from '../asset-server';
-import { SettingError, localText, unsetEnvVar, unsetEnvVarRule } from '../shared';
+import { SettingError, localText } from '../shared';
+import { secretProblem } from '../shared/masking';
 import { adminClashReason, adminRouteClash } from './admin-paths';
 import { EventInEndpoint, redact, shortStatus } from './endpoint';
 import { openRoute, routeSharedWith } from './route';
@@ -51,10 +52,8 @@ export default function register(RED: NodeAPI): void {
 
     let settings: Settings;
     try {
-      const unsetSecret = unsetEnvVar(secret);
-      if (unsetSecret) throw new SettingError(`secret: ${unsetEnvVarRule(unsetSecret)}`);
-      const secretRule = secret === undefined ? undefined : secretValueRule(secret);
-      if (secretRule) throw new SettingError(`secret: ${secretRule}`);
+      const wrongSecret = secret === undefined ? undefined : secretProblem(secret);
+      if (wrongSecret) throw new SettingError(`secret: ${wrongSecret}`);
       settings = readSettings(config, node.id);
       const clash = adminRouteClash(settings.path, RED.settings.httpNodeRoot, RED.settings.httpAdminRoot);
       if (clash) throw new SettingError(adminClashReason(clash));

@@ -111,8 +111,7 @@ export default function register(RED: NodeAPI): void {
         const counts: HotFolderCounts = hot.counts();
         const stuck = counts.stuck > 0 ? text('stuck', { stuck: counts.stuck }) : ''; // shown only when there are some
         if (hot.error !== undefined) {
-          // The status says what is wrong; the log line also what to do ("does not exist: create it ...").
-          const reason = (hot.error.startsWith(folder) ? hot.error.slice(folder.length).trim() : hot.error).split(': ')[0];
+          const reason = hot.error.startsWith(folder) ? hot.error.slice(folder.length).trim() : hot.error;
           node.status({ fill: 'red', shape: 'ring', text: text('folderError', { reason }) });
         } else if (hot.isPaused) {
           node.status({ fill: 'yellow', shape: 'ring', text: text('paused', { ...counts }) + stuck });

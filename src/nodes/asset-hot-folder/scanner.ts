@@ -262,14 +262,16 @@ export class FolderScanner extends EventEmitter {
   private setFolderError(err: unknown): void {
     const code = (err as NodeJS.ErrnoException)?.code;
     const reason = (err as { creating?: boolean }).creating ? `cannot be created (${code ?? (err as Error).message})`
-      : code === 'ENOENT' ? `does not exist: create it (or tick "create it when it is missing"); it is looked for again every ${Math.round(this.options.rescanMs / 1000)} s`
+      : code === 'ENOENT' ? 'does not exist'
       : code === 'EACCES' || code === 'EPERM' ? 'cannot be read (permission denied)'
         : code === 'ENOTDIR' ? 'is not a folder' : (err as Error)?.message ?? String(err);
     const text = `${this.options.folder} ${reason}`;
     this.stopWatching();
     if (this.folderError === text) return;
     this.folderError = text;
-    this.emit('folder-error', text);
+    // The log line also says what to do (the status shows `text` alone).
+    const advice = reason === 'does not exist' ? `: create it (or tick "create it when it is missing"); it is looked for again every ${Math.round(this.options.rescanMs / 1000)} s` : '';
+    this.emit('folder-error', text + advice);
   }
 
   private ensureWatching(): void {

@@ -119,13 +119,15 @@ export function registerConnectionTest(RED: NodeAPI): void {
     // node's copy has ${NAME} values read already).
     const saved = running?.credentials ?? {};
     const withSaved = (name: string) => typed[name] === SAVED_PASSWORD ? saved[name] : typed[name];
-    // Compared as typed: the flows hold ${NAME} values as typed.
-    const unchanged = running?.client && deployed
-      && sameConnection(config, { ...typed, cookie: withSaved('cookie'), password: withSaved('password') }, deployed, saved);
+    // The settings as typed: the flows hold ${NAME} values that way (compared below with the deployed ones).
+    const typedConfig = { ...config };
     // Values typed as ${NAME} are read as the node reads them, so that the rules below compare like with like.
     const read = (name: string) => RED.util.getSetting(running as never, name) as string | undefined;
     const unread = readEnvValues(config, typed, await mayDeploy(req) ? read : undefined);
     if (unread) { res.json(configReport(unread)); return; }
+    // Settings as typed against the flows', secrets as read against the running node's.
+    const unchanged = running?.client && deployed
+      && sameConnection(typedConfig, { ...typed, cookie: withSaved('cookie'), password: withSaved('password') }, deployed, saved);
     // Reachability first, without cookie or login: a wrong base URL is named as such (issue 23 #5).
     const unreachable = await baseUrlProblem(RED, config, typed.username);
     if (unreachable) { res.json(unreachable); return; }

@@ -4,9 +4,8 @@
 import type { SubscriptionFields } from '../../api/types';
 import { AssetApiError, invalidInput, redactSecrets } from '../../api/errors';
 import { clientFor } from '../asset-server';
-import { asInteger, asString, handleInputAndClose, nameOf, localText, required, resolveField, unsetEnvVar, unsetEnvVarRule, type FieldSource } from '../shared';
-import { maskHeaderValues, secretHeaderSetting } from '../shared/masking';
-import { secretValueRule } from '../../events/secret';
+import { asInteger, asString, handleInputAndClose, nameOf, localText, required, resolveField, type FieldSource } from '../shared';
+import { maskHeaderValues, secretHeaderSetting, secretProblem } from '../shared/masking';
 import { createNode, registerType, type Node, type NodeAPI, type NodeMessage } from '../shared/node-red';
 import { nodeRetry, withRetries } from '../shared/retry';
 
@@ -110,10 +109,8 @@ export default function register(RED: NodeAPI): void {
 
     /** `Name: secret`; the name and the secret checked as asset-event-in checks its own. */
     function secretHeaderLine(value: string): string {
-      const unset = unsetEnvVar(value);
-      if (unset) throw invalidInput('secret', unsetEnvVarRule(unset));
-      const rule = secretValueRule(value);
-      if (rule) throw invalidInput('secret', rule);
+      const wrong = secretProblem(value);
+      if (wrong) throw invalidInput('secret', wrong);
       const { name, broken } = secretHeaderSetting(config.secretHeader);
       if (broken) throw invalidInput('secretHeader', broken);
       return `${name}: ${value}`;

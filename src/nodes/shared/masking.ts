@@ -2,7 +2,8 @@
  * Secrets masked in a subscription's stored details (asset-subscribe's `get`, the DAM sidebar).
  */
 import { isToken } from '../../api/values';
-import { isBlankSetting } from './fields';
+import { secretValueRule } from '../../events/secret';
+import { isBlankSetting, unsetEnvVar, unsetEnvVarRule } from './fields';
 
 /**
  * Header names whose value is shown: standard headers that describe the content. Any other
@@ -19,6 +20,12 @@ export const DEFAULT_SECRET_HEADER = 'X-DAM-Secret';
  * around are the editor's; a valid header name, not one whose value is shown. The name, and the
  * rule it breaks if it does.
  */
+/** Why a Secret (a credential) cannot work as given, to follow "secret: "; undefined when it can. */
+export function secretProblem(secret: string): string | undefined {
+  const unset = unsetEnvVar(secret);
+  return unset ? unsetEnvVarRule(unset) : secretValueRule(secret);
+}
+
 export function secretHeaderSetting(value: unknown): { name: string; broken?: string } {
   const name = isBlankSetting(value) ? DEFAULT_SECRET_HEADER : String(value).trim();
   if (!isToken(name)) return { name, broken: 'must be a valid HTTP header name' };
@@ -33,7 +40,7 @@ export function secretHeaderSetting(value: unknown): { name: string; broken?: st
  * asset-event-in sends its shared secret as a header, and secrets never go into a msg. Any
  * `header`/`headers`/`queryParam` property is masked, as a string, a list of strings or an
  * object, since the answer's shape is "not shown" in the spec; so are the query values of a
- * `callback`, `callbackUrl` or `url` URL ({@link maskUrlSecrets}); an object nested deeper than 8 is `***`.
+ * `callback` or `callbackUrl` URL, or of each in a list ({@link maskUrlSecrets}); an object nested deeper than 8 is `***`.
  */
 export function maskHeaderValues(value: unknown, depth = 0): unknown {
   if (value === null || typeof value !== 'object') return value;
@@ -43,14 +50,16 @@ export function maskHeaderValues(value: unknown, depth = 0): unknown {
   for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
     out[key] = /^headers?$/i.test(key) ? maskValues(v, ':', false, name => !PUBLIC_HEADER.test(name.trim()))
       : /^queryParams?$/i.test(key) ? maskValues(v, '=', true, () => true)
-        : /^(callback(url)?|url)$/i.test(key) && isTextOrTexts(v) ? (typeof v === 'string' ? maskUrlSecrets(v) : v.map(maskUrlSecrets))
+        : /^callback(url)?$/i.test(key) ? maskUrls(v, depth + 1)
           : maskHeaderValues(v, depth + 1);
   }
   return out;
 }
 
-function isTextOrTexts(v: unknown): v is string | string[] {
-  return typeof v === 'string' || (Array.isArray(v) && v.every((s) => typeof s === 'string'));
+/** A callback URL, or a list of them (its other items masked as everywhere). */
+function maskUrls(v: unknown, depth: number): unknown {
+  if (typeof v === 'string') return maskUrlSecrets(v);
+  return Array.isArray(v) ? v.map((item) => typeof item === 'string' ? maskUrlSecrets(item) : maskHeaderValues(item, depth + 1)) : maskHeaderValues(v, depth);
 }
 
 /**
