@@ -101,8 +101,8 @@ end
  * else how many were left out (a repeat within the window, or older than a stored revision of their key).
  *
  * Below the bound (the usual case), one pass writes as it checks: a repeat is `SET d NX` not setting, a
- * newest revision is `SET v GET` (put back when the one there is newer), six calls per new entry with
- * the XADD, the line's RPUSH and the entry's bytes (HSET z, INCRBY b). When full, a pass checks without writing whether any is new (not a
+ * newest revision is `SET v GET` (put back when the one there is newer), four calls per new entry with
+ * the XADD and the line's RPUSH; the entries' bytes go in one HSET z and one INCRBY b per callback. When full, a pass checks without writing whether any is new (not a
  * repeat, and not older than its key's stored revision; a key with nothing stored takes any revision,
  * as the one-pass way stores any first one): only a callback of repeats is answered. Each entry is
  * compared with what is stored alone: an earlier entry of the callback that was new has answered -1 or -2
@@ -112,11 +112,14 @@ const STORE = `${STORED}local p, max, win, horizon, maxBytes = KEYS[1], tonumber
 local s = p .. 's'
 if redis.call('EXISTS', s) == 0 then redis.call('XGROUP', 'CREATE', s, 'g', '0', 'MKSTREAM') end
 local count = (#ARGV - 4) / 4
+-- Each stored entry's bytes (id, size pairs) and their sum: written with one HSET and one INCRBY at the end.
+local sizes, added = {}, 0
 local function add(b)
   local id = redis.call('XADD', s, '*', 'k', ARGV[b + 1], 'd', ARGV[b + 3])
   redis.call('RPUSH', p .. 'l:' .. ARGV[b + 1], id)
-  redis.call('HSET', p .. 'z', id, #ARGV[b + 3])
-  redis.call('INCRBY', p .. 'b', #ARGV[b + 3])
+  sizes[#sizes + 1] = id
+  sizes[#sizes + 1] = #ARGV[b + 3]
+  added = added + #ARGV[b + 3]
 end
 local n = stored(p)
 if n == 0 then redis.call('DEL', p .. 'b', p .. 'z') end
@@ -141,6 +144,8 @@ if not full then
     end
     if keep then add(b) else left = left + 1 end
   end
+  for i = 1, #sizes, 1000 do redis.call('HSET', p .. 'z', unpack(sizes, i, math.min(i + 999, #sizes))) end
+  if added > 0 then redis.call('INCRBY', p .. 'b', added) end
   return left
 end
 for b = 5, #ARGV, 4 do
