@@ -7,7 +7,8 @@
  *
  * The rules of when a saved secret may be used live here: the saved password only in a login
  * exactly like the running node's, the saved cookie only towards the deployed base URL's server;
- * both only through the deployed Proxy choice.
+ * both only through the deployed Proxy choice and with its TLS settings. Values typed as `${NAME}`
+ * are read from the environment only for a user who may deploy flows.
  */
 import { AssetClient } from '../../api/client';
 import { invalidInput, type AssetApiError } from '../../api/errors';
