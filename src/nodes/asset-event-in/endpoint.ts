@@ -22,8 +22,20 @@ import { InboxRefusal, type AtLeastOnceDelivery } from './delivery';
 import { reply } from './route';
 import type { Settings } from './settings';
 
-/** At most one warning per this interval for rejected callbacks (a hostile caller must not flood the log). */
+/** At most one warning of a kind per this interval (a hostile caller must not flood the log). */
 const WARN_INTERVAL_MS = 60000;
+
+/** The last time a warning of one kind went out; `due` says whether the next may go now (and counts it). */
+class WarnedAt {
+  private at = 0;
+
+  due(): boolean {
+    const now = Date.now();
+    if (now - this.at < WARN_INTERVAL_MS) return false;
+    this.at = now;
+    return true;
+  }
+}
 
 /** Locale text of asset-event-in with an English fallback. */
 export type EventInText = (key: string, english: string, params?: Record<string, unknown>) => string;
@@ -57,14 +69,14 @@ export class EventInEndpoint {
   duplicates = 0;
   empties = 0;
   rejected = 0;
-  private lastWarnAt = 0;
-  private lastBusyWarnAt = 0;
+  private readonly rejectWarned = new WarnedAt();
+  private readonly busyWarned = new WarnedAt();
   /** The owned subscription's state and its last error (set by the node). */
   subscription: SubscriptionState = 'none';
   subscriptionError = '';
   /** Why the last callback could not ask the duplicate filter (Redis down or slow); '' once it answers. */
   filterProblem = '';
-  private lastFilterWarnAt = 0;
+  private readonly filterWarned = new WarnedAt();
   private statusTimer: NodeJS.Timeout | undefined;
   private lastCallbackStatusAt = 0;
   /** Delivery "at least once": the inbox the entries go to (delivery.ts); set by the node. */
@@ -134,11 +146,7 @@ export class EventInEndpoint {
   private rejectCall(res: ServerResponse, status: 400 | 401 | 413, reason: string): void {
     this.rejected++;
     this.stats.rejected(status, reason);
-    const now = Date.now();
-    if (now - this.lastWarnAt >= WARN_INTERVAL_MS) {
-      this.lastWarnAt = now;
-      this.node.warn(this.t('errors.rejected', 'callback rejected with __status__: __reason__', { status, reason }));
-    }
+    if (this.rejectWarned.due()) this.node.warn(this.t('errors.rejected', 'callback rejected with __status__: __reason__', { status, reason }));
     reply(res, status, { success: false, error: reason });
     this.callbackStatus();
   }
@@ -254,11 +262,7 @@ export class EventInEndpoint {
    * sends it again. Not a rejection (the callback may be fine): logged at most once a minute.
    */
   private replyBusy(res: ServerResponse, reason: string): void {
-    const now = Date.now();
-    if (now - this.lastBusyWarnAt >= WARN_INTERVAL_MS) {
-      this.lastBusyWarnAt = now;
-      this.node.warn(this.t('errors.busy', 'callback answered 503: __reason__', { reason }));
-    }
+    if (this.busyWarned.due()) this.node.warn(this.t('errors.busy', 'callback answered 503: __reason__', { reason }));
     if (!res.headersSent) res.setHeader('Retry-After', String(LARGE_BODY_RETRY_AFTER_S));
     reply(res, 503, { success: false, error: reason });
   }
@@ -364,11 +368,7 @@ export class EventInEndpoint {
     const message = (err as Error)?.message ?? String(err);
     this.filterProblem = message.slice(0, 60);
     this.showStatus();
-    const now = Date.now();
-    if (now - this.lastFilterWarnAt >= WARN_INTERVAL_MS) {
-      this.lastFilterWarnAt = now;
-      this.node.warn(this.t('errors.filter', 'duplicate filter: __message__', { message }));
-    }
+    if (this.filterWarned.due()) this.node.warn(this.t('errors.filter', 'duplicate filter: __message__', { message }));
   }
 
   /** The route's handler: a failure of {@link handle} is logged (secret redacted) and answered 500. */
