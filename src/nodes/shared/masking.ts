@@ -15,17 +15,17 @@ const PUBLIC_HEADER = /^(content-type|content-language|content-encoding|accept|a
 /** The header a shared secret travels in when the setting is blank (what asset-event-in checks). */
 export const DEFAULT_SECRET_HEADER = 'X-DAM-Secret';
 
-/**
- * A Secret header setting (asset-event-in's, asset-subscribe's): blank is X-DAM-Secret, spaces
- * around are the editor's; a valid header name, not one whose value is shown. The name, and the
- * rule it breaks if it does.
- */
 /** Why a Secret (a credential) cannot work as given, to follow "secret: "; undefined when it can. */
 export function secretProblem(secret: string): string | undefined {
   const unset = unsetEnvVar(secret);
   return unset ? unsetEnvVarRule(unset) : secretValueRule(secret);
 }
 
+/**
+ * A Secret header setting (asset-event-in's, asset-subscribe's): blank is X-DAM-Secret, spaces
+ * around are the editor's; a valid header name, not one whose value is shown. The name, and the
+ * rule it breaks if it does.
+ */
 export function secretHeaderSetting(value: unknown): { name: string; broken?: string } {
   const name = isBlankSetting(value) ? DEFAULT_SECRET_HEADER : String(value).trim();
   if (!isToken(name)) return { name, broken: 'must be a valid HTTP header name' };
