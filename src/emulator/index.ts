@@ -119,6 +119,16 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   if (!Number.isFinite(ingestDelayMs) || ingestDelayMs < 0) throw new Error('ingestDelayMs must be a non-negative number');
   // Options first: a start that fails afterwards leaves nothing listening.
   const limits = uploadLimits({ maxUploadBytes: options.maxUploadBytes, maxZipRatio: options.maxZipRatio, maxZipBytes: options.maxZipBytes, maxZipEntries: options.maxZipEntries });
+  const seconds = (name: string, value: number | undefined): number => {
+    if (value === undefined) return 0;
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new Error(`${name} must be a number of seconds, 0 (never) or more`);
+    return Math.round(value * 1000);
+  };
+  const sessions = new SessionStore({
+    idleMs: seconds('sessionIdle', options.sessionIdle), maxAgeMs: seconds('sessionMaxAge', options.sessionMaxAge), onePerUser: options.oneSessionPerUser === true
+  });
+  for (const s of options.sessions ?? [DEFAULT_SESSION]) sessions.set(s.value, s.permissions, s.user);
+
   // The port first: an emulator started twice fails before it opens (and re-publishes from) any data.
   let handle: http.RequestListener = (_req, res) => {
     res.writeHead(503, { 'Content-Type': 'application/json', 'Retry-After': '1' });
@@ -139,24 +149,12 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   });
   const closeServer = () => new Promise<void>(resolve => server.close(() => resolve()));
 
+  // A folder the caller did not name is this emulator's own: close() removes it (tests upload GiBs).
+  const ownsDataDir = options.dataDir === undefined;
   let dataDir: string;
-  let ownsDataDir: boolean;
-  let sessions: SessionStore;
   let hub: Awaited<ReturnType<typeof openSubscriptionHub>>;
   let repo: Repository;
   try {
-    const seconds = (name: string, value: number | undefined): number => {
-      if (value === undefined) return 0;
-      if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new Error(`${name} must be a number of seconds, 0 (never) or more`);
-      return Math.round(value * 1000);
-    };
-    sessions = new SessionStore({
-      idleMs: seconds('sessionIdle', options.sessionIdle), maxAgeMs: seconds('sessionMaxAge', options.sessionMaxAge), onePerUser: options.oneSessionPerUser === true
-    });
-    for (const s of options.sessions ?? [DEFAULT_SESSION]) sessions.set(s.value, s.permissions, s.user);
-
-    // A folder the caller did not name is this emulator's own: close() removes it (tests upload GiBs).
-    ownsDataDir = options.dataDir === undefined;
     dataDir = path.resolve(options.dataDir ?? await fsp.mkdtemp(path.join(os.tmpdir(), 'dam-emulator-')));
     await fsp.mkdir(dataDir, { recursive: true });
 
