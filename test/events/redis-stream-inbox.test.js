@@ -183,6 +183,15 @@ describe('events: at-least-once inbox on a Redis Stream (real redis-server)', fu
     (await a.store([entry(3, 1), entry(4, 1)])).should.equal(0, 'not a duplicate: the refused one was not remembered');
   });
 
+  it('Inbox size: a callback of more entries than one slice of a script command (600) counts every entry\'s bytes', async function () {
+    const a = await copy({ maxEntries: 10000, maxBytes: 1e9 });
+    const entries = Array.from({ length: 600 }, (_, i) => entry(i + 1, 1));
+    (await a.store(entries)).should.equal(0);
+    const sizes = await admin.hvals(`${PREFIX}z`);
+    sizes.length.should.equal(600);
+    Number(await admin.get(`${PREFIX}b`)).should.equal(sizes.reduce((sum, z) => sum + Number(z), 0));
+  });
+
   it('Inbox size: a callback whose data would pass the byte bound is refused (nothing written, repeats still answered); acknowledging, discarding and draining make room; an empty inbox takes any size', async function () {
     // Before: bounded by entries only; Redis grew until maxmemory, where the take script's HSET fails (OOM) and nothing leaves.
     const blob = (assetId, rrn, size) => entry(assetId, rrn, { blob: 'x'.repeat(size) });

@@ -108,7 +108,7 @@ end
  * compared with what is stored alone: an earlier entry of the callback that was new has answered -1 or -2
  * already, and the others change nothing.
  */
-const STORE = `${STORED}local p, max, win, horizon, maxBytes = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+const STORE = `${STORED}${EACH}local p, max, win, horizon, maxBytes = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local s = p .. 's'
 if redis.call('EXISTS', s) == 0 then redis.call('XGROUP', 'CREATE', s, 'g', '0', 'MKSTREAM') end
 local count = (#ARGV - 4) / 4
@@ -144,7 +144,7 @@ if not full then
     end
     if keep then add(b) else left = left + 1 end
   end
-  for i = 1, #sizes, 1000 do redis.call('HSET', p .. 'z', unpack(sizes, i, math.min(i + 999, #sizes))) end
+  each(sizes, function(...) redis.call('HSET', p .. 'z', ...) end) -- slices of 500: whole id, size pairs
   if added > 0 then redis.call('INCRBY', p .. 'b', added) end
   return left
 end
